@@ -1,0 +1,3 @@
+module github.com/informerkit/informerkit
+
+go 1.26.0
