@@ -1,0 +1,187 @@
+package cache
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// fieldIndexPrefix starts the name of every field index.
+const fieldIndexPrefix = "field:"
+
+// FieldIndexName returns the name of the index that FieldIndexers builds
+// for path: "field:" + path. The path is used as written, so index and
+// query must spell it the same way.
+func FieldIndexName(path string) string {
+	return fieldIndexPrefix + path
+}
+
+// FieldIndexFunc returns a client-go IndexFunc that indexes an object by the
+// value(s) at a field path, so that callers need not write one.
+//
+// Paths are dot-separated field names with optional selectors: [*] (every
+// element of a list), [n] (element n) and ['name'] or ["name"] (a field
+// whose name contains dots or brackets), with an optional leading dot:
+// "spec.nodeName", "status.phase", "metadata.ownerReferences[*].uid",
+// "spec.containers[*].image", "metadata.labels['app.kubernetes.io/name']".
+// A malformed path is an error wrapping ErrInvalidFieldPath.
+//
+// Index values are the scalars the path reaches, formatted as strings:
+// strings as they are, booleans as "true"/"false", numbers in their shortest
+// decimal form (an integer 3 is "3"). Missing fields, null, objects and
+// lists give no value, so such objects are simply not in the index; [*]
+// gives one value per element (duplicates removed).
+//
+// The function reads *unstructured.Unstructured in place. Any other
+// runtime.Object (for example *metav1.PartialObjectMetadata in a
+// metadata-only informer, where only "metadata..." paths can match) is
+// first converted with runtime.DefaultUnstructuredConverter, which is
+// slower; OwnerUIDIndexers has a fast path for the common owner case.
+// The function never modifies obj and is safe for concurrent use.
+func FieldIndexFunc(path string) (toolscache.IndexFunc, error) {
+	p, err := parseFieldPath(path)
+	if err != nil {
+		return nil, err
+	}
+	return func(obj interface{}) ([]string, error) {
+		root, ok := jsonRoot(obj)
+		if !ok {
+			return nil, nil
+		}
+		return p.indexValues(root), nil
+	}, nil
+}
+
+// indexValues returns the distinct scalar values the path reaches in root.
+func (p fieldPath) indexValues(root map[string]interface{}) []string {
+	var out []string
+	p.collect(root, func(v interface{}) {
+		s, ok := scalarString(v)
+		if !ok {
+			return
+		}
+		for _, o := range out {
+			if o == s {
+				return
+			}
+		}
+		out = append(out, s)
+	})
+	return out
+}
+
+// jsonRoot returns obj as a JSON-like map: the map of an Unstructured as
+// is, other runtime objects converted.
+func jsonRoot(obj interface{}) (map[string]interface{}, bool) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o.Object, true
+	case runtime.Unstructured:
+		return o.UnstructuredContent(), true
+	case runtime.Object:
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, false
+		}
+		return m, true
+	}
+	return nil, false
+}
+
+// FieldIndexers returns one index per path, named FieldIndexName(path) and
+// built by FieldIndexFunc(path), ready for toolscache.NewIndexer or
+// SharedIndexInformer.AddIndexers. It fails on the first malformed path.
+func FieldIndexers(paths ...string) (toolscache.Indexers, error) {
+	out := make(toolscache.Indexers, len(paths))
+	for _, path := range paths {
+		f, err := FieldIndexFunc(path)
+		if err != nil {
+			return nil, err
+		}
+		out[FieldIndexName(path)] = f
+	}
+	return out, nil
+}
+
+// OwnerUIDPath is the field path of the owners' UIDs.
+const OwnerUIDPath = "metadata.ownerReferences[*].uid"
+
+// OwnerUIDIndex is the name of the index of objects by the UID of each of
+// their owners. It is the field index of OwnerUIDPath, so
+// genericlister's ByField(cache.OwnerUIDPath, uid) uses it too.
+const OwnerUIDIndex = fieldIndexPrefix + OwnerUIDPath
+
+// OwnerUIDIndexFunc indexes an object by the UIDs of its ownerReferences.
+// It reads Unstructured in place and any other object through
+// meta.Accessor (so PartialObjectMetadata and typed objects are cheap).
+func OwnerUIDIndexFunc(obj interface{}) ([]string, error) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		md, _ := o.Object["metadata"].(map[string]interface{})
+		refs, _ := md["ownerReferences"].([]interface{})
+		if len(refs) == 0 {
+			return nil, nil
+		}
+		out := make([]string, 0, len(refs))
+		for _, r := range refs {
+			m, _ := r.(map[string]interface{})
+			if uid, ok := m["uid"].(string); ok && !containsString(out, uid) {
+				out = append(out, uid)
+			}
+		}
+		return out, nil
+	case *metav1.PartialObjectMetadata:
+		return ownerUIDs(o.OwnerReferences), nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil
+	}
+	return ownerUIDs(m.GetOwnerReferences()), nil
+}
+
+func ownerUIDs(refs []metav1.OwnerReference) []string {
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		if uid := string(r.UID); !containsString(out, uid) {
+			out = append(out, uid)
+		}
+	}
+	return out
+}
+
+func containsString(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// OwnerUIDIndexers returns {OwnerUIDIndex: OwnerUIDIndexFunc}.
+func OwnerUIDIndexers() toolscache.Indexers {
+	return toolscache.Indexers{OwnerUIDIndex: OwnerUIDIndexFunc}
+}
+
+// MergeIndexers returns one Indexers holding all of sets, or an error
+// naming the first index name that two sets define.
+func MergeIndexers(sets ...toolscache.Indexers) (toolscache.Indexers, error) {
+	out := toolscache.Indexers{}
+	for _, s := range sets {
+		for name, f := range s {
+			if _, dup := out[name]; dup {
+				return nil, fmt.Errorf("index %q defined twice", name)
+			}
+			out[name] = f
+		}
+	}
+	return out, nil
+}

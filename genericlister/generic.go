@@ -1,0 +1,98 @@
+package genericlister
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// NewGeneric returns a client-go toolscache.GenericLister over indexer that
+// works whatever runtime.Object type the indexer holds:
+// *unstructured.Unstructured, *metav1.PartialObjectMetadata from a
+// metadata-only informer, or typed objects. Code written against client-go's
+// dynamicinformer GenericInformer.Lister() compiles and behaves unchanged,
+// with label selectors answered from cache.LabelIndex when the indexer has
+// it (see Lister.List).
+//
+// The objects returned are the cached objects themselves (no conversion),
+// shared with every reader: do not modify them, DeepCopyObject first. Lists
+// are unordered. The lister is safe for concurrent use.
+func NewGeneric(indexer toolscache.Indexer, resource schema.GroupResource) toolscache.GenericLister {
+	return &genericLister{indexer: indexer, resource: resource}
+}
+
+type genericLister struct {
+	indexer  toolscache.Indexer
+	resource schema.GroupResource
+}
+
+var _ toolscache.GenericLister = &genericLister{}
+var _ toolscache.GenericNamespaceLister = &genericNamespaceLister{}
+
+func (l *genericLister) List(selector labels.Selector) ([]runtime.Object, error) {
+	return listObjects(l.indexer, "", selector)
+}
+
+func (l *genericLister) Get(name string) (runtime.Object, error) {
+	return getObject(l.indexer, l.resource, name, name)
+}
+
+func (l *genericLister) ByNamespace(namespace string) toolscache.GenericNamespaceLister {
+	return &genericNamespaceLister{indexer: l.indexer, resource: l.resource, namespace: namespace}
+}
+
+type genericNamespaceLister struct {
+	indexer   toolscache.Indexer
+	resource  schema.GroupResource
+	namespace string
+}
+
+func (l *genericNamespaceLister) List(selector labels.Selector) ([]runtime.Object, error) {
+	return listObjects(l.indexer, l.namespace, selector)
+}
+
+func (l *genericNamespaceLister) Get(name string) (runtime.Object, error) {
+	return getObject(l.indexer, l.resource, l.namespace+"/"+name, name)
+}
+
+func listObjects(indexer toolscache.Indexer, namespace string, selector labels.Selector) ([]runtime.Object, error) {
+	var out []runtime.Object
+	var convErr error
+	err := selectObjects(indexer, namespace, selector, func(obj interface{}) {
+		ro, err := asObject(obj)
+		if err != nil {
+			if convErr == nil {
+				convErr = err
+			}
+			return
+		}
+		out = append(out, ro)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, convErr
+}
+
+func getObject(indexer toolscache.Indexer, resource schema.GroupResource, key, name string) (runtime.Object, error) {
+	obj, exists, err := indexer.GetByKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, errors.NewNotFound(resource, name)
+	}
+	return asObject(obj)
+}
+
+func asObject(obj interface{}) (runtime.Object, error) {
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return nil, fmt.Errorf("genericlister: cache holds %T, not a runtime.Object", obj)
+	}
+	return materialize(ro)
+}

@@ -1,0 +1,299 @@
+package genericlister
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	ikcache "github.com/informerkit/informerkit/cache"
+)
+
+// Lister reads *unstructured.Unstructured objects from an informer's
+// indexer.
+//
+// Sharing: List, Get, ByField and ByIndex return the very objects the cache
+// holds, shared with every other reader and with event handlers. They must
+// not be modified; call DeepCopy first, or use ListCopy and GetCopy, which
+// return private copies. (cache.MutationDetector catches violations in
+// tests.) The exception is an indexer that holds something other than
+// *unstructured.Unstructured (for example *metav1.PartialObjectMetadata from
+// a metadata-only informer): each such object is converted to a fresh
+// Unstructured on every read.
+//
+// Ordering: results come in no particular order, and the order may change
+// between calls; sort them if order matters.
+//
+// Concurrency: a Lister is safe for concurrent use, and reads run
+// concurrently with the informer's writes. A list answered from an index
+// set may see each object as of a slightly different moment (every object
+// returned matched the query when it was read).
+//
+// A Lister is a small value over the indexer; making one is cheap.
+type Lister struct {
+	indexer  toolscache.Indexer
+	resource schema.GroupResource
+}
+
+// New returns a Lister over indexer (typically informer.GetIndexer()).
+// resource names the resource in NotFound errors. The Lister uses
+// cache.LabelIndex and toolscache.NamespaceIndex automatically when the
+// indexer has them; it works without them, by scanning.
+func New(indexer toolscache.Indexer, resource schema.GroupResource) *Lister {
+	return &Lister{indexer: indexer, resource: resource}
+}
+
+// Resource returns the resource given to New.
+func (l *Lister) Resource() schema.GroupResource { return l.resource }
+
+// Indexer returns the indexer the Lister reads.
+func (l *Lister) Indexer() toolscache.Indexer { return l.indexer }
+
+// List returns the objects, in all namespaces, whose labels match selector
+// (nil means everything), shared with the cache and unordered.
+//
+// With cache.LabelIndex in the indexer, the requirements "key=value",
+// "key==value", "key in (v1,v2)" and "key" are answered from the index:
+// the candidate sets of the indexable requirements are compared and only
+// the smallest is examined, against the whole selector (so "!=", "notin",
+// "!key", "gt" and "lt" requirements are checked on that narrowed set). A
+// selector with no indexable requirement ("key!=v", "!key" alone) scans
+// the cache, as it does without the index; so does labels.Everything().
+func (l *Lister) List(selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	return list(l.indexer, "", selector)
+}
+
+// ListCopy is List returning deep copies that the caller owns.
+func (l *Lister) ListCopy(selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	return deepCopies(l.List(selector))
+}
+
+// Get returns the object stored under key name — the name of a
+// cluster-scoped object, or "namespace/name" (use Namespace(ns).Get for
+// namespaced objects) — shared with the cache. It returns an error that
+// apierrors.IsNotFound recognises when there is none.
+func (l *Lister) Get(name string) (*unstructured.Unstructured, error) {
+	return get(l.indexer, l.resource, name, name)
+}
+
+// GetCopy is Get returning a deep copy that the caller owns.
+func (l *Lister) GetCopy(name string) (*unstructured.Unstructured, error) {
+	return deepCopy(l.Get(name))
+}
+
+// Namespace returns a lister restricted to namespace ns.
+func (l *Lister) Namespace(ns string) *NamespaceLister {
+	return &NamespaceLister{indexer: l.indexer, resource: l.resource, namespace: ns}
+}
+
+// ByField returns the objects whose field at path has value (see
+// cache.FieldIndexFunc for the path syntax and how values are formatted),
+// shared with the cache and unordered. It uses the index
+// cache.FieldIndexName(path) when the indexer has it (add it with
+// cache.FieldIndexers(path)), and otherwise scans the cache evaluating the
+// path on every object, with the same result. A malformed path is an error
+// wrapping cache.ErrInvalidFieldPath.
+func (l *Lister) ByField(path, value string) ([]*unstructured.Unstructured, error) {
+	return byField(l.indexer, "", path, value)
+}
+
+// ByIndex returns the objects that the named index maps to value, shared
+// with the cache and unordered. It is an error if the indexer has no such
+// index. cache.LabelIndex, cache.OwnerUIDIndex and the indexes of
+// cache.FieldIndexers are such indexes, as is any the caller added.
+func (l *Lister) ByIndex(indexName, value string) ([]*unstructured.Unstructured, error) {
+	objs, err := l.indexer.ByIndex(indexName, value)
+	if err != nil {
+		return nil, err
+	}
+	return toUnstructuredList(objs, "")
+}
+
+// Generic returns a client-go toolscache.GenericLister over the same
+// indexer (see NewGeneric), for code written against client-go's
+// dynamicinformer Lister().
+func (l *Lister) Generic() toolscache.GenericLister {
+	return NewGeneric(l.indexer, l.resource)
+}
+
+// NamespaceLister reads the objects of one namespace. Its results follow
+// the Lister rules: shared with the cache, unordered, safe for concurrent
+// use.
+type NamespaceLister struct {
+	indexer   toolscache.Indexer
+	resource  schema.GroupResource
+	namespace string
+}
+
+// List returns the objects of the namespace whose labels match selector
+// (nil means everything). It combines cache.LabelIndex with
+// toolscache.NamespaceIndex when the indexer has them, examining the
+// smallest candidate set (see Lister.List).
+func (l *NamespaceLister) List(selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	return list(l.indexer, l.namespace, selector)
+}
+
+// ListCopy is List returning deep copies that the caller owns.
+func (l *NamespaceLister) ListCopy(selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	return deepCopies(l.List(selector))
+}
+
+// Get returns the object name of the namespace, shared with the cache, or
+// an error that apierrors.IsNotFound recognises.
+func (l *NamespaceLister) Get(name string) (*unstructured.Unstructured, error) {
+	return get(l.indexer, l.resource, l.namespace+"/"+name, name)
+}
+
+// GetCopy is Get returning a deep copy that the caller owns.
+func (l *NamespaceLister) GetCopy(name string) (*unstructured.Unstructured, error) {
+	return deepCopy(l.Get(name))
+}
+
+// ByField is Lister.ByField restricted to the namespace.
+func (l *NamespaceLister) ByField(path, value string) ([]*unstructured.Unstructured, error) {
+	return byField(l.indexer, l.namespace, path, value)
+}
+
+// ByIndex is Lister.ByIndex restricted to the namespace.
+func (l *NamespaceLister) ByIndex(indexName, value string) ([]*unstructured.Unstructured, error) {
+	objs, err := l.indexer.ByIndex(indexName, value)
+	if err != nil {
+		return nil, err
+	}
+	return toUnstructuredList(objs, l.namespace)
+}
+
+func list(indexer toolscache.Indexer, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	var convErr error
+	err := selectObjects(indexer, namespace, selector, func(obj interface{}) {
+		u, err := toUnstructured(obj)
+		if err != nil {
+			if convErr == nil {
+				convErr = err
+			}
+			return
+		}
+		out = append(out, u)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, convErr
+}
+
+func get(indexer toolscache.Indexer, resource schema.GroupResource, key, name string) (*unstructured.Unstructured, error) {
+	obj, exists, err := indexer.GetByKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, errors.NewNotFound(resource, name)
+	}
+	return toUnstructured(obj)
+}
+
+func byField(indexer toolscache.Indexer, namespace, path, value string) ([]*unstructured.Unstructured, error) {
+	indexName := ikcache.FieldIndexName(path)
+	if _, ok := indexer.GetIndexers()[indexName]; ok {
+		objs, err := indexer.ByIndex(indexName, value)
+		if err != nil {
+			return nil, err
+		}
+		return toUnstructuredList(objs, namespace)
+	}
+	f, err := ikcache.FieldIndexFunc(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, obj := range indexer.List() {
+		if namespace != "" && objectNamespace(obj) != namespace {
+			continue
+		}
+		vals, _ := f(obj)
+		for _, v := range vals {
+			if v == value {
+				u, err := toUnstructured(obj)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, u)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func toUnstructuredList(objs []interface{}, namespace string) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		if namespace != "" && objectNamespace(obj) != namespace {
+			continue
+		}
+		u, err := toUnstructured(obj)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// toUnstructured returns a cached Unstructured as is and converts anything
+// else (PartialObjectMetadata, typed objects) to a fresh Unstructured.
+func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o, nil
+	case *metav1.PartialObjectMetadata:
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, err
+		}
+		return &unstructured.Unstructured{Object: m}, nil
+	case runtime.Object:
+		ro, err := materialize(o)
+		if err != nil {
+			return nil, err
+		}
+		if u, ok := ro.(*unstructured.Unstructured); ok {
+			return u, nil
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
+		if err != nil {
+			return nil, err
+		}
+		return &unstructured.Unstructured{Object: m}, nil
+	}
+	return nil, fmt.Errorf("genericlister: cannot read %T from the cache as an object", obj)
+}
+
+// materialize returns the object a reader should see for a cached object.
+func materialize(obj runtime.Object) (runtime.Object, error) {
+	return obj, nil
+}
+
+func deepCopies(objs []*unstructured.Unstructured, err error) ([]*unstructured.Unstructured, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopy()
+	}
+	return out, nil
+}
+
+func deepCopy(obj *unstructured.Unstructured, err error) (*unstructured.Unstructured, error) {
+	if err != nil {
+		return nil, err
+	}
+	return obj.DeepCopy(), nil
+}
