@@ -1,0 +1,56 @@
+package discoveryresolver
+
+import (
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// Option configures a Resolver. See New for the defaults.
+type Option func(*options)
+
+type options struct {
+	logger             logr.Logger
+	minRefreshInterval time.Duration
+	serverGroupOrder   bool
+	now                func() time.Time // for tests
+}
+
+// DefaultMinRefreshInterval is the default of WithMinRefreshInterval.
+const DefaultMinRefreshInterval = time.Second
+
+// defaultOptions is the one place where defaults are set.
+func defaultOptions() options {
+	return options{
+		logger:             logr.Discard(),
+		minRefreshInterval: DefaultMinRefreshInterval,
+		now:                time.Now,
+	}
+}
+
+// WithLogger sets the logger. The default discards. The resolver logs at
+// V(0) only when the set of group-versions failing discovery changes; refresh
+// rounds are logged at V(1), rate-limited misses at V(2).
+func WithLogger(l logr.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithMinRefreshInterval sets the minimum time between the starts of two
+// discovery rounds triggered by misses (default DefaultMinRefreshInterval).
+// A miss within the interval is answered from the cache, without network,
+// so that a typo resolved in a loop cannot hammer the API server. Refresh
+// and Invalidate are not rate-limited. Zero or negative disables the limit
+// (concurrent misses still share one round).
+func WithMinRefreshInterval(d time.Duration) Option {
+	return func(o *options) { o.minRefreshInterval = d }
+}
+
+// WithServerGroupOrder makes the resolver choose, when a name is served by
+// several API groups none of which is the core group, the group that the
+// server lists first — which is what kubectl does (for CRD groups the
+// server's order is alphabetical). By default the resolver returns an
+// *AmbiguousError naming the candidates instead, because silently watching
+// the wrong group's resource is worse for a controller than a clear error.
+func WithServerGroupOrder() Option {
+	return func(o *options) { o.serverGroupOrder = true }
+}

@@ -1,0 +1,512 @@
+package discoveryresolver
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+)
+
+// Resolver maps references to served resources using the API server's
+// discovery. All methods are safe for concurrent use.
+//
+// The resolver holds one immutable snapshot of discovery. Answers for names
+// in the snapshot are map lookups. A reference the snapshot does not know (a
+// miss) triggers a discovery round unless one started less than the minimum
+// refresh interval ago; concurrent misses, Refresh calls and invalidated
+// lookups share one round. The resolver starts no goroutines: a round runs
+// in the goroutine of the caller that started it.
+type Resolver struct {
+	client discovery.DiscoveryInterfaceWithContext
+	cached discovery.CachedDiscoveryInterface // non-nil if the client caches; invalidated before each round
+	opts   options
+	log    logr.Logger
+
+	snap  atomic.Pointer[snapshot] // nil until the first successful round
+	stale atomic.Bool              // set by Invalidate: the next lookup refreshes first
+
+	mu         sync.Mutex // guards round, lastStart, lastErr, failedKeys, listeners, nextID, pending, delivering
+	round      *round     // the round in flight, nil if none
+	lastStart  time.Time  // start of the latest round
+	lastErr    error      // error of the latest round that found no snapshot at all
+	failedKeys string     // failing group-versions of the latest round, for logging changes only
+	listeners  []listener
+	nextID     int
+	pending    []Change // changes not yet delivered, in order
+	delivering bool     // a goroutine is delivering pending changes
+}
+
+type round struct {
+	done chan struct{} // closed when err is set
+	err  error
+}
+
+type listener struct {
+	id int
+	f  func(Change)
+}
+
+// New returns a Resolver that asks client. It does no network I/O: the
+// first call that needs discovery runs the first round.
+//
+// Pass a plain discovery client (discovery.NewDiscoveryClientForConfig);
+// client-go uses aggregated discovery (two requests per round) when the
+// server offers it. A caching client (memory or disk) defeats refreshes; if
+// client implements discovery.CachedDiscoveryInterface, the resolver calls
+// its Invalidate before every round.
+//
+// Defaults: logr.Discard(), DefaultMinRefreshInterval, ambiguous among
+// non-core groups (see WithServerGroupOrder).
+func New(client discovery.DiscoveryInterface, opts ...Option) *Resolver {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r := &Resolver{
+		client: discovery.ToDiscoveryInterfaceWithContext(client),
+		opts:   o,
+		log:    o.logger.WithName("discoveryresolver"),
+	}
+	if c, ok := client.(discovery.CachedDiscoveryInterface); ok {
+		r.cached = c
+	}
+	return r
+}
+
+// Resolve maps a reference typed the way kubectl accepts it — plural,
+// singular, short name or kind (any case), optionally qualified as
+// "name.group" or "name.version.group" ("deployments.v1.apps",
+// "Deployment.apps", "pods.v1." for the core group) — to the served
+// resource, at the group's preferred version unless the reference names a
+// version.
+//
+// Errors: a *ResolveError wrapping ErrNotFound, ErrSubresource or
+// ErrNotWatchable (with the Resource also returned), an *AmbiguousError, or
+// a *ResolveError wrapping a discovery error when discovery never
+// succeeded. See the package documentation for how ties are settled.
+func (r *Resolver) Resolve(ctx context.Context, ref string) (Resource, error) {
+	if strings.Contains(ref, "/") {
+		return Resource{}, &ResolveError{Ref: ref, Err: ErrSubresource}
+	}
+	if ref == "" {
+		return Resource{}, &ResolveError{Ref: ref, Err: ErrNotFound}
+	}
+	return r.lookupOrRefresh(ctx, ref, func(s *snapshot) result { return s.resolve(ref) })
+}
+
+// ResolveGVR returns the resource served at gvr. An empty Version means the
+// preferred version of gvr's group-resource. Resource must be the plural
+// name as discovery spells it. Errors are as for Resolve, with Ref set to
+// gvr.String().
+func (r *Resolver) ResolveGVR(ctx context.Context, gvr schema.GroupVersionResource) (Resource, error) {
+	ref := gvr.String()
+	if strings.Contains(gvr.Resource, "/") {
+		return Resource{}, &ResolveError{Ref: ref, Err: ErrSubresource}
+	}
+	return r.lookupOrRefresh(ctx, ref, func(s *snapshot) result { return s.resolveGVR(gvr) })
+}
+
+// ResolveGVK returns the resource whose kind is gvk. An empty Version means
+// the preferred version that serves the kind. The kind is matched exactly
+// first, then ignoring case. If several resources of one group-version
+// share the kind, the error is an *AmbiguousError. Errors are otherwise as
+// for Resolve, with Ref set to gvk.String().
+func (r *Resolver) ResolveGVK(ctx context.Context, gvk schema.GroupVersionKind) (Resource, error) {
+	return r.lookupOrRefresh(ctx, gvk.String(), func(s *snapshot) result { return s.resolveGVK(gvk) })
+}
+
+// Lookup returns the cached resource served at gvr (Version required),
+// without any network I/O and without refreshing, even after Invalidate.
+// It reports false if the current snapshot does not serve gvr.
+func (r *Resolver) Lookup(gvr schema.GroupVersionResource) (Resource, bool) {
+	s := r.snap.Load()
+	if s == nil {
+		return Resource{}, false
+	}
+	i, ok := s.byGVR[gvr]
+	if !ok {
+		return Resource{}, false
+	}
+	return s.entries[i].res.clone(), true
+}
+
+// Resources returns the preferred version of every served resource
+// (watchable or not), in discovery order: groups as the server orders them,
+// then resources as the group lists them. It runs a discovery round first
+// only if there is no snapshot yet or after Invalidate. The slice and its
+// elements are the caller's.
+func (r *Resolver) Resources(ctx context.Context) ([]Resource, error) {
+	return r.Match(ctx, Filter{})
+}
+
+// AllVersions is Resources over every served version of every resource.
+func (r *Resolver) AllVersions(ctx context.Context) ([]Resource, error) {
+	s, err := r.current(ctx)
+	if s == nil {
+		return nil, err
+	}
+	out := make([]Resource, len(s.entries))
+	for i := range s.entries {
+		out[i] = s.entries[i].res.clone()
+	}
+	return out, nil
+}
+
+// Match returns the preferred version of every served resource that f
+// matches, in discovery order, with the same freshness rules as Resources.
+func (r *Resolver) Match(ctx context.Context, f Filter) ([]Resource, error) {
+	s, err := r.current(ctx)
+	if s == nil {
+		return nil, err
+	}
+	out := make([]Resource, 0, len(s.order))
+	for _, i := range s.order {
+		if f.Matches(s.entries[i].res) {
+			out = append(out, s.entries[i].res.clone())
+		}
+	}
+	return out, nil
+}
+
+// FailedGroups returns the group-versions whose discovery failed in the
+// latest round, with their errors; empty when none failed. The map is the
+// caller's.
+func (r *Resolver) FailedGroups() map[schema.GroupVersion]error {
+	s := r.snap.Load()
+	if s == nil {
+		return nil
+	}
+	return copyGroupErrors(s.failed)
+}
+
+// Refresh runs a discovery round now, ignoring the miss rate limit. If a
+// round is already in flight, Refresh waits for it instead of starting
+// another. It returns a *GroupDiscoveryError if some group-versions failed
+// (the rest was refreshed), another error if discovery failed as a whole
+// (the previous snapshot stays), or ctx's error. When Refresh returns, the
+// Change the round found has been delivered to OnChange callbacks, unless
+// Refresh is called from inside one.
+func (r *Resolver) Refresh(ctx context.Context) error {
+	return r.refresh(ctx, true)
+}
+
+// Invalidate marks the cached discovery as outdated: the next Resolve*,
+// Resources, AllVersions or Match call runs a round first, without waiting
+// for the miss rate limit. Call it when something suggests the served
+// resources changed (a CustomResourceDefinition or APIService event).
+// Lookup never refreshes.
+func (r *Resolver) Invalidate() {
+	r.stale.Store(true)
+}
+
+// OnChange registers f to be called with the differences found by every
+// later discovery round that changes the set of served group-version-
+// resources. The first round reports every resource as Added. Calls are
+// sequential, in the order of the rounds, and made without any resolver
+// lock held, from the goroutine that ran a round; f may call any method of
+// the resolver. f owns the Change it receives. The returned remove stops
+// later calls (a call in progress finishes); it is idempotent.
+func (r *Resolver) OnChange(f func(Change)) (remove func()) {
+	r.mu.Lock()
+	r.nextID++
+	id := r.nextID
+	r.listeners = append(r.listeners, listener{id: id, f: f})
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.listeners = slices.DeleteFunc(r.listeners, func(l listener) bool { return l.id == id })
+	}
+}
+
+// current returns the snapshot to answer from, running a round first if
+// there is none or it was invalidated. On a failed round it still returns
+// the previous snapshot if there is one.
+func (r *Resolver) current(ctx context.Context) (*snapshot, error) {
+	s := r.snap.Load()
+	if s != nil && !r.stale.Load() {
+		return s, nil
+	}
+	err := r.refresh(ctx, false)
+	if s2 := r.snap.Load(); s2 != nil {
+		return s2, nil
+	}
+	if err == nil {
+		err = r.lastError()
+	}
+	return nil, err
+}
+
+func (r *Resolver) lastError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastErr != nil {
+		return r.lastErr
+	}
+	return errors.New("discoveryresolver: no discovery data")
+}
+
+// lookupOrRefresh answers from the snapshot, and on a miss refreshes (within
+// the rate limit) and tries again.
+func (r *Resolver) lookupOrRefresh(ctx context.Context, ref string, find func(*snapshot) result) (Resource, error) {
+	s, err := r.current(ctx)
+	if s == nil {
+		return Resource{}, &ResolveError{Ref: ref, Err: err}
+	}
+	res := find(s)
+	if !res.answered() {
+		_ = r.refresh(ctx, false) // errors surface below as not found plus failed groups
+		if s2 := r.snap.Load(); s2 != s {
+			s = s2
+			res = find(s)
+		}
+	}
+	return r.answer(s, ref, res)
+}
+
+func (r *Resolver) answer(s *snapshot, ref string, res result) (Resource, error) {
+	switch {
+	case res.found():
+		e := &s.entries[res.idx]
+		if !e.watchable {
+			return e.res.clone(), &ResolveError{Ref: ref, Err: ErrNotWatchable}
+		}
+		return e.res.clone(), nil
+	case res.ambiguous():
+		cands := make([]Resource, len(res.cands))
+		for i, c := range res.cands {
+			cands[i] = s.entries[c].res.clone()
+		}
+		return Resource{}, &AmbiguousError{Ref: ref, Candidates: cands}
+	}
+	if len(s.failed) > 0 {
+		return Resource{}, &ResolveError{Ref: ref, Err: errors.Join(ErrNotFound, &GroupDiscoveryError{Groups: copyGroupErrors(s.failed)})}
+	}
+	return Resource{}, &ResolveError{Ref: ref, Err: ErrNotFound}
+}
+
+// refresh runs a round or joins the one in flight. Unless force is set, a
+// round is started only if there is no snapshot, the snapshot was
+// invalidated, or the last round started at least minRefreshInterval ago.
+func (r *Resolver) refresh(ctx context.Context, force bool) error {
+	for {
+		r.mu.Lock()
+		if rd := r.round; rd != nil {
+			r.mu.Unlock()
+			select {
+			case <-rd.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if isContextError(rd.err) && ctx.Err() == nil {
+				continue // the leader gave up; this caller has not
+			}
+			return rd.err
+		}
+		now := r.opts.now()
+		if !force && !r.stale.Load() && !r.lastStart.IsZero() && now.Sub(r.lastStart) < r.opts.minRefreshInterval {
+			r.mu.Unlock()
+			r.log.V(2).Info("miss within the minimum refresh interval: not refreshing", "sinceLastRound", now.Sub(r.lastStart))
+			return nil
+		}
+		rd := &round{done: make(chan struct{})}
+		r.round = rd
+		r.lastStart = now
+		r.stale.Store(false)
+		r.mu.Unlock()
+
+		change, err := r.runRound(ctx)
+
+		r.mu.Lock()
+		r.round = nil
+		if change != nil && len(r.listeners) > 0 {
+			r.pending = append(r.pending, *change)
+		}
+		rd.err = err
+		r.mu.Unlock()
+		close(rd.done)
+		r.deliver()
+		return err
+	}
+}
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// runRound fetches discovery, swaps in a new snapshot and returns what
+// changed (nil if nothing did).
+func (r *Resolver) runRound(ctx context.Context) (*Change, error) {
+	start := r.opts.now()
+	if r.cached != nil {
+		r.cached.Invalidate()
+	}
+	groups, lists, err := r.client.ServerGroupsAndResourcesWithContext(ctx)
+	var failed map[schema.GroupVersion]error
+	if err != nil {
+		if gerr, ok := discovery.GroupDiscoveryFailedErrorGroups(err); ok && (len(groups) > 0 || len(lists) > 0) {
+			failed = gerr
+		} else {
+			r.mu.Lock()
+			if r.snap.Load() == nil {
+				r.lastErr = err
+			}
+			r.mu.Unlock()
+			r.log.V(1).Info("discovery failed", "err", err.Error())
+			return nil, err
+		}
+	}
+	prev := r.snap.Load()
+	s := buildSnapshot(discoveryData{groups: groups, lists: lists, failed: failed}, prev, r.opts.serverGroupOrder)
+	r.snap.Store(s)
+	change := diff(prev, s)
+	r.log.V(1).Info("discovery refreshed", "resources", len(s.entries), "added", len(change.Added),
+		"removed", len(change.Removed), "failedGroupVersions", len(failed), "duration", r.opts.now().Sub(start))
+	r.logFailures(failed)
+	if len(failed) > 0 {
+		err = &GroupDiscoveryError{Groups: copyGroupErrors(failed)}
+	}
+	if len(change.Added) == 0 && len(change.Removed) == 0 {
+		return nil, err
+	}
+	return &change, err
+}
+
+// logFailures logs at V(0) only when the set of failing group-versions
+// changes, so that an aggregated API that stays down is not logged on every
+// round.
+func (r *Resolver) logFailures(failed map[schema.GroupVersion]error) {
+	keys := make([]string, 0, len(failed))
+	for gv := range failed {
+		keys = append(keys, gv.String())
+	}
+	slices.Sort(keys)
+	joined := strings.Join(keys, ",")
+	r.mu.Lock()
+	changed := joined != r.failedKeys
+	r.failedKeys = joined
+	r.mu.Unlock()
+	if !changed {
+		return
+	}
+	if len(keys) == 0 {
+		r.log.Info("discovery recovered for every group-version")
+		return
+	}
+	r.log.Info("discovery failed for some group-versions; their resources keep their last known state", "groupVersions", keys)
+}
+
+// deliver hands pending changes to the listeners, one change at a time, in
+// order, outside the lock. Only one goroutine delivers at a time; a round
+// that finishes while another goroutine delivers (for example a round
+// started from inside a callback) leaves its change to that goroutine.
+func (r *Resolver) deliver() {
+	r.mu.Lock()
+	if r.delivering {
+		r.mu.Unlock()
+		return
+	}
+	r.delivering = true
+	for len(r.pending) > 0 {
+		c := r.pending[0]
+		r.pending = r.pending[1:]
+		for i := 0; i < len(r.listeners); i++ {
+			l := r.listeners[i]
+			r.mu.Unlock()
+			l.f(c.clone())
+			r.mu.Lock()
+			// l may have been removed meanwhile; continue after it.
+			i = slices.IndexFunc(r.listeners, func(x listener) bool { return x.id > l.id }) - 1
+			if i < -1 {
+				break
+			}
+		}
+	}
+	r.delivering = false
+	r.mu.Unlock()
+}
+
+func (c Change) clone() Change {
+	out := Change{Added: make([]Resource, len(c.Added)), Removed: make([]Resource, len(c.Removed))}
+	for i, x := range c.Added {
+		out.Added[i] = x.clone()
+	}
+	for i, x := range c.Removed {
+		out.Removed[i] = x.clone()
+	}
+	return out
+}
+
+// diff lists the GVRs of next not in prev (Added) and of prev not in next
+// (Removed), sorted.
+func diff(prev, next *snapshot) Change {
+	var c Change
+	for _, e := range next.entries {
+		if prev == nil {
+			c.Added = append(c.Added, e.res)
+			continue
+		}
+		if _, ok := prev.byGVR[e.res.GVR]; !ok {
+			c.Added = append(c.Added, e.res)
+		}
+	}
+	if prev != nil {
+		for _, e := range prev.entries {
+			if _, ok := next.byGVR[e.res.GVR]; !ok {
+				c.Removed = append(c.Removed, e.res)
+			}
+		}
+	}
+	byGVR := func(a, b Resource) int {
+		return cmp.Or(cmp.Compare(a.GVR.Group, b.GVR.Group), cmp.Compare(a.GVR.Version, b.GVR.Version), cmp.Compare(a.GVR.Resource, b.GVR.Resource))
+	}
+	slices.SortFunc(c.Added, byGVR)
+	slices.SortFunc(c.Removed, byGVR)
+	return c
+}
+
+func (s *snapshot) resolveGVR(gvr schema.GroupVersionResource) result {
+	if gvr.Version == "" {
+		if i, ok := s.preferred[gvr.GroupResource()]; ok {
+			return result{idx: i}
+		}
+		return notFound
+	}
+	if i, ok := s.byGVR[gvr]; ok {
+		return result{idx: i}
+	}
+	return notFound
+}
+
+func (s *snapshot) resolveGVK(gvk schema.GroupVersionKind) result {
+	var idxs []int
+	if gvk.Version != "" {
+		idxs = s.byGVK[gvk]
+	} else {
+		idxs = s.byGK[gvk.GroupKind()]
+	}
+	if len(idxs) == 0 {
+		// Kinds are CamelCase; accept any case, as for Resolve.
+		for _, h := range s.names[strings.ToLower(gvk.Kind)] {
+			e := &s.entries[h.idx]
+			if h.class == classKind && e.res.GVK.Group == gvk.Group && (gvk.Version == "" || e.res.GVK.Version == gvk.Version) {
+				idxs = append(idxs, h.idx)
+			}
+		}
+	}
+	switch len(idxs) {
+	case 0:
+		return notFound
+	case 1:
+		return result{idx: idxs[0]}
+	}
+	return s.choose(slices.Clone(idxs))
+}
