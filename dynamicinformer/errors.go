@@ -1,0 +1,74 @@
+package dynamicinformer
+
+import (
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Errors a caller can test with errors.Is. Status.Err and the errors
+// returned by ForName wrap them; where the API server answered, the
+// *apierrors.StatusError is wrapped too (errors.As works for it).
+var (
+	// ErrForbidden: the API server refused list or watch (RBAC).
+	ErrForbidden = errors.New("forbidden")
+	// ErrUnauthorized: the credentials were rejected.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrNotServed: the resource is not served (yet, or any more).
+	ErrNotServed = errors.New("resource not served")
+	// ErrInvalidSelector: a label or field selector does not parse, or the
+	// server rejected it.
+	ErrInvalidSelector = errors.New("invalid selector")
+	// ErrNamespaceOnClusterScoped: a namespace option was given for a
+	// cluster-scoped resource.
+	ErrNamespaceOnClusterScoped = errors.New("namespace option on a cluster-scoped resource")
+	// ErrShutdown: the factory has been shut down.
+	ErrShutdown = errors.New("informer factory is shut down")
+	// ErrNoResolver: ForName needs WithResolver or WithDiscovery.
+	ErrNoResolver = errors.New("no discovery resolver configured")
+	// ErrMetadataClientMissing: MetadataOnly needs WithMetadataClient.
+	ErrMetadataClientMissing = errors.New("metadata-only informer needs WithMetadataClient")
+	// ErrWatch: any other error the reflector saw (decode errors, server
+	// errors, connection failures); the cause is wrapped.
+	ErrWatch = errors.New("list/watch error")
+)
+
+// classify maps an error seen by list or watch to one of the package's
+// sentinel errors, keeping the cause.
+func classify(gvr schema.GroupVersionResource, err error) error {
+	if err == nil {
+		return nil
+	}
+	var kind error
+	switch {
+	case apierrors.IsForbidden(err):
+		kind = ErrForbidden
+	case apierrors.IsUnauthorized(err):
+		kind = ErrUnauthorized
+	case apierrors.IsNotFound(err):
+		kind = ErrNotServed
+	case apierrors.IsBadRequest(err) || apierrors.IsInvalid(err):
+		kind = ErrInvalidSelector
+	default:
+		kind = ErrWatch
+	}
+	return &InformerError{GVR: gvr, Kind: kind, Err: err}
+}
+
+// InformerError is the error type of Status.Err: Kind is one of the
+// package's sentinel errors (errors.Is matches it), Err is the cause
+// (errors.As reaches an *apierrors.StatusError through it).
+type InformerError struct {
+	GVR  schema.GroupVersionResource
+	Kind error
+	Err  error
+}
+
+func (e *InformerError) Error() string {
+	return fmt.Sprintf("%s: %v: %v", e.GVR.String(), e.Kind, e.Err)
+}
+
+// Unwrap returns both the kind and the cause.
+func (e *InformerError) Unwrap() []error { return []error{e.Kind, e.Err} }

@@ -1,0 +1,266 @@
+package dynamicinformer
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/discoveryresolver"
+)
+
+// TweakListOptionsFunc edits the list and watch options of an informer just
+// before each request (client-go's dynamicinformer.TweakListOptionsFunc).
+type TweakListOptionsFunc func(*metav1.ListOptions)
+
+// Option configures a factory. Options that also exist as ResourceOption set
+// the factory-wide default that a per-resource option overrides.
+type Option func(*factoryConfig)
+
+// ResourceOption configures one informer (one ForResource or ForName call).
+// It overrides the factory-wide default of the same setting.
+type ResourceOption func(*resourceConfig)
+
+// resourceConfig is what distinguishes one informer from another and how it
+// is built. The zero value means: all namespaces, no selectors, no tweak,
+// no transform, the factory's resync, the label index on.
+type resourceConfig struct {
+	namespaces    []string // empty: all namespaces
+	labelSelector string
+	fieldSelector string
+	tweak         TweakListOptionsFunc
+	transform     toolscache.TransformFunc
+	indexers      toolscache.Indexers
+	resync        *time.Duration
+	labelIndex    *bool
+	metadataOnly  bool
+	sharingKey    string
+}
+
+type factoryConfig struct {
+	resource       resourceConfig
+	logger         logr.Logger
+	resolver       *discoveryresolver.Resolver
+	discovery      discovery.DiscoveryInterface
+	metadataClient metadata.Interface
+	followCRDs     bool
+	rediscovery    time.Duration
+}
+
+// defaults is the one place where every default is set.
+func defaults(defaultResync time.Duration) factoryConfig {
+	on := true
+	return factoryConfig{
+		resource: resourceConfig{
+			resync:     &defaultResync,
+			labelIndex: &on,
+		},
+		logger:      logr.Discard(),
+		followCRDs:  true,
+		rediscovery: 30 * time.Second,
+	}
+}
+
+// WithLogger sets the factory's logger. Informers log with the key "gvr".
+// Default: logr.Discard(). In steady state nothing is logged at V(0).
+func WithLogger(l logr.Logger) Option { return func(c *factoryConfig) { c.logger = l } }
+
+// WithResolver makes ForName and CRD-lifecycle tracking use r. Without it
+// (and without WithDiscovery) ForName returns ErrNoResolver and informers
+// of resources that are not served wait in Pending until their CRD appears.
+func WithResolver(r *discoveryresolver.Resolver) Option {
+	return func(c *factoryConfig) { c.resolver = r }
+}
+
+// WithDiscovery builds a discoveryresolver.Resolver on d for the factory
+// (see WithResolver).
+func WithDiscovery(d discovery.DiscoveryInterface) Option {
+	return func(c *factoryConfig) { c.discovery = d }
+}
+
+// WithMetadataClient supplies the metadata client that MetadataOnly
+// informers use.
+func WithMetadataClient(m metadata.Interface) Option {
+	return func(c *factoryConfig) { c.metadataClient = m }
+}
+
+// WithoutCRDTracking turns off the watch on CustomResourceDefinitions that
+// starts informers when their CRD is established and empties them when it
+// is deleted. Without it, presence is learned from discovery only (every
+// rediscovery interval) and from 404 answers.
+func WithoutCRDTracking() Option { return func(c *factoryConfig) { c.followCRDs = false } }
+
+// WithRediscoveryInterval sets how often discovery is refreshed to notice
+// resources that are not CRDs (aggregated APIs) appearing or going away.
+// Default 30s. Zero or negative disables periodic refreshes.
+func WithRediscoveryInterval(d time.Duration) Option {
+	return func(c *factoryConfig) { c.rediscovery = d }
+}
+
+// WithDefaults applies resource options to every informer of the factory;
+// a ResourceOption passed to ForResource or ForName overrides them.
+func WithDefaults(opts ...ResourceOption) Option {
+	return func(c *factoryConfig) {
+		for _, o := range opts {
+			o(&c.resource)
+		}
+	}
+}
+
+// WithNamespace limits the factory's informers to one namespace (client-go's
+// NewFilteredDynamicSharedInformerFactory). Same as WithDefaults(InNamespaces(ns)).
+func WithNamespace(ns string) Option { return WithDefaults(InNamespaces(ns)) }
+
+// WithTweakListOptions sets the factory-wide tweak function.
+func WithTweakListOptions(f TweakListOptionsFunc) Option { return WithDefaults(TweakListOptions(f)) }
+
+// WithTransform sets the factory-wide transform.
+func WithTransform(t toolscache.TransformFunc) Option { return WithDefaults(Transform(t)) }
+
+// InNamespaces limits the informer to the given namespaces. No argument or a
+// single metav1.NamespaceAll ("") means all namespaces. With several
+// namespaces the informer lists and watches each and merges them (see
+// the package documentation for the cost); it is an error on a
+// cluster-scoped resource (ErrNamespaceOnClusterScoped from ForName).
+func InNamespaces(ns ...string) ResourceOption {
+	return func(c *resourceConfig) {
+		c.namespaces = normalizeNamespaces(ns)
+	}
+}
+
+// AllNamespaces undoes a factory-wide namespace for this informer.
+func AllNamespaces() ResourceOption { return InNamespaces() }
+
+// WithLabelSelector restricts the informer to objects matching selector
+// (label selector syntax; an invalid one is reported by ForResource's
+// status and by ForName as ErrInvalidSelector).
+func WithLabelSelector(selector string) ResourceOption {
+	return func(c *resourceConfig) { c.labelSelector = selector }
+}
+
+// WithFieldSelector restricts the informer to objects matching selector.
+func WithFieldSelector(selector string) ResourceOption {
+	return func(c *resourceConfig) { c.fieldSelector = selector }
+}
+
+// TweakListOptions edits list/watch options just before each request. Two
+// informers with different tweak functions are different informers; funcs
+// are compared by code pointer, so closures of the same code share an
+// informer unless SharingKey tells them apart.
+func TweakListOptions(f TweakListOptionsFunc) ResourceOption {
+	return func(c *resourceConfig) { c.tweak = f }
+}
+
+// Transform sets the informer's transform (client-go's SetTransform): it
+// runs on every object before it enters the cache and before handlers see
+// it. Compared like TweakListOptions for sharing.
+func Transform(t toolscache.TransformFunc) ResourceOption {
+	return func(c *resourceConfig) { c.transform = t }
+}
+
+// WithIndexers adds indexers. Indexers do not make an informer distinct:
+// asking for a shared informer with new indexers adds them to it.
+func WithIndexers(idx toolscache.Indexers) ResourceOption {
+	return func(c *resourceConfig) {
+		merged := toolscache.Indexers{}
+		for k, v := range c.indexers {
+			merged[k] = v
+		}
+		for k, v := range idx {
+			merged[k] = v
+		}
+		c.indexers = merged
+	}
+}
+
+// ResyncPeriod sets the informer's default handler resync period (0: none).
+// It does not make an informer distinct; handlers that need another period
+// use AddEventHandlerWithResyncPeriod.
+func ResyncPeriod(d time.Duration) ResourceOption {
+	return func(c *resourceConfig) { c.resync = &d }
+}
+
+// LabelIndex turns the inverted label index (informerkit cache.LabelIndex)
+// on or off for the informer. Default on: label-selector Lists through the
+// Lister use it.
+func LabelIndex(on bool) ResourceOption {
+	return func(c *resourceConfig) { c.labelIndex = &on }
+}
+
+// MetadataOnly makes the informer hold *metav1.PartialObjectMetadata from
+// the metadata client (WithMetadataClient) instead of full objects.
+func MetadataOnly() ResourceOption { return func(c *resourceConfig) { c.metadataOnly = true } }
+
+// SharingKey makes otherwise equal informers distinct (or closures with the
+// same code pointer distinct) — for callers who need their own copy.
+func SharingKey(key string) ResourceOption { return func(c *resourceConfig) { c.sharingKey = key } }
+
+func normalizeNamespaces(ns []string) []string {
+	out := make([]string, 0, len(ns))
+	for _, n := range ns {
+		if n == metav1.NamespaceAll {
+			return nil
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// merge returns the factory defaults overridden by opts.
+func (f factoryConfig) merge(opts []ResourceOption) resourceConfig {
+	c := f.resource
+	c.indexers = nil
+	for _, o := range opts {
+		o(&c)
+	}
+	merged := toolscache.Indexers{}
+	for k, v := range f.resource.indexers {
+		merged[k] = v
+	}
+	for k, v := range c.indexers {
+		merged[k] = v
+	}
+	c.indexers = merged
+	return c
+}
+
+func (c resourceConfig) validate() error {
+	if _, err := labels.Parse(c.labelSelector); err != nil {
+		return fmt.Errorf("%w: label selector %q: %v", ErrInvalidSelector, c.labelSelector, err)
+	}
+	if _, err := fields.ParseSelector(c.fieldSelector); err != nil {
+		return fmt.Errorf("%w: field selector %q: %v", ErrInvalidSelector, c.fieldSelector, err)
+	}
+	return nil
+}
+
+// sharingIdentity is the part of a resourceConfig that makes informers
+// distinct.
+func (c resourceConfig) sharingIdentity() string {
+	var b strings.Builder
+	b.WriteString(strings.Join(c.namespaces, ","))
+	b.WriteString("|l=")
+	b.WriteString(c.labelSelector)
+	b.WriteString("|f=")
+	b.WriteString(c.fieldSelector)
+	fmt.Fprintf(&b, "|t=%x|x=%x|m=%v|k=%s", funcPtr(c.tweak), funcPtr(c.transform), c.metadataOnly, c.sharingKey)
+	return b.String()
+}
+
+func funcPtr(f any) uintptr {
+	v := reflect.ValueOf(f)
+	if !v.IsValid() || v.IsNil() {
+		return 0
+	}
+	return v.Pointer()
+}

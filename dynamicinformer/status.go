@@ -1,0 +1,136 @@
+package dynamicinformer
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// State is where an informer is in its life.
+type State string
+
+const (
+	// Pending: not started yet, or waiting for its resource to be served
+	// (a CRD not installed yet). Handlers have seen nothing.
+	Pending State = "Pending"
+	// Syncing: listing; the cache is not complete yet.
+	Syncing State = "Syncing"
+	// Synced: the initial list is in the cache and the watch runs.
+	Synced State = "Synced"
+	// Removed: the resource stopped being served (CRD deleted, version no
+	// longer served, API group gone). Handlers received a delete for every
+	// cached object and the cache is empty. The informer resumes by itself
+	// if the resource is served again.
+	Removed State = "Removed"
+	// Failed: list or watch fails with an error that retrying at the
+	// reflector's backoff has not cured (forbidden, unauthorized, invalid
+	// selector, ...). Status.Err says which. The informer keeps retrying
+	// with backoff and moves on by itself if the cause goes away.
+	Failed State = "Failed"
+	// Stopped: released or shut down; it will not run again.
+	Stopped State = "Stopped"
+)
+
+// Status is a snapshot of one informer's state.
+type Status struct {
+	GVR           schema.GroupVersionResource
+	Namespaces    []string // empty: all namespaces
+	LabelSelector string
+	FieldSelector string
+	MetadataOnly  bool
+	State         State
+	// Err is the last error, nil when healthy. It is an *InformerError:
+	// errors.Is(err, ErrForbidden), ErrNotServed, ErrInvalidSelector, ...
+	Err error
+	// Reason is a short human-readable explanation of State.
+	Reason string
+	// Since is when State last changed.
+	Since time.Time
+	// Objects is the number of objects in the cache at snapshot time.
+	Objects int
+}
+
+// statusNotifier delivers status changes to subscribers in order, from one
+// goroutine, so a slow subscriber delays only other status subscribers,
+// never an informer.
+type statusNotifier struct {
+	mu      sync.Mutex // guards queue, subs, nextID, closed
+	cond    *sync.Cond
+	queue   []Status
+	subs    map[int]func(Status)
+	nextID  int
+	closed  bool
+	started bool
+	done    chan struct{}
+}
+
+func newStatusNotifier() *statusNotifier {
+	n := &statusNotifier{subs: map[int]func(Status){}, done: make(chan struct{})}
+	n.cond = sync.NewCond(&n.mu)
+	return n
+}
+
+func (n *statusNotifier) subscribe(f func(Status)) func() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	id := n.nextID
+	n.nextID++
+	n.subs[id] = f
+	if !n.started && !n.closed {
+		n.started = true
+		go n.run()
+	}
+	return func() {
+		n.mu.Lock()
+		delete(n.subs, id)
+		n.mu.Unlock()
+	}
+}
+
+func (n *statusNotifier) publish(s Status) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed || len(n.subs) == 0 {
+		return
+	}
+	n.queue = append(n.queue, s)
+	n.cond.Signal()
+}
+
+func (n *statusNotifier) run() {
+	defer close(n.done)
+	for {
+		n.mu.Lock()
+		for len(n.queue) == 0 && !n.closed {
+			n.cond.Wait()
+		}
+		if len(n.queue) == 0 && n.closed {
+			n.mu.Unlock()
+			return
+		}
+		s := n.queue[0]
+		n.queue[0] = Status{}
+		n.queue = n.queue[1:]
+		subs := make([]func(Status), 0, len(n.subs))
+		for _, f := range n.subs {
+			subs = append(subs, f)
+		}
+		n.mu.Unlock()
+		for _, f := range subs {
+			f(s)
+		}
+	}
+}
+
+// close delivers what is queued, then stops the goroutine and waits for it.
+func (n *statusNotifier) close() {
+	n.mu.Lock()
+	n.closed = true
+	started := n.started
+	n.cond.Broadcast()
+	n.mu.Unlock()
+	if started {
+		<-n.done
+	}
+}
