@@ -1,0 +1,810 @@
+package discoveryresolver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// cluster is a small but realistic discovery document, in the order a real
+// API server lists it.
+func cluster() []fakeGroup {
+	return []fakeGroup{
+		group("",
+			version("v1",
+				res("pods", "Pod", "po"),
+				metav1.APIResource{Name: "pods/status", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"get", "patch", "update"}},
+				res("events", "Event", "ev"),
+				clusterScoped(res("nodes", "Node", "no")),
+				withVerbs(res("bindings", "Binding"), "create"),
+				res("configmaps", "ConfigMap", "cm"),
+			)),
+		group("apps",
+			version("v1",
+				res("deployments", "Deployment", "deploy"),
+				metav1.APIResource{Name: "deployments/scale", Group: "autoscaling", Version: "v1", Kind: "Scale", Namespaced: true, Verbs: metav1.Verbs{"get", "patch", "update"}},
+			)),
+		group("events.k8s.io", version("v1", res("events", "Event", "ev"))),
+		group("autoscaling",
+			version("v2", res("horizontalpodautoscalers", "HorizontalPodAutoscaler", "hpa")),
+			version("v1", res("horizontalpodautoscalers", "HorizontalPodAutoscaler", "hpa"))),
+		group("flowcontrol.apiserver.k8s.io",
+			version("v1", clusterScoped(res("flowschemas", "FlowSchema"))),
+			version("v1beta3", clusterScoped(res("flowschemas", "FlowSchema")), clusterScoped(res("prioritylevelconfigurations", "PriorityLevelConfiguration")))),
+		group("stable.example.com",
+			version("v1", withCategories(res("crontabs", "CronTab", "ct"), "all", "example")),
+			version("v1beta1", withCategories(res("crontabs", "CronTab", "ct"), "all", "example"))),
+	}
+}
+
+func newTestResolver(t *testing.T, f *fakeDiscovery, opts ...Option) *Resolver {
+	t.Helper()
+	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	return New(f, append([]Option{withClock(clock)}, opts...)...)
+}
+
+func gvr(g, v, r string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: g, Version: v, Resource: r}
+}
+
+func TestResolveReferenceForms(t *testing.T) {
+	r := newTestResolver(t, newFake(cluster()...))
+	ctx := context.Background()
+	pods := gvr("", "v1", "pods")
+	deploy := gvr("apps", "v1", "deployments")
+	coreEvents := gvr("", "v1", "events")
+	hpa2 := gvr("autoscaling", "v2", "horizontalpodautoscalers")
+	ct := gvr("stable.example.com", "v1", "crontabs")
+	for _, tc := range []struct {
+		ref  string
+		want schema.GroupVersionResource
+	}{
+		{"pods", pods}, {"pod", pods}, {"po", pods}, {"Pod", pods}, {"POD", pods}, {"pods.v1.", pods}, {"Pod.v1.", pods},
+		{"deployments", deploy}, {"deployment", deploy}, {"deploy", deploy}, {"Deployment", deploy},
+		{"deployments.apps", deploy}, {"deploy.apps", deploy}, {"Deployment.apps", deploy},
+		{"deployments.v1.apps", deploy}, {"Deployment.v1.apps", deploy}, {"deploy.v1.apps", deploy},
+		// The core group wins over events.k8s.io, as in kubectl.
+		{"events", coreEvents}, {"event", coreEvents}, {"ev", coreEvents}, {"Event", coreEvents},
+		{"events.events.k8s.io", gvr("events.k8s.io", "v1", "events")},
+		{"Event.v1.events.k8s.io", gvr("events.k8s.io", "v1", "events")},
+		// Preferred version (v2 is listed first), or the one asked for.
+		{"hpa", hpa2}, {"horizontalpodautoscalers.autoscaling", hpa2},
+		{"hpa.v1.autoscaling", gvr("autoscaling", "v1", "horizontalpodautoscalers")},
+		// A resource served only in a non-preferred version is still found there.
+		{"prioritylevelconfigurations", gvr("flowcontrol.apiserver.k8s.io", "v1beta3", "prioritylevelconfigurations")},
+		{"flowschemas", gvr("flowcontrol.apiserver.k8s.io", "v1", "flowschemas")},
+		{"ct", ct}, {"crontab", ct}, {"crontabs", ct}, {"CronTab", ct}, {"crontabs.stable.example.com", ct},
+		{"ct.stable.example.com", ct}, {"CronTab.stable.example.com", ct},
+		{"crontabs.v1beta1.stable.example.com", gvr("stable.example.com", "v1beta1", "crontabs")},
+		{"CronTab.v1beta1.stable.example.com", gvr("stable.example.com", "v1beta1", "crontabs")},
+	} {
+		t.Run(tc.ref, func(t *testing.T) {
+			got, err := r.Resolve(ctx, tc.ref)
+			if err != nil {
+				t.Fatalf("Resolve(%q): %v", tc.ref, err)
+			}
+			if got.GVR != tc.want {
+				t.Fatalf("Resolve(%q) = %v, want %v", tc.ref, got.GVR, tc.want)
+			}
+		})
+	}
+}
+
+func TestResolveFillsEveryField(t *testing.T) {
+	r := newTestResolver(t, newFake(cluster()...))
+	got, err := r.Resolve(context.Background(), "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Resource{
+		GVR:        gvr("stable.example.com", "v1", "crontabs"),
+		GVK:        schema.GroupVersionKind{Group: "stable.example.com", Version: "v1", Kind: "CronTab"},
+		Namespaced: true,
+		Verbs:      []string(watchVerbs),
+		ShortNames: []string{"ct"},
+		Categories: []string{"all", "example"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+	nodes, err := r.Resolve(context.Background(), "no")
+	if err != nil || nodes.Namespaced {
+		t.Fatalf("nodes: %+v, %v; want cluster-scoped", nodes, err)
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	r := newTestResolver(t, newFake(cluster()...))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		ref     string
+		want    error
+		wantRes bool
+	}{
+		{"pods/status", ErrSubresource, false},
+		{"deployments.apps/scale", ErrSubresource, false},
+		{"bindings", ErrNotWatchable, true},
+		{"nosuchthing", ErrNotFound, false},
+		{"", ErrNotFound, false},
+		{"pods.v2.", ErrNotFound, false},        // no such version
+		{"deployments.v1.", ErrNotFound, false}, // core group asked for explicitly
+		{"pods.apps", ErrNotFound, false},
+		{"events.k8s.io", ErrNotFound, false}, // a group is not a resource
+	} {
+		t.Run(tc.ref, func(t *testing.T) {
+			got, err := r.Resolve(ctx, tc.ref)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Resolve(%q) error = %v, want %v", tc.ref, err, tc.want)
+			}
+			var re *ResolveError
+			if !errors.As(err, &re) || re.Ref != tc.ref {
+				t.Fatalf("error %v is not a *ResolveError naming %q", err, tc.ref)
+			}
+			if tc.wantRes != (got.GVR.Resource != "") {
+				t.Fatalf("Resolve(%q) returned %+v; want resource returned: %v", tc.ref, got, tc.wantRes)
+			}
+		})
+	}
+	if _, err := r.ResolveGVR(ctx, gvr("", "v1", "pods/status")); !errors.Is(err, ErrSubresource) {
+		t.Fatalf("ResolveGVR(pods/status) = %v, want ErrSubresource", err)
+	}
+}
+
+func ambiguousCluster() []fakeGroup {
+	return []fakeGroup{
+		group("", version("v1", res("pods", "Pod", "po"))),
+		group("a.example.com", version("v1", res("widgets", "Widget", "wd"), res("gadgets", "Gadget", "gd"))),
+		group("b.example.com", version("v1", res("widgets", "Widget", "wd"), res("gizmos", "Gizmo", "gd"))),
+		// A short name that is another group's plural: the plural wins, as in kubectl.
+		group("c.example.com", version("v1", res("things", "Thing", "gizmos"))),
+		// Two resources of one group claiming one short name.
+		group("d.example.com", version("v1", res("alphas", "Alpha", "x"), res("betas", "Beta", "x"))),
+	}
+}
+
+func TestAmbiguous(t *testing.T) {
+	r := newTestResolver(t, newFake(ambiguousCluster()...))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		ref  string
+		want []string // candidate groups
+	}{
+		{"widgets", []string{"a.example.com", "b.example.com"}},
+		{"wd", []string{"a.example.com", "b.example.com"}},
+		{"Widget", []string{"a.example.com", "b.example.com"}},
+		{"gd", []string{"a.example.com", "b.example.com"}},
+		{"x", []string{"d.example.com", "d.example.com"}},
+	} {
+		t.Run(tc.ref, func(t *testing.T) {
+			_, err := r.Resolve(ctx, tc.ref)
+			var ae *AmbiguousError
+			if !errors.As(err, &ae) {
+				t.Fatalf("Resolve(%q) = %v, want *AmbiguousError", tc.ref, err)
+			}
+			var groups []string
+			for _, c := range ae.Candidates {
+				groups = append(groups, c.GVR.Group)
+			}
+			if ae.Ref != tc.ref || !slices.Equal(groups, tc.want) {
+				t.Fatalf("AmbiguousError{Ref: %q, groups %v}, want %q, %v", ae.Ref, groups, tc.ref, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want[0]) {
+				t.Fatalf("message %q does not name the candidates", err)
+			}
+		})
+	}
+	// Qualifying with the group settles it; a plural beats a short name.
+	for ref, want := range map[string]schema.GroupVersionResource{
+		"widgets.b.example.com":   gvr("b.example.com", "v1", "widgets"),
+		"wd.a.example.com":        gvr("a.example.com", "v1", "widgets"),
+		"Widget.v1.b.example.com": gvr("b.example.com", "v1", "widgets"),
+		"gizmos":                  gvr("b.example.com", "v1", "gizmos"),
+	} {
+		got, err := r.Resolve(ctx, ref)
+		if err != nil || got.GVR != want {
+			t.Errorf("Resolve(%q) = %v, %v; want %v", ref, got.GVR, err, want)
+		}
+	}
+}
+
+func TestServerGroupOrderSettlesTiesLikeKubectl(t *testing.T) {
+	r := newTestResolver(t, newFake(ambiguousCluster()...), WithServerGroupOrder())
+	ctx := context.Background()
+	for _, ref := range []string{"widgets", "wd", "Widget"} {
+		got, err := r.Resolve(ctx, ref)
+		if err != nil || got.GVR != gvr("a.example.com", "v1", "widgets") {
+			t.Errorf("Resolve(%q) = %v, %v; want the first group's widgets", ref, got.GVR, err)
+		}
+	}
+	// Within one group there is no order to go by.
+	var ae *AmbiguousError
+	if _, err := r.Resolve(ctx, "x"); !errors.As(err, &ae) {
+		t.Errorf("Resolve(x) = %v, want *AmbiguousError", err)
+	}
+}
+
+func TestResolveGVRAndGVK(t *testing.T) {
+	r := newTestResolver(t, newFake(cluster()...))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		in   schema.GroupVersionResource
+		want schema.GroupVersionResource
+	}{
+		{gvr("apps", "v1", "deployments"), gvr("apps", "v1", "deployments")},
+		{gvr("autoscaling", "", "horizontalpodautoscalers"), gvr("autoscaling", "v2", "horizontalpodautoscalers")},
+		{gvr("autoscaling", "v1", "horizontalpodautoscalers"), gvr("autoscaling", "v1", "horizontalpodautoscalers")},
+		{gvr("flowcontrol.apiserver.k8s.io", "", "prioritylevelconfigurations"), gvr("flowcontrol.apiserver.k8s.io", "v1beta3", "prioritylevelconfigurations")},
+	} {
+		got, err := r.ResolveGVR(ctx, tc.in)
+		if err != nil || got.GVR != tc.want {
+			t.Errorf("ResolveGVR(%v) = %v, %v; want %v", tc.in, got.GVR, err, tc.want)
+		}
+	}
+	if _, err := r.ResolveGVR(ctx, gvr("apps", "v2", "deployments")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ResolveGVR(apps/v2 deployments) = %v, want ErrNotFound", err)
+	}
+	for _, tc := range []struct {
+		in   schema.GroupVersionKind
+		want schema.GroupVersionResource
+	}{
+		{schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, gvr("", "v1", "pods")},
+		{schema.GroupVersionKind{Group: "apps", Kind: "Deployment"}, gvr("apps", "v1", "deployments")},
+		{schema.GroupVersionKind{Group: "apps", Kind: "deployment"}, gvr("apps", "v1", "deployments")},
+		{schema.GroupVersionKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, gvr("autoscaling", "v2", "horizontalpodautoscalers")},
+		{schema.GroupVersionKind{Group: "stable.example.com", Version: "v1beta1", Kind: "CronTab"}, gvr("stable.example.com", "v1beta1", "crontabs")},
+		{schema.GroupVersionKind{Group: "events.k8s.io", Kind: "Event"}, gvr("events.k8s.io", "v1", "events")},
+	} {
+		got, err := r.ResolveGVK(ctx, tc.in)
+		if err != nil || got.GVR != tc.want {
+			t.Errorf("ResolveGVK(%v) = %v, %v; want %v", tc.in, got.GVR, err, tc.want)
+		}
+	}
+	_, err := r.ResolveGVK(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Scale"})
+	var re *ResolveError
+	if !errors.Is(err, ErrNotFound) || !errors.As(err, &re) || re.Ref != "apps/v1, Kind=Scale" {
+		t.Errorf("ResolveGVK(Scale) = %v, want ErrNotFound naming the GVK (subresource kinds are not resources)", err)
+	}
+}
+
+func TestKnownNamesAreAnsweredWithoutNetwork(t *testing.T) {
+	f := newFake(cluster()...)
+	r := newTestResolver(t, f)
+	ctx := context.Background()
+	for i := 0; i < 100; i++ {
+		for _, ref := range []string{"pods", "Deployment.apps", "ct", "hpa.v1.autoscaling"} {
+			if _, err := r.Resolve(ctx, ref); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, ok := r.Lookup(gvr("apps", "v1", "deployments")); !ok {
+			t.Fatal("Lookup(deployments) missed")
+		}
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Fatalf("%d discovery rounds, want 1 (the first resolution)", n)
+	}
+}
+
+func TestLookupNeverTouchesTheNetwork(t *testing.T) {
+	f := newFake(cluster()...)
+	r := newTestResolver(t, f)
+	if _, ok := r.Lookup(gvr("", "v1", "pods")); ok {
+		t.Fatal("Lookup before any round found pods")
+	}
+	r.Invalidate()
+	if _, ok := r.Lookup(gvr("", "v1", "pods")); ok || f.calls.Load() != 0 {
+		t.Fatalf("Lookup ran discovery (%d rounds)", f.calls.Load())
+	}
+	if err := r.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := r.Lookup(gvr("", "v1", "pods"))
+	if !ok || got.GVK.Kind != "Pod" {
+		t.Fatalf("Lookup(pods) = %+v, %v", got, ok)
+	}
+	if _, ok := r.Lookup(gvr("", "v1", "pods/status")); ok {
+		t.Fatal("Lookup found a subresource")
+	}
+}
+
+func TestMissRefreshesAndFindsNewResource(t *testing.T) {
+	f := newFake(cluster()...)
+	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	r := New(f, withClock(clock))
+	ctx := context.Background()
+	if _, err := r.Resolve(ctx, "pods"); err != nil {
+		t.Fatal(err)
+	}
+	f.set(append(cluster(), group("late.example.com", version("v1", res("lates", "Late", "lt"))))...)
+	clock.advance(2 * time.Second)
+	got, err := r.Resolve(ctx, "lt")
+	if err != nil || got.GVR != gvr("late.example.com", "v1", "lates") {
+		t.Fatalf("Resolve(lt) after install = %v, %v", got.GVR, err)
+	}
+	if n := f.calls.Load(); n != 2 {
+		t.Fatalf("%d rounds, want 2", n)
+	}
+}
+
+func TestMissesAreRateLimited(t *testing.T) {
+	f := newFake(cluster()...)
+	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	r := New(f, withClock(clock), WithMinRefreshInterval(time.Second))
+	ctx := context.Background()
+	for i := 0; i < 50; i++ {
+		if _, err := r.Resolve(ctx, "podz"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Resolve(podz) = %v, want ErrNotFound", err)
+		}
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Fatalf("50 misses within the interval ran %d rounds, want 1", n)
+	}
+	clock.advance(999 * time.Millisecond)
+	_, _ = r.Resolve(ctx, "podz")
+	if n := f.calls.Load(); n != 1 {
+		t.Fatalf("a miss 999ms later ran a round (%d rounds)", n)
+	}
+	clock.advance(time.Millisecond)
+	_, _ = r.Resolve(ctx, "podz")
+	if n := f.calls.Load(); n != 2 {
+		t.Fatalf("a miss after the interval ran %d rounds in all, want 2", n)
+	}
+	// Invalidate lets the next miss through at once; Refresh always runs.
+	r.Invalidate()
+	_, _ = r.Resolve(ctx, "podz")
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.calls.Load(); n != 4 {
+		t.Fatalf("%d rounds after Invalidate+miss and Refresh, want 4", n)
+	}
+}
+
+func TestZeroIntervalDisablesRateLimit(t *testing.T) {
+	f := newFake(cluster()...)
+	r := New(f, WithMinRefreshInterval(0))
+	for i := 0; i < 3; i++ {
+		_, _ = r.Resolve(context.Background(), "podz")
+	}
+	if n := f.calls.Load(); n != 4 { // first round, then a retry per miss
+		t.Fatalf("%d rounds, want 4", n)
+	}
+}
+
+func TestConcurrentMissesShareOneRound(t *testing.T) {
+	defer checkNoGoroutineLeak(t)()
+	f := newFake(cluster()...)
+	r := New(f, WithMinRefreshInterval(0)) // only sharing limits rounds here
+	ctx := context.Background()
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-f.entered
+	release := f.hold()
+	f.set(append(cluster(), group("late.example.com", version("v1", res("lates", "Late", "lt"))))...)
+	const n = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	started := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started <- struct{}{}
+			got, err := r.Resolve(ctx, "lt")
+			if err == nil && got.GVR.Resource != "lates" {
+				err = fmt.Errorf("got %v", got.GVR)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		<-started
+	}
+	<-f.entered // the one round has started and is held
+	// Give the other callers time to reach the shared round.
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	release()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.calls.Load(); got != 2 {
+		t.Fatalf("%d concurrent misses ran %d rounds after the first, want 1", n, got-1)
+	}
+}
+
+func TestRefreshSharesRoundAndSurvivesLeaderCancel(t *testing.T) {
+	defer checkNoGoroutineLeak(t)()
+	f := newFake(cluster()...)
+	r := New(f)
+	release := f.hold()
+	leaderCtx, cancelLeader := context.WithCancel(context.Background())
+	leaderErr := make(chan error, 1)
+	go func() { leaderErr <- r.Refresh(leaderCtx) }()
+	<-f.entered
+	followerErr := make(chan error, 1)
+	go func() { followerErr <- r.Refresh(context.Background()) }()
+	time.Sleep(50 * time.Millisecond) // let the follower join the held round
+	cancelLeader()
+	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("leader Refresh = %v, want context.Canceled", err)
+	}
+	// The follower's context is alive: it runs its own round.
+	<-f.entered
+	release()
+	if err := <-followerErr; err != nil {
+		t.Fatalf("follower Refresh = %v", err)
+	}
+	if _, ok := r.Lookup(gvr("", "v1", "pods")); !ok {
+		t.Fatal("no snapshot after the follower's round")
+	}
+	// A waiter whose own context ends returns at once.
+	release = f.hold()
+	defer release()
+	go func() { _ = r.Refresh(context.Background()) }()
+	<-f.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := r.Refresh(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting Refresh = %v, want DeadlineExceeded", err)
+	}
+	release()
+}
+
+func TestInvalidateDropsRemovedResource(t *testing.T) {
+	f := newFake(cluster()...)
+	r := newTestResolver(t, f)
+	ctx := context.Background()
+	if _, err := r.Resolve(ctx, "ct"); err != nil {
+		t.Fatal(err)
+	}
+	f.set(cluster()[:5]...) // the CRD group is gone
+	if _, err := r.Resolve(ctx, "ct"); err != nil {
+		t.Fatalf("before Invalidate the cached answer stands: %v", err)
+	}
+	r.Invalidate()
+	if _, err := r.Resolve(ctx, "ct"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Resolve(ct) after removal and Invalidate = %v, want ErrNotFound", err)
+	}
+	if _, ok := r.Lookup(gvr("stable.example.com", "v1", "crontabs")); ok {
+		t.Fatal("Lookup still finds the removed resource")
+	}
+}
+
+func TestPartialDiscoveryFailure(t *testing.T) {
+	f := newFake(append(cluster(), group("metrics.k8s.io", version("v1beta1", res("podmetrics", "PodMetrics"))))...)
+	r := newTestResolver(t, f)
+	ctx := context.Background()
+	if _, err := r.Resolve(ctx, "podmetrics"); err != nil {
+		t.Fatal(err)
+	}
+	down := errors.New("the server is currently unable to handle the request")
+	metrics := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
+	f.fail(metrics, down)
+	stable := schema.GroupVersion{Group: "stable.example.com", Version: "v1beta1"}
+	f.fail(stable, down)
+
+	err := r.Refresh(ctx)
+	var gde *GroupDiscoveryError
+	if !errors.As(err, &gde) || len(gde.Groups) != 2 || !errors.Is(gde.Groups[metrics], down) {
+		t.Fatalf("Refresh = %v, want *GroupDiscoveryError for %v and %v", err, metrics, stable)
+	}
+	if fg := r.FailedGroups(); len(fg) != 2 || fg[metrics] == nil {
+		t.Fatalf("FailedGroups = %v", fg)
+	}
+	// Everything else resolves; the failed group keeps its last known state.
+	for ref, want := range map[string]schema.GroupVersionResource{
+		"deploy":                              gvr("apps", "v1", "deployments"),
+		"podmetrics":                          gvr("metrics.k8s.io", "v1beta1", "podmetrics"),
+		"ct":                                  gvr("stable.example.com", "v1", "crontabs"),
+		"crontabs.v1beta1.stable.example.com": gvr("stable.example.com", "v1beta1", "crontabs"),
+	} {
+		got, err := r.Resolve(ctx, ref)
+		if err != nil || got.GVR != want {
+			t.Errorf("Resolve(%q) = %v, %v; want %v", ref, got.GVR, err, want)
+		}
+	}
+	// A miss says not found, and that a failed group might have had it.
+	_, err = r.Resolve(ctx, "nosuch")
+	if !errors.Is(err, ErrNotFound) || !errors.As(err, &gde) {
+		t.Fatalf("miss during partial failure = %v, want ErrNotFound and *GroupDiscoveryError", err)
+	}
+	f.heal()
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fg := r.FailedGroups(); len(fg) != 0 {
+		t.Fatalf("FailedGroups after recovery = %v", fg)
+	}
+}
+
+func TestDiscoveryDown(t *testing.T) {
+	f := newFake(cluster()...)
+	down := errors.New("connection refused")
+	f.setErr(down)
+	r := newTestResolver(t, f)
+	ctx := context.Background()
+	_, err := r.Resolve(ctx, "pods")
+	if !errors.Is(err, down) || errors.Is(err, ErrNotFound) {
+		t.Fatalf("Resolve with discovery down = %v, want the discovery error (not ErrNotFound)", err)
+	}
+	if _, err := r.Resources(ctx); !errors.Is(err, down) {
+		t.Fatalf("Resources = %v, want the discovery error", err)
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Fatalf("%d rounds against a down server within the interval, want 1", n)
+	}
+	f.setErr(nil)
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A later failure keeps the last snapshot.
+	f.setErr(down)
+	if err := r.Refresh(ctx); !errors.Is(err, down) {
+		t.Fatalf("Refresh = %v", err)
+	}
+	if _, err := r.Resolve(ctx, "pods"); err != nil {
+		t.Fatalf("Resolve(pods) with the old snapshot = %v", err)
+	}
+}
+
+func TestOnChange(t *testing.T) {
+	f := newFake(cluster()...)
+	r := newTestResolver(t, f)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var got []Change
+	remove := r.OnChange(func(c Change) {
+		mu.Lock()
+		got = append(got, c)
+		mu.Unlock()
+	})
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Refresh(ctx); err != nil { // nothing changed: no call
+		t.Fatal(err)
+	}
+	groups := cluster()
+	groups[5] = group("stable.example.com", version("v1", withCategories(res("crontabs", "CronTab", "ct"), "all", "example")),
+		version("v2", res("crontabs", "CronTab", "ct")))
+	f.set(groups...)
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(got) != 2 {
+		t.Fatalf("%d changes, want 2", len(got))
+	}
+	if len(got[0].Added) != 14 || len(got[0].Removed) != 0 { // every GVR of cluster()
+		t.Fatalf("first change: %d added, %d removed; want every resource added", len(got[0].Added), len(got[0].Removed))
+	}
+	c := got[1]
+	mu.Unlock()
+	if len(c.Added) != 1 || c.Added[0].GVR != gvr("stable.example.com", "v2", "crontabs") ||
+		len(c.Removed) != 1 || c.Removed[0].GVR != gvr("stable.example.com", "v1beta1", "crontabs") {
+		t.Fatalf("second change = %+v", c)
+	}
+	remove()
+	remove()
+	f.set(cluster()...)
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("a removed callback was called: %d changes", len(got))
+	}
+}
+
+func TestOnChangeCallbackMayUseResolver(t *testing.T) {
+	defer checkNoGoroutineLeak(t)()
+	f := newFake(cluster()...)
+	r := newTestResolver(t, f)
+	ctx := context.Background()
+	var order []int
+	var calls int
+	r.OnChange(func(c Change) {
+		calls++
+		order = append(order, len(c.Added))
+		if calls == 1 {
+			// A round from inside a callback must not deadlock; its change
+			// is delivered after this call returns.
+			f.set(append(cluster(), group("x.example.com", version("v1", res("xs", "X"))))...)
+			if err := r.Refresh(ctx); err != nil {
+				t.Error(err)
+			}
+			if _, err := r.Resolve(ctx, "xs"); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	done := make(chan error, 1)
+	go func() { done <- r.Refresh(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Refresh from inside OnChange deadlocked")
+	}
+	if calls != 2 || order[1] != 1 {
+		t.Fatalf("calls=%d order=%v, want the nested change delivered second with 1 added", calls, order)
+	}
+}
+
+func TestReturnedValuesAreCopies(t *testing.T) {
+	r := newTestResolver(t, newFake(cluster()...))
+	ctx := context.Background()
+	a, err := r.Resolve(ctx, "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Verbs[0] = "MUTATED"
+	a.ShortNames[0] = "MUTATED"
+	a.Categories = append(a.Categories, "MUTATED")
+	a.Verbs = append(a.Verbs, "MUTATED") // must not spill into ShortNames
+	list, _ := r.Resources(ctx)
+	for i := range list {
+		list[i].Verbs = nil
+		list[i].GVR.Resource = "MUTATED"
+	}
+	all, _ := r.AllVersions(ctx)
+	for i := range all {
+		if len(all[i].Verbs) > 0 {
+			all[i].Verbs[0] = "MUTATED"
+		}
+	}
+	b, err := r.Resolve(ctx, "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Verbs[0] != "create" || b.ShortNames[0] != "ct" || len(b.Categories) != 2 {
+		t.Fatalf("the cache was mutated through a returned value: %+v", b)
+	}
+	if a.ShortNames[0] != "MUTATED" {
+		t.Fatalf("append to Verbs spilled into ShortNames: %+v", a)
+	}
+	again, _ := r.Resources(ctx)
+	for _, x := range again {
+		if x.GVR.Resource == "MUTATED" || len(x.Verbs) == 0 {
+			t.Fatalf("Resources returned shared elements: %+v", x)
+		}
+	}
+}
+
+func TestResourcesAndMatch(t *testing.T) {
+	r := newTestResolver(t, newFake(cluster()...))
+	ctx := context.Background()
+	list, err := r.Resources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, x := range list {
+		names = append(names, x.GVR.String())
+	}
+	want := []string{
+		"/v1, Resource=pods", "/v1, Resource=events", "/v1, Resource=nodes", "/v1, Resource=bindings", "/v1, Resource=configmaps",
+		"apps/v1, Resource=deployments", "events.k8s.io/v1, Resource=events", "autoscaling/v2, Resource=horizontalpodautoscalers",
+		"flowcontrol.apiserver.k8s.io/v1, Resource=flowschemas", "flowcontrol.apiserver.k8s.io/v1beta3, Resource=prioritylevelconfigurations",
+		"stable.example.com/v1, Resource=crontabs",
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("Resources =\n%v\nwant\n%v", names, want)
+	}
+	all, _ := r.AllVersions(ctx)
+	if len(all) != len(want)+3 { // hpa v1, flowschemas v1beta3, crontabs v1beta1
+		t.Fatalf("AllVersions has %d, want %d", len(all), len(want)+3)
+	}
+	no := false
+	for _, tc := range []struct {
+		f    Filter
+		want []string
+	}{
+		{Filter{Categories: []string{"example"}}, []string{"crontabs"}},
+		{Filter{Groups: []string{"", "apps"}, Verbs: []string{"list", "watch"}, Namespaced: &no}, []string{"nodes"}},
+		{Filter{Groups: []string{"apps"}}, []string{"deployments"}},
+		{Filter{Verbs: []string{"create"}, Groups: []string{""}}, []string{"pods", "events", "nodes", "bindings", "configmaps"}},
+		{Filter{Categories: []string{"nope"}}, nil},
+	} {
+		got, err := r.Match(ctx, tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gotNames []string
+		for _, x := range got {
+			gotNames = append(gotNames, x.GVR.Resource)
+		}
+		if !slices.Equal(gotNames, tc.want) {
+			t.Errorf("Match(%+v) = %v, want %v", tc.f, gotNames, tc.want)
+		}
+	}
+}
+
+func TestFilterMatches(t *testing.T) {
+	yes, no := true, false
+	pod := Resource{GVR: gvr("", "v1", "pods"), Namespaced: true, Verbs: []string{"get", "list", "watch"}, Categories: []string{"all"}}
+	for _, tc := range []struct {
+		f    Filter
+		want bool
+	}{
+		{Filter{}, true},
+		{Filter{Groups: []string{""}}, true},
+		{Filter{Groups: []string{"apps"}}, false},
+		{Filter{Categories: []string{"x", "all"}}, true},
+		{Filter{Categories: []string{"x"}}, false},
+		{Filter{Verbs: []string{"list", "watch"}}, true},
+		{Filter{Verbs: []string{"list", "create"}}, false},
+		{Filter{Namespaced: &yes}, true},
+		{Filter{Namespaced: &no}, false},
+	} {
+		if got := tc.f.Matches(pod); got != tc.want {
+			t.Errorf("%+v.Matches(pod) = %v, want %v", tc.f, got, tc.want)
+		}
+	}
+}
+
+func TestCachedClientIsInvalidatedEachRound(t *testing.T) {
+	f := &cachingFake{fakeDiscovery: newFake(cluster()...)}
+	r := New(f)
+	if err := r.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f.invalidated != 2 {
+		t.Fatalf("Invalidate called %d times, want 2", f.invalidated)
+	}
+}
+
+type cachingFake struct {
+	*fakeDiscovery
+	invalidated int
+}
+
+func (c *cachingFake) Fresh() bool { return true }
+func (c *cachingFake) Invalidate() { c.invalidated++ }
+
+// checkNoGoroutineLeak returns a function that fails t if goroutines started
+// during the test are still running shortly after it ends (the resolver
+// itself starts none).
+func checkNoGoroutineLeak(t *testing.T) func() {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	return func() {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<16)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
