@@ -1,0 +1,293 @@
+package controlplane_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, controlplane.Options{}, &cp)) }
+
+func newCronTab(ns, name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "smoke.example.com/v1", "kind": "CronTab",
+		"metadata": map[string]interface{}{"name": name, "namespace": ns},
+		"spec":     map[string]interface{}{"cronSpec": "* * * * */5"},
+	}}
+	u.SetLabels(labels)
+	return u
+}
+
+// TestSmokeClientGoDynamicInformer is the harness proof and the baseline:
+// a CRD installed, objects created, client-go's own dynamic informer syncs
+// exactly them.
+func TestSmokeClientGoDynamicInformer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	crd := controlplane.NewCRD("smoke.example.com", "CronTab", "crontabs", controlplane.ShortNames("sct"))
+	if err := cp.InstallCRD(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.CreateNamespace(ctx, "smoke"); err != nil {
+		t.Fatal(err)
+	}
+	gvr := controlplane.GVR(crd)
+	dyn := cp.Dynamic()
+	for i := 0; i < 10; i++ {
+		if _, err := dyn.Resource(gvr).Namespace("smoke").Create(ctx, newCronTab("smoke", fmt.Sprintf("ct-%d", i), nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	inf := f.ForResource(gvr)
+	stop := make(chan struct{})
+	f.Start(stop)
+	defer f.Shutdown()
+	defer close(stop)
+	if !f.WaitForCacheSync(ctx.Done())[gvr] {
+		t.Fatal("client-go dynamic informer did not sync")
+	}
+	objs, err := inf.Lister().ByNamespace("smoke").List(everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 10 {
+		t.Fatalf("cached %d objects, want 10", len(objs))
+	}
+}
+
+// TestCompactionGivesGone: a watch from a resourceVersion older than a
+// compaction gets 410 Gone (as an error on watch start, or an error event).
+func TestCompactionGivesGone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kube := cp.Kube()
+	if err := cp.CreateNamespace(ctx, "compaction"); err != nil {
+		t.Fatal(err)
+	}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	dyn := cp.Dynamic()
+	first, err := dyn.Resource(cms).Namespace("compaction").Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "old"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRV := first.GetResourceVersion()
+	for i := 0; i < 5; i++ {
+		if _, err := dyn.Resource(cms).Namespace("compaction").Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": fmt.Sprintf("new-%d", i)},
+		}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev, err := cp.Compact(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("compacted to revision %d; watching from %s", rev, oldRV)
+	// The watch cache may still hold the old revision for a while; the
+	// server's watch cache is bypassed by a watch that is not served from
+	// it only in some cases, so retry until the Gone shows (bounded).
+	gone := false
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		w, err := kube.CoreV1().ConfigMaps("compaction").Watch(ctx, metav1.ListOptions{ResourceVersion: oldRV})
+		if err != nil {
+			if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
+				gone = true
+				return true, nil
+			}
+			return false, err
+		}
+		defer w.Stop()
+		timer := time.NewTimer(2 * time.Second)
+		defer timer.Stop()
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return false, nil
+				}
+				if ev.Type == watch.Error {
+					st := apierrors.FromObject(ev.Object)
+					if apierrors.IsGone(st) || apierrors.IsResourceExpired(st) {
+						gone = true
+						return true, nil
+					}
+				}
+			case <-timer.C:
+				// Still served from the watch cache: write more to push
+				// the old revision out of the cache window.
+				for i := 0; i < 50; i++ {
+					_, _ = dyn.Resource(cms).Namespace("compaction").Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+						"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"generateName": "push-"},
+					}}, metav1.CreateOptions{})
+				}
+				return false, nil
+			}
+		}
+	})
+	if err != nil || !gone {
+		t.Fatalf("watch from a compacted resourceVersion never got 410 Gone: %v", err)
+	}
+}
+
+// TestRestartKeepsDataAndAddress: a client built before a restart works
+// after it (same proxy address), and data written before is still there.
+func TestRestartKeepsDataAndAddress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	kube := cp.Kube()
+	if err := cp.CreateNamespace(ctx, "restart"); err != nil {
+		t.Fatal(err)
+	}
+	dyn := cp.Dynamic()
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if _, err := dyn.Resource(cms).Namespace("restart").Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "before"},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := kube.CoreV1().ConfigMaps("restart").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := cp.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The open watch ends with the old server.
+	select {
+	case _, ok := <-drain(w.ResultChan()):
+		if ok {
+			t.Fatal("watch channel should close when the server stops")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("watch did not end after the API server restart")
+	}
+	// The same clients reconnect through the proxy.
+	var got *unstructured.Unstructured
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := dyn.Resource(cms).Namespace("restart").Get(ctx, "before", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = u
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("client did not reconnect after restart: %v", err)
+	}
+	if got.GetName() != "before" {
+		t.Fatalf("got %q", got.GetName())
+	}
+	if _, err := dyn.Resource(cms).Namespace("restart").Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "after"},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// drain returns a channel that is closed once in is closed, discarding
+// events.
+func drain(in <-chan watch.Event) <-chan watch.Event {
+	out := make(chan watch.Event)
+	go func() {
+		for range in {
+		}
+		close(out)
+	}()
+	return out
+}
+
+// TestRestrictedUserIsForbidden: UserConfig with no roles is Forbidden;
+// Grant makes the same call succeed.
+func TestRestrictedUserIsForbidden(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cp.CreateNamespace(ctx, "rbac"); err != nil {
+		t.Fatal(err)
+	}
+	alice := dynamic.NewForConfigOrDie(cp.UserConfig("alice"))
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	_, err := alice.Resource(cms).Namespace("rbac").List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("want Forbidden, got %v", err)
+	}
+	if err := cp.Grant(ctx, "alice", "rbac", "cm-reader", rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := alice.Resource(cms).Namespace("rbac").List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatal("granted list still refused")
+	}
+	if _, err := alice.Resource(cms).Namespace("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("other namespace: want Forbidden, got %v", err)
+	}
+}
+
+// TestProxyCutAll: cutting connections ends open watches.
+func TestProxyCutAll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := cp.Kube().CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if n := cp.Proxy().CutAll(); n == 0 {
+		t.Fatal("no connection to cut")
+	}
+	select {
+	case _, ok := <-drain(w.ResultChan()):
+		if ok {
+			t.Fatal("unexpected")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("watch survived CutAll")
+	}
+}
+
+func TestInstallCRDYAMLAndDelete(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	data, err := os.ReadFile("../../../shared/testdata/crds/gateway-api/standard/gateway.networking.k8s.io_gatewayclasses.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := cp.InstallCRDYAML(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(crds) != 1 || crds[0].Name != "gatewayclasses.gateway.networking.k8s.io" {
+		t.Fatalf("installed %v", crds)
+	}
+	if err := cp.DeleteCRD(ctx, crds[0].Name); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cp.Dynamic().Resource(schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}).List(ctx, metav1.ListOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("after delete: want NotFound, got %v", err)
+	}
+}
