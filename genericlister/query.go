@@ -89,9 +89,12 @@ func selectByLabelIndex(indexer toolscache.Indexer, namespace string, hasNS bool
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
 			vals := r.ValuesUnsorted()
-			iv := make([]string, len(vals))
+			iv := make([]string, 0, len(vals))
 			for j, v := range vals {
-				iv[j] = ikcache.LabelIndexValue(r.Key(), v)
+				if containsString(vals[:j], v) {
+					continue // "in (a,a)": each set once, so no duplicates
+				}
+				iv = append(iv, ikcache.LabelIndexValue(r.Key(), v))
 			}
 			equal = append(equal, iv)
 		case selection.Exists:
@@ -194,4 +197,13 @@ func objectNamespace(obj interface{}) string {
 		return ""
 	}
 	return m.GetNamespace()
+}
+
+func containsString(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
