@@ -162,7 +162,7 @@ func (p fieldPath) String() string {
 	for i, s := range p {
 		switch s.kind {
 		case stepField:
-			if strings.ContainsAny(s.name, ".[]'\"") || (i == 0 && s.name == "") {
+			if strings.ContainsAny(s.name, ".[]") {
 				q := byte('\'')
 				if strings.IndexByte(s.name, '\'') >= 0 {
 					q = '"'
