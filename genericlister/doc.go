@@ -1,5 +1,32 @@
 // Package genericlister reads a shared informer's cache of
 // *unstructured.Unstructured objects: Get, List and namespace-scoped views,
-// an adapter to client-go's cache.GenericLister, and a typed view that
-// converts cached objects to a Go struct.
+// queries by field and by index, an adapter to client-go's
+// cache.GenericLister, and a typed view that converts cached objects to a
+// Go struct.
+//
+// Lists use the label index of informerkit's cache package
+// (cache.LabelIndex) and client-go's namespace index whenever the indexer
+// has them: a selector such as "app=web" or "app in (a,b),tier" is answered
+// from index sets, in time proportional to the matching objects rather than
+// to the cache size. Without the indexes every query still works, by
+// scanning. The answer never depends on which indexes exist.
+//
+//	informer.AddIndexers(cache.LabelIndexers())
+//	lister := genericlister.New(informer.GetIndexer(), gvr.GroupResource())
+//	web, err := lister.Namespace("prod").List(labels.SelectorFromSet(labels.Set{"app": "web"}))
+//
+// Contract shared by every reader here:
+//
+//   - Shared results: objects returned by List, Get, ByField and ByIndex are
+//     the cache's own objects, shared with other readers and with event
+//     handlers. Never modify them; use ListCopy/GetCopy (or DeepCopy) to get
+//     objects you own. The typed view (For) always returns fresh values.
+//   - No order: lists come in no particular order.
+//   - Concurrency: listers are safe for concurrent use and read while the
+//     informer writes.
+//   - Object types: the indexer may hold *unstructured.Unstructured,
+//     *metav1.PartialObjectMetadata (metadata-only informers) or typed
+//     objects. NewGeneric returns them as they are; Lister converts
+//     anything that is not Unstructured to a fresh Unstructured on each
+//     read.
 package genericlister

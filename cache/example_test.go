@@ -1,0 +1,84 @@
+package cache_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	ikcache "github.com/informerkit/informerkit/cache"
+)
+
+func pod(name, node string, labels map[string]interface{}) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1",
+		"kind":       "Pod",
+		"metadata": map[string]interface{}{
+			"name": name, "namespace": "default", "uid": "uid-" + name, "resourceVersion": "1",
+			"labels": labels,
+			"annotations": map[string]interface{}{
+				ikcache.LastAppliedConfigAnnotation: `{"apiVersion":"v1","kind":"Pod"}`,
+			},
+			"managedFields": []interface{}{map[string]interface{}{"manager": "kubectl", "operation": "Apply"}},
+		},
+		"spec":   map[string]interface{}{"nodeName": node, "restartPolicy": "Always"},
+		"status": map[string]interface{}{"phase": "Running"},
+	}}
+}
+
+// The label index maps "key" and "key=value" to the objects that have
+// them; genericlister uses it for label selectors.
+func ExampleLabelIndexFunc() {
+	vals, _ := ikcache.LabelIndexFunc(pod("web-1", "n1", map[string]interface{}{"app": "web", "tier": "front"}))
+	sort.Strings(vals)
+	fmt.Println(vals)
+	// Output: [app app=web tier tier=front]
+}
+
+// Field indexes come from a field path; no IndexFunc to write.
+func ExampleFieldIndexers() {
+	indexers, err := ikcache.FieldIndexers("spec.nodeName")
+	if err != nil {
+		panic(err)
+	}
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	for i, node := range []string{"n1", "n2", "n1"} {
+		_ = indexer.Add(pod(fmt.Sprint("p", i), node, nil))
+	}
+	keys, _ := indexer.IndexKeys(ikcache.FieldIndexName("spec.nodeName"), "n1")
+	sort.Strings(keys)
+	fmt.Println(keys)
+	// Output: [default/p0 default/p2]
+}
+
+// Transforms compose with Chain and go to SharedIndexInformer.SetTransform;
+// here one is applied by hand to show what stays in the cache.
+func ExampleChain() {
+	transform := ikcache.Chain(
+		ikcache.StripManagedFields,
+		ikcache.DropLastAppliedConfiguration,
+		ikcache.Project("status.phase"),
+	)
+	// informer.SetTransform(transform)
+	out, _ := transform(pod("web-1", "n1", map[string]interface{}{"app": "web"}))
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+	// Output: {"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"app":"web"},"name":"web-1","namespace":"default","resourceVersion":"1","uid":"uid-web-1"},"status":{"phase":"Running"}}
+}
+
+// A test wires a MutationDetector to the cache and asserts that nothing
+// changed cached objects.
+func ExampleMutationDetector() {
+	detector := ikcache.NewMutationDetector()
+	indexer := detector.WrapIndexer(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, nil))
+	// With an informer: informer.AddEventHandler(detector.ResourceEventHandler())
+	_ = indexer.Add(pod("web-1", "n1", nil))
+
+	obj, _, _ := indexer.GetByKey("default/web-1")
+	obj.(*unstructured.Unstructured).SetLabels(map[string]string{"oops": "mutated"}) // a bug
+
+	fmt.Println(detector.Verify())
+	// Output: cached object mutated: [*unstructured.Unstructured "default/web-1"]
+}
