@@ -1,0 +1,218 @@
+package factorytest
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+func statusOf(h dynamicinformer.GenericInformer) dynamicinformer.Status {
+	return h.(*dynamicinformer.InformerHandle).Status()
+}
+
+// TestPendingUntilCRDInstalled: an informer asked for before its CRD exists
+// is Pending (no error, no spinning), then Synced once the CRD is
+// installed, and its handler sees objects created after.
+func TestPendingUntilCRDInstalled(t *testing.T) {
+	ctx := ctxT(t, 3*time.Minute)
+	group := unique("pending") + ".factory.example.com"
+	crd := controlplane.NewCRD(group, "Widget", "widgets")
+	gvr := controlplane.GVR(crd)
+	cfg, counter := controlplane.CountRequests(cp.Config())
+	f := newFactory(t, cfg)
+	defer f.Shutdown()
+	h := f.ForResource(gvr)
+	rec := newRecorder()
+	if _, err := h.Informer().AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var states []dynamicinformer.State
+	f.OnStatusChange(func(s dynamicinformer.Status) {
+		if s.GVR == gvr {
+			mu.Lock()
+			if len(states) == 0 || states[len(states)-1] != s.State {
+				states = append(states, s.State)
+			}
+			mu.Unlock()
+		}
+	})
+	f.Start(ctx)
+	eventually(t, ctx, "Pending", func() bool {
+		return statusOf(h).State == dynamicinformer.Pending && statusOf(h).Reason != "not started"
+	})
+	path := "/apis/" + group + "/"
+	time.Sleep(3 * time.Second)
+	if n := counter.Count("list", path) + counter.Count("watch", path); n > 2 {
+		t.Fatalf("pending informer sent %d requests in 3s: %v", n, counter.Keys())
+	}
+	if h.Informer().HasSynced() {
+		t.Fatal("pending informer reports HasSynced")
+	}
+	if err := cp.InstallCRD(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "Synced after install", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	ns := unique("pend")
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	createN(t, ctx, gvr, ns, 4, nil)
+	eventually(t, ctx, "handler sees objects created after install", func() bool {
+		objs, _, _, _ := rec.snapshot()
+		return len(objs) == 4
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if states[0] != dynamicinformer.Pending || states[len(states)-1] != dynamicinformer.Synced {
+		t.Fatalf("state sequence %v, want Pending ... Synced", states)
+	}
+}
+
+// TestCRDRemovedAndRestored: deleting the CRD delivers a delete per object,
+// empties the cache, says Removed, and sends no further requests; creating
+// it again brings the informer back with the same handlers.
+func TestCRDRemovedAndRestored(t *testing.T) {
+	ctx := ctxT(t, 4*time.Minute)
+	gvr, name := installCRD(t, ctx)
+	ns := unique("rm")
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	createN(t, ctx, gvr, ns, 6, nil)
+	cfg, counter := controlplane.CountRequests(cp.Config())
+	f := newFactory(t, cfg)
+	defer f.Shutdown()
+	h := f.ForResource(gvr)
+	rec := newRecorder()
+	if _, err := h.Informer().AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	eventually(t, ctx, "Synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	if err := cp.DeleteCRD(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "Removed with an empty cache", func() bool {
+		return statusOf(h).State == dynamicinformer.Removed && len(h.Informer().GetStore().ListKeys()) == 0
+	})
+	eventually(t, ctx, "a delete per object", func() bool {
+		objs, _, _, deletes := rec.snapshot()
+		return deletes == 6 && len(objs) == 0
+	})
+	st := statusOf(h)
+	if !errors.Is(st.Err, dynamicinformer.ErrNotServed) {
+		t.Fatalf("Removed status error %v, want ErrNotServed", st.Err)
+	}
+	path := "/apis/" + gvr.Group + "/"
+	time.Sleep(time.Second) // let the removal settle
+	before := counter.Count("list", path) + counter.Count("watch", path)
+	time.Sleep(10 * time.Second)
+	if after := counter.Count("list", path) + counter.Count("watch", path); after != before {
+		t.Fatalf("removed informer kept requesting: %d -> %d (%v)", before, after, counter.Keys())
+	}
+	// Back again: same informer, same handler.
+	crd := controlplane.NewCRD(gvr.Group, "Widget", "widgets")
+	if err := cp.InstallCRD(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "Synced again", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	createN(t, ctx, gvr, ns, 2, nil)
+	eventually(t, ctx, "handler sees objects of the restored CRD", func() bool {
+		objs, _, _, _ := rec.snapshot()
+		return len(objs) == 2
+	})
+}
+
+// TestForbiddenIsReported: a user without RBAC for a resource gets a
+// Failed status with ErrForbidden within seconds, while an allowed
+// resource syncs.
+func TestForbiddenIsReported(t *testing.T) {
+	ctx := ctxT(t, 2*time.Minute)
+	ns := unique("forbid")
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	user := unique("user")
+	if err := cp.Grant(ctx, user, ns, "cm", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFactory(t, cp.UserConfig(user))
+	defer f.Shutdown()
+	allowed := f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, dynamicinformer.InNamespaces(ns))
+	denied := f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, dynamicinformer.InNamespaces(ns))
+	start := time.Now()
+	f.Start(ctx)
+	eventually(t, ctx, "allowed informer synced", func() bool { return statusOf(allowed).State == dynamicinformer.Synced })
+	eventually(t, ctx, "forbidden reported", func() bool { return statusOf(denied).State == dynamicinformer.Failed })
+	st := statusOf(denied)
+	if !errors.Is(st.Err, dynamicinformer.ErrForbidden) || !apierrors.IsForbidden(errors.Unwrap(st.Err.(*dynamicinformer.InformerError).Err)) && !apierrors.IsForbidden(st.Err.(*dynamicinformer.InformerError).Err) {
+		t.Fatalf("status error %v, want ErrForbidden wrapping the API error", st.Err)
+	}
+	t.Logf("forbidden reported after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestCRDCycleNoGoroutineGrowth: 20 delete/re-create cycles of a watched
+// CRD end with the informer synced and no goroutine growth.
+func TestCRDCycleNoGoroutineGrowth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: 20 CRD cycles")
+	}
+	ctx := ctxT(t, 8*time.Minute)
+	gvr, name := installCRD(t, ctx)
+	f := newFactory(t, cp.Config())
+	defer f.Shutdown()
+	h := f.ForResource(gvr)
+	f.Start(ctx)
+	eventually(t, ctx, "Synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	base := informerGoroutines()
+	for i := 0; i < 20; i++ {
+		if err := cp.DeleteCRD(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, ctx, "Removed", func() bool { return statusOf(h).State == dynamicinformer.Removed })
+		if err := cp.InstallCRD(ctx, controlplane.NewCRD(gvr.Group, "Widget", "widgets")); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, ctx, "Synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	}
+	// The API server's own goroutines for the CRD come and go; allow a
+	// small margin for those, not per-cycle growth.
+	var now int
+	for i := 0; i < 50; i++ {
+		if now = informerGoroutines(); now <= base+2 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if now > base+2 {
+		t.Fatalf("informer goroutines grew from %d to %d over 20 CRD cycles", base, now)
+	}
+	t.Logf("informer goroutines: %d before, %d after 20 cycles", base, now)
+}
+
+// informerGoroutines counts goroutines running informerkit code or a
+// client-go reflector/informer on behalf of it (the API server in this
+// process runs its own informers; those are filtered out by requiring an
+// informerkit frame or a client-go cache frame created by informerkit).
+func informerGoroutines() int {
+	buf := make([]byte, 8<<20)
+	n := runtime.Stack(buf, true)
+	count := 0
+	for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+		if strings.Contains(g, "github.com/informerkit/informerkit/dynamicinformer") {
+			count++
+		}
+	}
+	return count
+}

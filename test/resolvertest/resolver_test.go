@@ -1,0 +1,575 @@
+package resolvertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+const testGroup = "resolvertest.example.com"
+
+var (
+	fixturesOnce sync.Once
+	fixturesErr  error
+)
+
+// installFixtures installs, once per package, the CRDs the reference table
+// uses: a CRD with short names, categories and two versions; three Gateway
+// API CRDs from ../shared/testdata (real short names, categories, a storage
+// version that is not the preferred one); two CRDs in different groups that
+// share plural, kind and short name; and a look-alike of Istio's Gateway
+// that collides with Gateway API's, as in real clusters.
+func installFixtures(t *testing.T) {
+	t.Helper()
+	fixturesOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		crds := []*apiextensionsv1.CustomResourceDefinition{
+			controlplane.NewCRD("stable."+testGroup, "CronTab", "crontabs",
+				controlplane.ShortNames("ct"), controlplane.Categories("all", "resolvertest"),
+				controlplane.Versions("v1", "v1beta1")),
+			controlplane.NewCRD("a."+testGroup, "Widget", "widgets", controlplane.ShortNames("wd")),
+			controlplane.NewCRD("b."+testGroup, "Widget", "widgets", controlplane.ShortNames("wd"), controlplane.ClusterScoped()),
+			controlplane.NewCRD("networking.istio."+testGroup, "Gateway", "gateways"),
+		}
+		for _, crd := range crds {
+			if fixturesErr = cp.InstallCRD(ctx, crd); fixturesErr != nil {
+				return
+			}
+		}
+		for _, name := range []string{"gateways", "gatewayclasses", "httproutes", "referencegrants"} {
+			data, err := os.ReadFile(filepath.Join(testdataDir(), "crds/gateway-api/standard/gateway.networking.k8s.io_"+name+".yaml"))
+			if err != nil {
+				fixturesErr = err
+				return
+			}
+			if _, fixturesErr = cp.InstallCRDYAML(ctx, data); fixturesErr != nil {
+				return
+			}
+		}
+	})
+	if fixturesErr != nil {
+		t.Fatalf("install fixtures: %v", fixturesErr)
+	}
+}
+
+func testdataDir() string {
+	if d := os.Getenv("INFORMERKIT_TESTDATA"); d != "" {
+		return d
+	}
+	return "/work/shared/testdata"
+}
+
+func newResolver(t *testing.T, opts ...discoveryresolver.Option) (*discoveryresolver.Resolver, *controlplane.RequestCounter) {
+	t.Helper()
+	cfg, counter := controlplane.CountRequests(cp.Config())
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return discoveryresolver.New(disc, opts...), counter
+}
+
+func gvr(g, v, r string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: g, Version: v, Resource: r}
+}
+
+// TestReferenceForms resolves every form of reference kubectl accepts and
+// checks each answer twice: against the expected resource, and against what
+// kubectl's own RESTMapper stack (a ShortcutExpander over a
+// DeferredDiscoveryRESTMapper, driven the way cli-runtime's Builder drives
+// it) answers for the same string on the same server.
+func TestReferenceForms(t *testing.T) {
+	installFixtures(t)
+	ctx := context.Background()
+	r, _ := newResolver(t)
+	kubectl := newKubectlMapper(t)
+
+	pods := gvr("", "v1", "pods")
+	deploy := gvr("apps", "v1", "deployments")
+	coreEvents := gvr("", "v1", "events")
+	ct := gvr("stable."+testGroup, "v1", "crontabs")
+	gtw := gvr("gateway.networking.k8s.io", "v1", "gateways")
+	gwAPI := "gateway.networking.k8s.io"
+
+	for _, tc := range []struct {
+		ref  string
+		want schema.GroupVersionResource
+	}{
+		{"pods", pods}, {"pod", pods}, {"po", pods}, {"Pod", pods}, {"PODS", pods}, {"pods.v1.", pods}, {"Pod.v1.", pods},
+		{"deployments", deploy}, {"deployment", deploy}, {"deploy", deploy}, {"Deployment", deploy},
+		{"deployments.apps", deploy}, {"deploy.apps", deploy}, {"Deployment.apps", deploy}, {"deployment.apps", deploy},
+		{"deployments.v1.apps", deploy}, {"Deployment.v1.apps", deploy}, {"deploy.v1.apps", deploy},
+		// core wins over events.k8s.io, as kubectl's priority says
+		{"events", coreEvents}, {"event", coreEvents}, {"ev", coreEvents}, {"Event", coreEvents},
+		{"events.events.k8s.io", gvr("events.k8s.io", "v1", "events")},
+		{"Event.events.k8s.io", gvr("events.k8s.io", "v1", "events")},
+		{"ev.events.k8s.io", gvr("events.k8s.io", "v1", "events")},
+		// preferred versions, and explicit ones
+		{"hpa", gvr("autoscaling", "v2", "horizontalpodautoscalers")},
+		{"horizontalpodautoscalers.v1.autoscaling", gvr("autoscaling", "v1", "horizontalpodautoscalers")},
+		{"cj", gvr("batch", "v1", "cronjobs")}, {"CronJob.batch", gvr("batch", "v1", "cronjobs")},
+		{"svc", gvr("", "v1", "services")}, {"ns", gvr("", "v1", "namespaces")}, {"no", gvr("", "v1", "nodes")},
+		{"cm", gvr("", "v1", "configmaps")}, {"sa", gvr("", "v1", "serviceaccounts")}, {"pvc", gvr("", "v1", "persistentvolumeclaims")},
+		{"sts", gvr("apps", "v1", "statefulsets")}, {"ds", gvr("apps", "v1", "daemonsets")}, {"rs", gvr("apps", "v1", "replicasets")},
+		{"ing", gvr("networking.k8s.io", "v1", "ingresses")}, {"netpol", gvr("networking.k8s.io", "v1", "networkpolicies")},
+		{"crd", gvr("apiextensions.k8s.io", "v1", "customresourcedefinitions")},
+		{"customresourcedefinitions.apiextensions.k8s.io", gvr("apiextensions.k8s.io", "v1", "customresourcedefinitions")},
+		{"pdb", gvr("policy", "v1", "poddisruptionbudgets")}, {"pc", gvr("scheduling.k8s.io", "v1", "priorityclasses")},
+		{"sc", gvr("storage.k8s.io", "v1", "storageclasses")}, {"leases", gvr("coordination.k8s.io", "v1", "leases")},
+		{"clusterroles", gvr("rbac.authorization.k8s.io", "v1", "clusterroles")},
+		// a CRD with short names, categories and two versions
+		{"ct", ct}, {"crontab", ct}, {"crontabs", ct}, {"CronTab", ct},
+		{"crontabs.stable." + testGroup, ct}, {"ct.stable." + testGroup, ct}, {"CronTab.stable." + testGroup, ct},
+		{"crontabs.v1beta1.stable." + testGroup, gvr("stable."+testGroup, "v1beta1", "crontabs")},
+		{"CronTab.v1beta1.stable." + testGroup, gvr("stable."+testGroup, "v1beta1", "crontabs")},
+		// Gateway API, from its published CRDs
+		{"gtw", gtw}, {"gateways." + gwAPI, gtw}, {"Gateway." + gwAPI, gtw}, {"gtw." + gwAPI, gtw},
+		{"gc", gvr(gwAPI, "v1", "gatewayclasses")}, {"GatewayClass", gvr(gwAPI, "v1", "gatewayclasses")},
+		{"httproute", gvr(gwAPI, "v1", "httproutes")}, {"HTTPRoute", gvr(gwAPI, "v1", "httproutes")},
+		{"HTTPRoute.v1beta1." + gwAPI, gvr(gwAPI, "v1beta1", "httproutes")},
+		// preferred (v1) even though v1beta1 is the storage version
+		{"refgrant", gvr(gwAPI, "v1", "referencegrants")},
+		// the colliding groups, qualified
+		{"widgets.a." + testGroup, gvr("a."+testGroup, "v1", "widgets")},
+		{"wd.b." + testGroup, gvr("b."+testGroup, "v1", "widgets")},
+		{"Widget.v1.b." + testGroup, gvr("b."+testGroup, "v1", "widgets")},
+		{"gateways.networking.istio." + testGroup, gvr("networking.istio."+testGroup, "v1", "gateways")},
+	} {
+		t.Run(tc.ref, func(t *testing.T) {
+			got, err := r.Resolve(ctx, tc.ref)
+			if err != nil {
+				t.Fatalf("Resolve(%q): %v", tc.ref, err)
+			}
+			if got.GVR != tc.want {
+				t.Fatalf("Resolve(%q) = %v, want %v", tc.ref, got.GVR, tc.want)
+			}
+			if k, err := kubectl(tc.ref); err != nil || k != got.GVR {
+				t.Fatalf("kubectl maps %q to %v (err %v); the resolver to %v", tc.ref, k, err, got.GVR)
+			}
+		})
+	}
+
+	// The Resource describes the CRD fully.
+	got, err := r.Resolve(ctx, "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GVK.Kind != "CronTab" || !got.Namespaced || !slices.Equal(got.ShortNames, []string{"ct"}) ||
+		!slices.Equal(got.Categories, []string{"all", "resolvertest"}) || !got.Watchable() {
+		t.Fatalf("Resolve(ct) = %+v", got)
+	}
+	if wb, err := r.Resolve(ctx, "widgets.b."+testGroup); err != nil || wb.Namespaced {
+		t.Fatalf("cluster-scoped widgets: %+v, %v", wb, err)
+	}
+}
+
+// TestReferenceErrors checks the typed errors, and that kubectl too refuses
+// (or, for ambiguity, only picks by group order) where the resolver does.
+func TestReferenceErrors(t *testing.T) {
+	installFixtures(t)
+	ctx := context.Background()
+	r, _ := newResolver(t)
+	kubectl := newKubectlMapper(t)
+
+	for _, tc := range []struct {
+		ref  string
+		want error
+	}{
+		{"pods/status", discoveryresolver.ErrSubresource},
+		{"deployments/scale", discoveryresolver.ErrSubresource},
+		{"bindings", discoveryresolver.ErrNotWatchable},
+		{"tokenreviews", discoveryresolver.ErrNotWatchable},
+		{"selfsubjectaccessreviews.authorization.k8s.io", discoveryresolver.ErrNotWatchable},
+		{"nosuchresource", discoveryresolver.ErrNotFound},
+		{"pods.apps", discoveryresolver.ErrNotFound},
+		{"deployments.v2.apps", discoveryresolver.ErrNotFound},
+		{"crontabs.v9.stable." + testGroup, discoveryresolver.ErrNotFound},
+	} {
+		t.Run(tc.ref, func(t *testing.T) {
+			res, err := r.Resolve(ctx, tc.ref)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Resolve(%q) = %v, want %v", tc.ref, err, tc.want)
+			}
+			var re *discoveryresolver.ResolveError
+			if !errors.As(err, &re) || re.Ref != tc.ref {
+				t.Fatalf("%v is not a *ResolveError naming %q", err, tc.ref)
+			}
+			switch tc.want {
+			case discoveryresolver.ErrNotWatchable:
+				// kubectl knows the resource too; it just cannot be watched.
+				if k, kerr := kubectl(tc.ref); kerr != nil || k != res.GVR {
+					t.Fatalf("kubectl: %v, %v; resolver returned %v", k, kerr, res.GVR)
+				}
+			case discoveryresolver.ErrNotFound:
+				if k, kerr := kubectl(tc.ref); kerr == nil {
+					t.Fatalf("kubectl resolves %q to %v", tc.ref, k)
+				}
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		ref    string
+		groups []string
+	}{
+		{"widgets", []string{"a." + testGroup, "b." + testGroup}},
+		{"wd", []string{"a." + testGroup, "b." + testGroup}},
+		{"Widget", []string{"a." + testGroup, "b." + testGroup}},
+		{"gateways", []string{"gateway.networking.k8s.io", "networking.istio." + testGroup}},
+		{"Gateway", []string{"gateway.networking.k8s.io", "networking.istio." + testGroup}},
+	} {
+		t.Run("ambiguous/"+tc.ref, func(t *testing.T) {
+			_, err := r.Resolve(ctx, tc.ref)
+			var ae *discoveryresolver.AmbiguousError
+			if !errors.As(err, &ae) {
+				t.Fatalf("Resolve(%q) = %v, want *AmbiguousError", tc.ref, err)
+			}
+			var groups []string
+			for _, c := range ae.Candidates {
+				groups = append(groups, c.GVR.Group)
+			}
+			slices.Sort(groups)
+			if !slices.Equal(groups, tc.groups) {
+				t.Fatalf("candidates %v, want %v", groups, tc.groups)
+			}
+			// kubectl does not refuse here: it silently takes the group the
+			// server lists first (a warning at most for short names). The
+			// resolver refuses by default; WithServerGroupOrder gives
+			// kubectl's choice.
+			k, kerr := kubectl(tc.ref)
+			if kerr != nil || !slices.Contains(tc.groups, k.Group) {
+				t.Fatalf("kubectl: %v, %v", k, kerr)
+			}
+			kr, _ := newResolver(t, discoveryresolver.WithServerGroupOrder())
+			got, err := kr.Resolve(ctx, tc.ref)
+			if err != nil || got.GVR != k {
+				t.Fatalf("WithServerGroupOrder: Resolve(%q) = %v, %v; kubectl says %v", tc.ref, got.GVR, err, k)
+			}
+		})
+	}
+}
+
+// newKubectlMapper returns kubectl's mapping of a type argument, built from
+// client-go's RESTMapper stack the way k8s.io/cli-runtime's Builder uses
+// it (Builder.mappingFor).
+func newKubectlMapper(t *testing.T) func(arg string) (schema.GroupVersionResource, error) {
+	t.Helper()
+	disc, err := discovery.NewDiscoveryClientForConfig(cp.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := memory.NewMemCacheClient(disc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, func(string) {})
+	return func(arg string) (schema.GroupVersionResource, error) {
+		fullySpecifiedGVR, groupResource := schema.ParseResourceArg(arg)
+		gvk := schema.GroupVersionKind{}
+		if fullySpecifiedGVR != nil {
+			gvk, _ = mapper.KindFor(*fullySpecifiedGVR)
+		}
+		if gvk.Empty() {
+			gvk, _ = mapper.KindFor(groupResource.WithVersion(""))
+		}
+		if !gvk.Empty() {
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				return schema.GroupVersionResource{}, err
+			}
+			return m.Resource, nil
+		}
+		fullySpecifiedGVK, groupKind := schema.ParseKindArg(arg)
+		if fullySpecifiedGVK == nil {
+			gvk := groupKind.WithVersion("")
+			fullySpecifiedGVK = &gvk
+		}
+		if !fullySpecifiedGVK.Empty() {
+			if m, err := mapper.RESTMapping(fullySpecifiedGVK.GroupKind(), fullySpecifiedGVK.Version); err == nil {
+				return m.Resource, nil
+			}
+		}
+		m, err := mapper.RESTMapping(groupKind, gvk.Version)
+		if err != nil {
+			return schema.GroupVersionResource{}, err
+		}
+		return m.Resource, nil
+	}
+}
+
+func TestMatchCategories(t *testing.T) {
+	installFixtures(t)
+	r, _ := newResolver(t)
+	got, err := r.Match(context.Background(), discoveryresolver.Filter{Categories: []string{"gateway-api"}, Verbs: []string{"list", "watch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, x := range got {
+		names = append(names, x.GVR.String())
+	}
+	slices.Sort(names)
+	want := []string{
+		"gateway.networking.k8s.io/v1, Resource=gatewayclasses", "gateway.networking.k8s.io/v1, Resource=gateways",
+		"gateway.networking.k8s.io/v1, Resource=httproutes", "gateway.networking.k8s.io/v1, Resource=referencegrants",
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("Match(category gateway-api) = %v, want %v", names, want)
+	}
+	all, err := r.Match(context.Background(), discoveryresolver.Filter{Categories: []string{"all"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, x := range all {
+		found = append(found, x.GVR.Resource)
+	}
+	for _, w := range []string{"pods", "services", "deployments", "crontabs"} {
+		if !slices.Contains(found, w) {
+			t.Errorf("category all lacks %s: %v", w, found)
+		}
+	}
+}
+
+// TestCRDLifecycle: a CRD installed after the first resolution is found on
+// the next miss; once deleted, it is reported ErrNotFound after a refresh,
+// and OnChange reports both.
+func TestCRDLifecycle(t *testing.T) {
+	ctx := context.Background()
+	r, _ := newResolver(t, discoveryresolver.WithMinRefreshInterval(50*time.Millisecond))
+	var mu sync.Mutex
+	var changes []discoveryresolver.Change
+	defer r.OnChange(func(c discoveryresolver.Change) {
+		mu.Lock()
+		changes = append(changes, c)
+		mu.Unlock()
+	})()
+	if _, err := r.Resolve(ctx, "pods"); err != nil {
+		t.Fatal(err)
+	}
+	crd := controlplane.NewCRD("late."+testGroup, "LateThing", "latethings", controlplane.ShortNames("lth"), controlplane.Versions("v1", "v2"))
+	if _, err := r.Resolve(ctx, "lth"); !errors.Is(err, discoveryresolver.ErrNotFound) {
+		t.Fatalf("before install: %v", err)
+	}
+	if err := cp.InstallCRD(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond) // past the miss rate limit
+	got, err := r.Resolve(ctx, "lth")
+	if err != nil || got.GVR != gvr("late."+testGroup, "v2", "latethings") {
+		// v2 is preferred: the server ranks v2 above v1.
+		t.Fatalf("after install: Resolve(lth) = %v, %v", got.GVR, err)
+	}
+	if err := cp.DeleteCRD(ctx, crd.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Resolve(ctx, "lth"); !errors.Is(err, discoveryresolver.ErrNotFound) {
+		t.Fatalf("after delete and refresh: Resolve(lth) = %v, want ErrNotFound", err)
+	}
+	if _, ok := r.Lookup(gvr("late."+testGroup, "v1", "latethings")); ok {
+		t.Fatal("Lookup still finds the deleted CRD")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var added, removed []string
+	for _, c := range changes[1:] { // changes[0] is the first round: everything
+		for _, x := range c.Added {
+			if x.GVR.Group == "late."+testGroup {
+				added = append(added, x.GVR.Version)
+			}
+		}
+		for _, x := range c.Removed {
+			if x.GVR.Group == "late."+testGroup {
+				removed = append(removed, x.GVR.Version)
+			}
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	if !slices.Equal(added, []string{"v1", "v2"}) || !slices.Equal(removed, []string{"v1", "v2"}) {
+		t.Fatalf("OnChange saw added %v, removed %v; want both versions each", added, removed)
+	}
+}
+
+// TestMissCost counts requests: one discovery round is two requests
+// (aggregated discovery), concurrent misses share one round, and repeated
+// misses within the minimum refresh interval send nothing.
+func TestMissCost(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("concurrent misses share one round", func(t *testing.T) {
+		r, counter := newResolver(t, discoveryresolver.WithMinRefreshInterval(0))
+		if err := r.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		perRound := counter.Count("discovery", "")
+		if perRound == 0 || perRound > 2 {
+			t.Fatalf("one round sent %d discovery requests (%v); want 1-2 with aggregated discovery", perRound, counter.Keys())
+		}
+		counter.Reset()
+		// Hold the round on the wire so that every miss arrives while it
+		// is in flight.
+		cp.Proxy().SetStalled(true)
+		stalled := true
+		defer func() {
+			if stalled {
+				cp.Proxy().SetStalled(false)
+			}
+		}()
+		const n = 50
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := r.Resolve(ctx, "nosuchresource")
+				if !errors.Is(err, discoveryresolver.ErrNotFound) {
+					errs <- fmt.Errorf("Resolve = %v, want ErrNotFound", err)
+				}
+			}()
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return counter.Count("discovery", "") >= 1, nil
+		}); err != nil {
+			t.Fatal("no discovery request was sent")
+		}
+		time.Sleep(300 * time.Millisecond) // let every caller reach the shared round
+		cp.Proxy().SetStalled(false)
+		stalled = false
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if got := counter.Count("discovery", ""); got != perRound {
+			t.Fatalf("%d concurrent misses sent %d discovery requests (%v); one round is %d", n, got, counter.Keys(), perRound)
+		}
+	})
+
+	t.Run("repeated misses are rate-limited", func(t *testing.T) {
+		r, counter := newResolver(t, discoveryresolver.WithMinRefreshInterval(time.Second))
+		if err := r.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		perRound := counter.Count("discovery", "")
+		counter.Reset()
+		start := time.Now()
+		for i := 0; i < 1000; i++ {
+			if _, err := r.Resolve(ctx, "typo"); !errors.Is(err, discoveryresolver.ErrNotFound) {
+				t.Fatal(err)
+			}
+		}
+		if time.Since(start) >= time.Second {
+			t.Skip("the loop took longer than the interval; the count would not prove the limit")
+		}
+		if got := counter.Count("discovery", ""); got != 0 {
+			t.Fatalf("1000 misses right after a round sent %d discovery requests, want 0", got)
+		}
+		time.Sleep(time.Second)
+		for i := 0; i < 1000; i++ {
+			_, _ = r.Resolve(ctx, "typo")
+		}
+		if got := counter.Count("discovery", ""); got != perRound {
+			t.Fatalf("1000 misses after the interval sent %d discovery requests, want one round (%d)", got, perRound)
+		}
+		// Known names never cost a request.
+		counter.Reset()
+		for i := 0; i < 1000; i++ {
+			if _, err := r.Resolve(ctx, "deploy"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := len(counter.Keys()); got != 0 {
+			t.Fatalf("resolving a known name sent requests: %v", counter.Keys())
+		}
+	})
+}
+
+// TestPartialDiscoveryFailure registers an aggregated API whose backing
+// service does not exist: discovery of that group fails, everything else
+// keeps resolving, and the failed group is reported.
+func TestPartialDiscoveryFailure(t *testing.T) {
+	installFixtures(t)
+	ctx := context.Background()
+	apiservices := cp.Dynamic().Resource(gvr("apiregistration.k8s.io", "v1", "apiservices"))
+	broken := schema.GroupVersion{Group: "broken." + testGroup, Version: "v1alpha1"}
+	svc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1",
+		"kind":       "APIService",
+		"metadata":   map[string]any{"name": broken.Version + "." + broken.Group},
+		"spec": map[string]any{
+			"group": broken.Group, "version": broken.Version,
+			"service":               map[string]any{"namespace": "default", "name": "does-not-exist", "port": int64(443)},
+			"insecureSkipTLSVerify": true, "groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
+		},
+	}}
+	if _, err := apiservices.Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = apiservices.Delete(ctx, svc.GetName(), metav1.DeleteOptions{}) }()
+
+	for _, mode := range []string{"legacy", "aggregated"} {
+		t.Run(mode, func(t *testing.T) {
+			disc, err := discovery.NewDiscoveryClientForConfig(cp.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var client discovery.DiscoveryInterface = disc
+			if mode == "legacy" {
+				client = disc.WithLegacy()
+			}
+			r := discoveryresolver.New(client)
+			// The aggregator may need a moment to list the new group.
+			var refreshErr error
+			_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				refreshErr = r.Refresh(ctx)
+				return refreshErr != nil, nil
+			})
+			for _, ref := range []string{"pods", "deploy", "ct", "gtw"} {
+				if _, err := r.Resolve(ctx, ref); err != nil {
+					t.Errorf("Resolve(%q) during partial failure: %v", ref, err)
+				}
+			}
+			var gde *discoveryresolver.GroupDiscoveryError
+			if !errors.As(refreshErr, &gde) {
+				if mode == "legacy" {
+					t.Fatalf("Refresh = %v, want *GroupDiscoveryError", refreshErr)
+				}
+				// Aggregated discovery may leave out a group-version it
+				// never reached instead of marking it stale.
+				t.Logf("aggregated discovery did not report %v as failed (Refresh = %v)", broken, refreshErr)
+				return
+			}
+			if _, ok := gde.Groups[broken]; !ok {
+				t.Fatalf("failed groups %v lack %v", gde.Groups, broken)
+			}
+			if _, ok := r.FailedGroups()[broken]; !ok {
+				t.Fatalf("FailedGroups() = %v, lacks %v", r.FailedGroups(), broken)
+			}
+			_, err = r.Resolve(ctx, "nosuchresource")
+			if !errors.Is(err, discoveryresolver.ErrNotFound) || !errors.As(err, &gde) {
+				t.Fatalf("miss = %v, want ErrNotFound and *GroupDiscoveryError", err)
+			}
+		})
+	}
+}
