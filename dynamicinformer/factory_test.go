@@ -1,0 +1,246 @@
+package dynamicinformer
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+
+func widget(ns, name string, lbls map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]interface{}{"name": name, "namespace": ns},
+	}}
+	u.SetLabels(lbls)
+	return u
+}
+
+func fakeClient(objs ...kruntime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{
+		widgets:                                 "WidgetList",
+		crdGVR:                                  "CustomResourceDefinitionList",
+		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
+	}, objs...)
+}
+
+// goroutinesIn counts goroutines with a frame in this package.
+func goroutinesIn() int {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	c := 0
+	for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+		if strings.Contains(g, "informerkit/dynamicinformer.") && !strings.Contains(g, "goroutinesIn") && !strings.Contains(g, "testing.tRunner") {
+			c++
+		}
+	}
+	return c
+}
+
+func checkNoLeaks(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after := runtime.NumGoroutine()
+		if after <= before && goroutinesIn() == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("goroutines: %d before, %d after shutdown\n%s", before, after, buf[:n])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSharingIdentity(t *testing.T) {
+	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
+	defer f.Shutdown()
+	tweakA := func(o *metav1.ListOptions) { o.Limit = 1 }
+	tweakB := func(o *metav1.ListOptions) { o.Limit = 2 }
+	base := f.ForResource(widgets)
+	cases := []struct {
+		name   string
+		opts   []ResourceOption
+		shared bool
+	}{
+		{"no options", nil, true},
+		{"explicit all namespaces", []ResourceOption{InNamespaces("")}, true},
+		{"indexers do not split", []ResourceOption{WithIndexers(toolscache.Indexers{"x": toolscache.MetaNamespaceIndexFunc})}, true},
+		{"resync does not split", []ResourceOption{ResyncPeriod(time.Minute)}, true},
+		{"namespace", []ResourceOption{InNamespaces("a")}, false},
+		{"label selector", []ResourceOption{WithLabelSelector("a=b")}, false},
+		{"field selector", []ResourceOption{WithFieldSelector("metadata.name=x")}, false},
+		{"tweak", []ResourceOption{TweakListOptions(tweakA)}, false},
+		{"transform", []ResourceOption{Transform(func(o interface{}) (interface{}, error) { return o, nil })}, false},
+		{"sharing key", []ResourceOption{SharingKey("mine")}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := f.ForResource(widgets, c.opts...)
+			defer h.Release()
+			if got := h.Informer() == base.Informer(); got != c.shared {
+				t.Fatalf("shared=%v, want %v", got, c.shared)
+			}
+		})
+	}
+	a1 := f.ForResource(widgets, TweakListOptions(tweakA))
+	b1 := f.ForResource(widgets, TweakListOptions(tweakB))
+	if a1.Informer() == b1.Informer() {
+		t.Fatal("different tweak funcs shared one informer")
+	}
+	// Indexers asked for later are added to the shared informer.
+	withIdx := f.ForResource(widgets, WithIndexers(toolscache.Indexers{"byName": func(o interface{}) ([]string, error) {
+		return []string{o.(metav1.Object).GetName()}, nil
+	}}))
+	if _, ok := withIdx.Informer().GetIndexer().GetIndexers()["byName"]; !ok {
+		t.Fatal("indexer not added to the shared informer")
+	}
+}
+
+func TestOptionPrecedence(t *testing.T) {
+	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), WithNamespace("team-a"),
+		WithDefaults(WithLabelSelector("app=x")))
+	defer f.Shutdown()
+	st := f.ForResource(widgets).(*InformerHandle).Status()
+	if len(st.Namespaces) != 1 || st.Namespaces[0] != "team-a" || st.LabelSelector != "app=x" {
+		t.Fatalf("factory defaults not applied: %+v", st)
+	}
+	st = f.ForResource(widgets, AllNamespaces(), WithLabelSelector("")).(*InformerHandle).Status()
+	if len(st.Namespaces) != 0 || st.LabelSelector != "" {
+		t.Fatalf("per-resource override not applied: %+v", st)
+	}
+	st = f.ForResource(widgets, InNamespaces("b", "a", "b")).(*InformerHandle).Status()
+	if strings.Join(st.Namespaces, ",") != "a,b" {
+		t.Fatalf("namespaces not normalized: %v", st.Namespaces)
+	}
+}
+
+func TestInvalidSelectorIsAStatusNotAPanic(t *testing.T) {
+	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
+	defer f.Shutdown()
+	h := f.ForResource(widgets, WithLabelSelector("a in ("))
+	st := h.(*InformerHandle).Status()
+	if st.State != Failed || !errors.Is(st.Err, ErrInvalidSelector) {
+		t.Fatalf("status %+v", st)
+	}
+	h.Release()
+	h.Release()
+	if _, err := f.ForName(context.Background(), "widgets"); !errors.Is(err, ErrNoResolver) {
+		t.Fatalf("ForName without resolver: %v", err)
+	}
+	if st := f.ForResource(widgets, MetadataOnly()).(*InformerHandle).Status(); !errors.Is(st.Err, ErrMetadataClientMissing) {
+		t.Fatalf("metadata-only without client: %+v", st)
+	}
+}
+
+func TestReferenceCountingAndLifecycle(t *testing.T) {
+	before := runtime.NumGoroutine()
+	client := fakeClient(widget("a", "w1", map[string]string{"tier": "web"}), widget("a", "w2", nil), widget("b", "w3", map[string]string{"tier": "web"}))
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h1 := f.ForResource(widgets)
+	h2 := f.ForResource(widgets)
+	f.Start(ctx)
+	f.Start(ctx) // twice: no-op
+	if synced := f.WaitForCacheSync(ctx); !synced[widgets] {
+		t.Fatalf("not synced: %v", synced)
+	}
+	waitFor(t, func() bool { return h1.(*InformerHandle).Status().State == Synced })
+	objs, err := h1.Lister().List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
+	if err != nil || len(objs) != 2 {
+		t.Fatalf("label list: %d objects, %v", len(objs), err)
+	}
+	if _, err := h1.Lister().ByNamespace("a").Get("w2"); err != nil {
+		t.Fatal(err)
+	}
+	// A handle created after Start starts by itself.
+	late := f.ForResource(widgets, InNamespaces("b"))
+	waitFor(t, late.Informer().HasSynced)
+	if n := len(late.Informer().GetStore().ListKeys()); n != 1 {
+		t.Fatalf("namespace b informer holds %d objects", n)
+	}
+	late.Release()
+	if !late.Informer().IsStopped() {
+		t.Fatal("released informer not stopped")
+	}
+	h1.Release()
+	if h2.Informer().IsStopped() {
+		t.Fatal("informer stopped while a handle remains")
+	}
+	h2.Release()
+	if !h2.Informer().IsStopped() {
+		t.Fatal("informer not stopped after the last release")
+	}
+	if len(f.Statuses()) != 0 {
+		t.Fatalf("statuses after release: %v", f.Statuses())
+	}
+	h3 := f.ForResource(widgets)
+	if h3.Informer() == h1.Informer() {
+		t.Fatal("stopped informer handed out again")
+	}
+	waitFor(t, h3.Informer().HasSynced)
+	f.Shutdown()
+	f.Shutdown() // twice: no-op
+	if !h3.Informer().IsStopped() {
+		t.Fatal("Shutdown left an informer running")
+	}
+	if st := f.ForResource(widgets).(*InformerHandle).Status(); st.State != Stopped || !errors.Is(st.Err, ErrShutdown) {
+		t.Fatalf("ForResource after Shutdown: %+v", st)
+	}
+	checkNoLeaks(t, before)
+}
+
+func TestStatusNotifications(t *testing.T) {
+	client := fakeClient(widget("a", "w1", nil))
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	got := make(chan Status, 100)
+	remove := f.OnStatusChange(func(s Status) { got <- s })
+	defer remove()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.ForResource(widgets)
+	f.Start(ctx)
+	seen := map[State]bool{}
+	timeout := time.After(20 * time.Second)
+	for !seen[Synced] {
+		select {
+		case s := <-got:
+			seen[s.State] = true
+			if s.State == Synced && s.Objects != 1 {
+				t.Fatalf("synced status reports %d objects", s.Objects)
+			}
+		case <-timeout:
+			t.Fatalf("no Synced notification; saw %v", seen)
+		}
+	}
+	if !seen[Syncing] {
+		t.Fatalf("Synced without Syncing first: %v", seen)
+	}
+	f.Shutdown()
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 20s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

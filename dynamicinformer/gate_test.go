@@ -1,0 +1,191 @@
+package dynamicinformer
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// stubLW answers lists with one object at resourceVersion "10" (or err).
+type stubLW struct {
+	mu      sync.Mutex
+	err     error
+	lists   int
+	watches int
+	lastRV  string
+}
+
+func (s *stubLW) ListWithContext(_ context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists++
+	s.lastRV = o.ResourceVersion
+	if s.err != nil {
+		return nil, s.err
+	}
+	l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "List"}}
+	l.SetResourceVersion("10")
+	l.Items = []unstructured.Unstructured{*widget("a", "w1", nil)}
+	return l, nil
+}
+
+func (s *stubLW) WatchWithContext(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watches++
+	if s.err != nil {
+		return nil, s.err
+	}
+	return watch.NewFake(), nil
+}
+
+type hookLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (h *hookLog) add(e string) { h.mu.Lock(); h.events = append(h.events, e); h.mu.Unlock() }
+func (h *hookLog) last() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.events) == 0 {
+		return ""
+	}
+	return h.events[len(h.events)-1]
+}
+func (h *hookLog) listStarted()         { h.add("listStarted") }
+func (h *hookLog) listSucceeded(string) { h.add("listSucceeded") }
+func (h *hookLog) requestFailed(error)  { h.add("requestFailed") }
+func (h *hookLog) notFound(error)       { h.add("notFound") }
+func (h *hookLog) emptied(string)       { h.add("emptied") }
+func (h *hookLog) waiting(string)       { h.add("waiting") }
+
+func newTestGate(open bool) (*gatedListerWatcher, *stubLW, *hookLog) {
+	inner := &stubLW{}
+	hooks := &hookLog{}
+	g := newGate(open)
+	empty := unstructuredList(schema.GroupVersionResource{Version: "v1", Resource: "widgets"})
+	return &gatedListerWatcher{inner: inner, gate: g, hooks: hooks,
+		emptyList: func(rv string) kruntime.Object { o, _ := empty(rv, nil); return o }}, inner, hooks
+}
+
+func TestGatePendingListBlocksUntilOpen(t *testing.T) {
+	lw, inner, hooks := newTestGate(false)
+	done := make(chan kruntime.Object)
+	go func() {
+		o, _ := lw.ListWithContext(context.Background(), metav1.ListOptions{})
+		done <- o
+	}()
+	select {
+	case <-done:
+		t.Fatal("List returned while the resource was never served")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if hooks.last() != "waiting" || inner.lists != 0 {
+		t.Fatalf("hooks %v, lists %d", hooks.events, inner.lists)
+	}
+	lw.gate.set(true, "")
+	o := <-done
+	if rv, _ := metaListRV(o); rv != "10" {
+		t.Fatalf("got list rv %q, want the server's", rv)
+	}
+}
+
+func TestGatePendingListHonoursContext(t *testing.T) {
+	lw, _, _ := newTestGate(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestGateRemovalAndReturn(t *testing.T) {
+	lw, inner, hooks := newTestGate(true)
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"}); err != nil {
+		t.Fatal(err)
+	}
+	// The resource goes away.
+	lw.gate.set(false, "CRD deleted")
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch after removal: %v, want expired (forces the relist that empties the cache)", err)
+	}
+	o, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := o.(*unstructured.UnstructuredList); len(l.Items) != 0 || l.GetResourceVersion() != syntheticRV {
+		t.Fatalf("removed resource listed %d items at %q", len(l.Items), l.GetResourceVersion())
+	}
+	if hooks.last() != "emptied" {
+		t.Fatalf("hooks %v", hooks.events)
+	}
+	lists := inner.lists
+	// Watch-list requests fall back to list; plain watches wait quietly.
+	yes := true
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: &yes}); !errors.Is(err, errNotServedFallback) {
+		t.Fatalf("watch-list while removed: %v", err)
+	}
+	watchDone := make(chan error)
+	go func() {
+		_, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: syntheticRV})
+		watchDone <- err
+	}()
+	select {
+	case err := <-watchDone:
+		t.Fatalf("watch returned while removed: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if inner.lists != lists || inner.watches != 1 {
+		t.Fatalf("requests reached the server while removed: lists %d->%d, watches %d", lists, inner.lists, inner.watches)
+	}
+	// Served again: the waiting watch ends "expired", the relist goes to the
+	// server without the synthetic resourceVersion.
+	lw.gate.set(true, "")
+	if err := <-watchDone; !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch after return: %v", err)
+	}
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: syntheticRV}); err != nil {
+		t.Fatal(err)
+	}
+	if inner.lastRV != "" {
+		t.Fatalf("synthetic resourceVersion %q sent to the server", inner.lastRV)
+	}
+}
+
+func TestGateNotFoundClosesViaHook(t *testing.T) {
+	lw, inner, hooks := newTestGate(true)
+	inner.err = apierrors.NewNotFound(schema.GroupResource{Resource: "widgets"}, "")
+	// notFound must close the gate (presence does it); emulate.
+	closer := &closingHooks{hookLog: hooks, g: lw.gate}
+	lw.hooks = closer
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v", err)
+	}
+	if inner.lists != 1 {
+		t.Fatalf("a 404 led to %d lists, want 1 then waiting", inner.lists)
+	}
+}
+
+type closingHooks struct {
+	*hookLog
+	g *gate
+}
+
+func (c *closingHooks) notFound(err error) { c.hookLog.notFound(err); c.g.set(false, "404") }
