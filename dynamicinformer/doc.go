@@ -3,4 +3,47 @@
 // consumers share it, per-resource options, reference-counted release, and
 // informers that follow CustomResourceDefinitions installed and removed
 // while the program runs.
+//
+// # Sharing
+//
+// ForResource and ForName return handles. Calls with the same GVR and the
+// same distinguishing options (namespaces, label and field selectors,
+// tweak and transform functions, MetadataOnly, SharingKey) share one
+// client-go SharedIndexInformer. Indexers and resync periods do not
+// distinguish informers: new indexers are added to the shared one. When the
+// last handle of an informer is released the informer stops and its cache
+// is dropped.
+//
+// # Lifecycle of the resource
+//
+// Each informer's list and watch go through a gate that knows whether the
+// resource is served (from a watch on CustomResourceDefinitions, from
+// discovery, and from 404 answers). While a resource has never been served
+// the informer is Pending and sends nothing; once it is served the informer
+// lists and syncs. When it stops being served (CRD deleted, version no
+// longer served) the informer's handlers receive a delete for each cached
+// object (as client-go's DeletedFinalStateUnknown when the final state was
+// not observed), the cache empties, the state is Removed and no request is
+// sent until the resource is served again; then the same informer, with the
+// same handlers, relists. This is the fix for client-go informers that
+// relist a deleted CRD against 404 forever (kubernetes#79610).
+//
+// # Status
+//
+// Every informer has a Status (Pending, Syncing, Synced, Removed, Failed,
+// Stopped) with a typed error: errors.Is(st.Err, ErrForbidden),
+// ErrNotServed, ErrInvalidSelector, ... Errors come from the reflector's
+// watch-error handler and from the gate, never from parsing logs. The
+// factory lists all statuses and notifies changes (OnStatusChange).
+//
+// # Several namespaces
+//
+// InNamespaces with more than one namespace lists and watches each
+// namespace and merges them into one informer. Because a merged watch
+// cannot resume from one resourceVersion, every watch restart relists.
+//
+// # Concurrency and ownership
+//
+// Factories and handles are safe for concurrent use. Objects in caches,
+// listers and handler arguments are shared: never mutate them.
 package dynamicinformer
