@@ -80,6 +80,12 @@ func jsonRoot(obj interface{}) (map[string]interface{}, bool) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
 		return o.Object, true
+	case *Compact:
+		u, err := defaultDecoder.Decode(o)
+		if err != nil {
+			return nil, false
+		}
+		return u.(*unstructured.Unstructured).Object, true
 	case runtime.Unstructured:
 		return o.UnstructuredContent(), true
 	case runtime.Object:

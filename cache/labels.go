@@ -25,6 +25,8 @@ func ObjectLabels(obj interface{}) (labels.Labels, bool) {
 		return unstructuredLabels(unstructuredLabelMap(o.Object)), true
 	case *metav1.PartialObjectMetadata:
 		return labels.Set(o.Labels), true
+	case *Compact:
+		return labels.Set(o.Labels), true
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {

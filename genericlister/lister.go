@@ -275,9 +275,19 @@ func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
 	return nil, fmt.Errorf("genericlister: cannot read %T from the cache as an object", obj)
 }
 
-// materialize returns the object a reader should see for a cached object.
+// materialize returns the object a reader should see for a cached object:
+// the decoded form of a compact-mode *cache.Compact (shared, from
+// cache.DefaultCompactDecoder), the object itself otherwise.
 func materialize(obj runtime.Object) (runtime.Object, error) {
-	return obj, nil
+	c, ok := obj.(*ikcache.Compact)
+	if !ok {
+		return obj, nil
+	}
+	u, err := ikcache.DefaultCompactDecoder().Decode(c)
+	if err != nil {
+		return nil, err
+	}
+	return u.(runtime.Object), nil
 }
 
 func deepCopies(objs []*unstructured.Unstructured, err error) ([]*unstructured.Unstructured, error) {

@@ -1,0 +1,224 @@
+package cache
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// serverJSON returns object i as the API server writes it: typical
+// metadata with four labels, a spec of 20 string fields and one
+// managedFields entry (an Update by the creating client) — about 1.6 KB.
+// Values vary with i so that no two objects share strings.
+func serverJSON(i int, rv int) []byte {
+	spec := map[string]interface{}{}
+	specFields := map[string]interface{}{".": map[string]interface{}{}}
+	for k := 0; k < 20; k++ {
+		name := fmt.Sprintf("field%02d", k)
+		spec[name] = fmt.Sprintf("value-%06d-%02d", i, k)
+		specFields["f:"+name] = map[string]interface{}{}
+	}
+	labels := map[string]interface{}{
+		"app":      fmt.Sprintf("app-%d", i%100),
+		"tier":     []string{"front", "back", "cache"}[i%3],
+		"env":      []string{"prod", "staging"}[i%2],
+		"instance": fmt.Sprintf("inst-%06d", i),
+	}
+	labelFields := map[string]interface{}{".": map[string]interface{}{}}
+	for k := range labels {
+		labelFields["f:"+k] = map[string]interface{}{}
+	}
+	obj := map[string]interface{}{
+		"apiVersion": "bench.example.com/v1",
+		"kind":       "Widget",
+		"metadata": map[string]interface{}{
+			"name":              fmt.Sprintf("widget-%06d", i),
+			"namespace":         fmt.Sprintf("ns-%d", i%10),
+			"uid":               fmt.Sprintf("6f1c2a8e-0000-4000-8000-%012d", i),
+			"resourceVersion":   fmt.Sprint(1000 + 2*i + rv),
+			"generation":        1,
+			"creationTimestamp": "2026-11-29T15:00:00Z",
+			"labels":            labels,
+			"managedFields": []interface{}{map[string]interface{}{
+				"manager":    "informerkit-bench",
+				"operation":  "Update",
+				"apiVersion": "bench.example.com/v1",
+				"time":       "2026-11-29T15:00:00Z",
+				"fieldsType": "FieldsV1",
+				"fieldsV1": map[string]interface{}{
+					"f:metadata": map[string]interface{}{"f:labels": labelFields},
+					"f:spec":     specFields,
+				},
+			}},
+		},
+		"spec": spec,
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func decodeUnstructured(b []byte) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		panic(err)
+	}
+	return u
+}
+
+func decodePartial(b []byte) *metav1.PartialObjectMetadata {
+	p := &metav1.PartialObjectMetadata{}
+	if err := json.Unmarshal(b, p); err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkHeapPerObject reports the in-use heap per cached object
+// ("B/obj", after GC) for each form an informer can keep, with objects
+// decoded from server-shaped JSON (serverJSON) and stored in a client-go
+// indexer with the namespace index, as an informer stores them. The
+// "+labelindex" rows add LabelIndex. Time per op is meaningless here.
+func BenchmarkHeapPerObject(b *testing.B) {
+	const n = 5000
+	ns := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
+	withLabels := LabelIndexers()
+	withLabels[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
+	raw := make([][]byte, n)
+	size := 0
+	for i := range raw {
+		raw[i] = serverJSON(i, 0)
+		size += len(raw[i])
+	}
+	b.Logf("server JSON: %d bytes per object", size/n)
+	decodeU := func(i int) interface{} { return decodeUnstructured(raw[i]) }
+	forms := []struct {
+		name     string
+		indexers toolscache.Indexers
+		make     func(i int) interface{}
+	}{
+		{"unstructured", ns, decodeU},
+		{"unstructured+labelindex", withLabels, decodeU},
+		{"unstructured-stripped", ns, transformed(decodeU, StripManagedFields)},
+		{"unstructured-stripped+labelindex", withLabels, transformed(decodeU, StripManagedFields)},
+		{"unstructured-projected", ns, transformed(decodeU, Project("spec.field00"))},
+		{"compact", ns, transformed(decodeU, CompactTransform)},
+		{"compact-stripped", ns, transformed(decodeU, Chain(StripManagedFields, CompactTransform))},
+		{"compact-stripped+labelindex", withLabels, transformed(decodeU, Chain(StripManagedFields, CompactTransform))},
+		{"metadata-only", ns, func(i int) interface{} { return decodePartial(raw[i]) }},
+		{"metadata-only-stripped", ns, transformed(func(i int) interface{} { return decodePartial(raw[i]) }, StripManagedFields)},
+		{"json-bytes", nil, func(i int) interface{} { return append([]byte(nil), raw[i]...) }},
+	}
+	for _, f := range forms {
+		b.Run(f.name, func(b *testing.B) {
+			var perObj float64
+			for it := 0; it < b.N; it++ {
+				before := heapInUse()
+				var keep interface{}
+				if f.indexers == nil {
+					objs := make([]interface{}, n)
+					for i := range objs {
+						objs[i] = f.make(i)
+					}
+					keep = objs
+				} else {
+					idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, f.indexers)
+					for i := 0; i < n; i++ {
+						if err := idx.Add(f.make(i)); err != nil {
+							b.Fatal(err)
+						}
+					}
+					keep = idx
+				}
+				after := heapInUse()
+				runtime.KeepAlive(keep)
+				perObj = float64(after-before) / n
+			}
+			b.ReportMetric(perObj, "B/obj")
+		})
+	}
+}
+
+func transformed(make func(int) interface{}, t toolscache.TransformFunc) func(int) interface{} {
+	return func(i int) interface{} {
+		o, err := t(make(i))
+		if err != nil {
+			panic(err)
+		}
+		return o
+	}
+}
+
+// BenchmarkIndexerWrite measures updates per second through a client-go
+// indexer holding 10k server-shaped objects (stripped of managedFields, as
+// a memory-conscious informer keeps them), alternating between two
+// pre-decoded versions of each object so that decoding is not measured.
+// "clientgo" has the namespace index an informer has by default;
+// "labelindex" adds LabelIndex (4 labels per object, so 8 index values);
+// "labelindex-relabel" also changes one label value on every update.
+func BenchmarkIndexerWrite(b *testing.B) {
+	const n = 10000
+	type version [2]interface{}
+	mk := func(relabel bool) []version {
+		out := make([]version, n)
+		for i := range out {
+			for v := 0; v < 2; v++ {
+				u := decodeUnstructured(serverJSON(i, v))
+				StripManagedFields(u)
+				if relabel && v == 1 {
+					l := u.GetLabels()
+					l["tier"] = "moved"
+					u.SetLabels(l)
+				}
+				out[i][v] = u
+			}
+		}
+		return out
+	}
+	same, relabeled := mk(false), mk(true)
+	withLabels := LabelIndexers()
+	withLabels[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
+	cases := []struct {
+		name     string
+		indexers toolscache.Indexers
+		objs     []version
+	}{
+		{"clientgo", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, same},
+		{"labelindex", withLabels, same},
+		{"clientgo-relabel", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, relabeled},
+		{"labelindex-relabel", withLabels, relabeled},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, c.indexers)
+			for i := range c.objs {
+				if err := idx.Add(c.objs[i][0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for it := 0; it < b.N; it++ {
+				i := it % n
+				if err := idx.Update(c.objs[i][(it/n+1)%2]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

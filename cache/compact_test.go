@@ -1,0 +1,100 @@
+package cache
+
+import (
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+func TestCompactRoundTrip(t *testing.T) {
+	u := managedObject()
+	obj, err := Chain(StripManagedFields, CompactTransform)(u.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := obj.(*Compact)
+	if !ok {
+		t.Fatalf("CompactTransform returned %T", obj)
+	}
+	want := u.DeepCopy()
+	StripManagedFields(want)
+	got, err := c.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Object, want.Object) {
+		t.Errorf("decoded %v\nwant %v", got.Object, want.Object)
+	}
+	// Keys, label index and owner index work on the compact form.
+	if k, _ := toolscache.MetaNamespaceKeyFunc(c); k != "ns/a" {
+		t.Errorf("key %q", k)
+	}
+	if v, _ := LabelIndexFunc(c); !reflect.DeepEqual(sorted(v), []string{"app", "app=web"}) {
+		t.Errorf("label index %v", v)
+	}
+	if v, _ := OwnerUIDIndexFunc(c); !reflect.DeepEqual(v, []string{"o"}) {
+		t.Errorf("owner index %v", v)
+	}
+	f, _ := FieldIndexFunc("status.phase")
+	if v, _ := f(c); !reflect.DeepEqual(v, []string{"Running"}) {
+		t.Errorf("field index %v", v)
+	}
+	if again, _ := CompactTransform(c); again != c {
+		t.Error("CompactTransform is not idempotent")
+	}
+	ts, _ := CompactTransform(toolscache.DeletedFinalStateUnknown{Key: "ns/a", Obj: u})
+	if _, ok := ts.(toolscache.DeletedFinalStateUnknown).Obj.(*Compact); !ok {
+		t.Errorf("tombstone not compacted: %#v", ts)
+	}
+}
+
+func TestCompactDecoderBounded(t *testing.T) {
+	d := NewCompactDecoder(3)
+	var cs []*Compact
+	for i := 0; i < 10; i++ {
+		c, err := NewCompact(widget("ns", string(rune('a'+i)), nil, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	first, _ := d.Decode(cs[0])
+	again, _ := d.Decode(cs[0])
+	if first != again {
+		t.Error("hot object decoded twice")
+	}
+	for _, c := range cs {
+		if _, err := d.Decode(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.Len() != 3 {
+		t.Errorf("decoder holds %d, capacity 3", d.Len())
+	}
+	if u, _ := d.Decode("other"); u != "other" {
+		t.Error("non-compact object not passed through")
+	}
+}
+
+func TestDecodingHandler(t *testing.T) {
+	c, _ := NewCompact(widget("ns", "a", nil, nil))
+	var got []interface{}
+	h := DecodingHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { got = append(got, obj) },
+		UpdateFunc: func(o, n interface{}) { got = append(got, o, n) },
+		DeleteFunc: func(obj interface{}) { got = append(got, obj) },
+	})
+	h.OnAdd(c, true)
+	h.OnUpdate(c, c)
+	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/a", Obj: c})
+	for i, o := range got[:3] {
+		if u, ok := o.(*unstructured.Unstructured); !ok || u.GetName() != "a" {
+			t.Errorf("event %d: %T", i, o)
+		}
+	}
+	if ts, ok := got[3].(toolscache.DeletedFinalStateUnknown); !ok || ts.Obj.(*unstructured.Unstructured).GetName() != "a" {
+		t.Errorf("delete: %#v", got[3])
+	}
+}
