@@ -33,6 +33,8 @@ var (
 	// ErrWatch: any other error the reflector saw (decode errors, server
 	// errors, connection failures); the cause is wrapped.
 	ErrWatch = errors.New("list/watch error")
+
+	errNilHandler = errors.New("nil handler")
 )
 
 // classify maps an error seen by list or watch to one of the package's

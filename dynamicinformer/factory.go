@@ -59,6 +59,9 @@ type Factory interface {
 	OnStatusChange(f func(Status)) (remove func())
 	// Resolver is the discovery resolver in use (nil without one).
 	Resolver() *discoveryresolver.Resolver
+	// Subscribe watches every resource matching filter and follows
+	// discovery as resources appear and vanish; see Subscription.
+	Subscribe(ctx context.Context, filter discoveryresolver.Filter, handler func(Event), opts ...ResourceOption) (*Subscription, error)
 }
 
 type factory struct {
@@ -73,6 +76,7 @@ type factory struct {
 	runCtx    context.Context
 	cancel    context.CancelFunc
 	shutdown  bool
+	closed    chan struct{}  // closed by Shutdown
 	wg        sync.WaitGroup // every goroutine the factory started
 }
 
@@ -93,6 +97,7 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 		cfg:       cfg,
 		notifier:  newStatusNotifier(),
 		informers: map[string]*sharedInformer{},
+		closed:    make(chan struct{}),
 	}
 	f.presence = newPresence(client, cfg.resolver, cfg.followCRDs, cfg.rediscovery, cfg.logger.WithName("presence"))
 	return f
@@ -259,6 +264,9 @@ func (f *factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionR
 
 func (f *factory) Shutdown() {
 	f.mu.Lock()
+	if !f.shutdown {
+		close(f.closed)
+	}
 	f.shutdown = true
 	cancel := f.cancel
 	sis := make([]*sharedInformer, 0, len(f.informers))

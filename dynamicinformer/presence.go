@@ -52,6 +52,8 @@ type presence struct {
 	timers         map[schema.GroupVersionResource]*time.Timer
 	stopped        bool
 	removeOnChange func()
+	crdListeners   map[int]func() // called after a CRD changed
+	nextListener   int
 	ctx            context.Context // the run context, for re-checks
 	rechecks       sync.WaitGroup  // scheduled or running re-check timers
 }
@@ -239,6 +241,33 @@ func (p *presence) crdChanged(obj interface{}, deleted bool) {
 		p.resolver.Invalidate()
 	}
 	p.reevaluateGR(gr, fmt.Sprintf("CRD %s changed", u.GetName()))
+	p.mu.Lock()
+	listeners := make([]func(), 0, len(p.crdListeners))
+	for _, l := range p.crdListeners {
+		listeners = append(listeners, l)
+	}
+	p.mu.Unlock()
+	for _, l := range listeners {
+		l()
+	}
+}
+
+// onCRDChange registers f to be called (from the CRD informer's handler
+// goroutine, so f must not block) after any CRD changed.
+func (p *presence) onCRDChange(f func()) (remove func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.crdListeners == nil {
+		p.crdListeners = map[int]func(){}
+	}
+	id := p.nextListener
+	p.nextListener++
+	p.crdListeners[id] = f
+	return func() {
+		p.mu.Lock()
+		delete(p.crdListeners, id)
+		p.mu.Unlock()
+	}
 }
 
 // evaluate says whether gvr is served: known is false when nothing

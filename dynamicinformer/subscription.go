@@ -1,0 +1,308 @@
+package dynamicinformer
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/discoveryresolver"
+)
+
+// EventType says what happened to an object.
+type EventType string
+
+const (
+	Added   EventType = "ADDED"
+	Updated EventType = "UPDATED"
+	Deleted EventType = "DELETED"
+)
+
+// Event is one change seen by a Subscription.
+type Event struct {
+	Type EventType
+	GVR  schema.GroupVersionResource
+	// Object is the new state (Added, Updated) or the last known state
+	// (Deleted). It is shared with the cache: do not mutate it.
+	Object interface{}
+	// OldObject is the previous state for Updated.
+	OldObject interface{}
+	// IsInitialList is true for Added events that replay objects that
+	// existed when the informer (or the subscription) started.
+	IsInitialList bool
+	// FinalStateUnknown is true for Deleted events whose object is the last
+	// state the cache saw, not the state at deletion (a relist found it
+	// gone, the resource stopped being served, or the subscription stopped
+	// watching the resource).
+	FinalStateUnknown bool
+}
+
+// Subscription watches every resource that matches a filter, following
+// discovery: informers are added as matching resources appear and released
+// as they vanish. One handler receives the events of all of them.
+type Subscription struct {
+	f       *factory
+	filter  discoveryresolver.Filter
+	opts    []ResourceOption
+	handler func(Event)
+
+	handlerMu sync.Mutex // serializes handler calls
+
+	mu      sync.Mutex // guards members
+	members map[schema.GroupVersionResource]*member
+
+	trigger chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+	stopOne sync.Once
+}
+
+type member struct {
+	handle *InformerHandle
+	reg    toolscache.ResourceEventHandlerRegistration
+
+	mu     sync.Mutex // guards seen, closed
+	seen   map[string]interface{}
+	closed bool
+}
+
+// Subscribe starts a subscription for every served, watchable resource
+// (preferred version) that filter matches, with opts applied to each
+// informer (namespaces, label selector on objects, MetadataOnly,
+// transforms). handler is called for every event of every member, one call
+// at a time (never concurrently), each event carrying its GVR. A late
+// subscriber receives the existing objects of every matching resource as
+// Added with IsInitialList. When a resource stops matching or stops being
+// served, the handler receives a Deleted event for every object it last saw
+// of it. The subscription runs until ctx ends, Stop, or Shutdown; it needs a
+// resolver (WithDiscovery / NewForConfig).
+func (f *factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter, handler func(Event), opts ...ResourceOption) (*Subscription, error) {
+	if f.cfg.resolver == nil {
+		return nil, ErrNoResolver
+	}
+	if handler == nil {
+		return nil, errNilHandler
+	}
+	f.mu.Lock()
+	if f.shutdown {
+		f.mu.Unlock()
+		return nil, ErrShutdown
+	}
+	f.mu.Unlock()
+	filter.Verbs = append(slices.Clone(filter.Verbs), "list", "watch")
+	s := &Subscription{
+		f: f, filter: filter, opts: opts, handler: handler,
+		members: map[schema.GroupVersionResource]*member{},
+		trigger: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	if err := s.reconcile(sctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	removeDisc := f.cfg.resolver.OnChange(func(discoveryresolver.Change) { s.poke() })
+	removeCRD := f.presence.onCRDChange(s.poke)
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer close(s.done)
+		defer removeDisc()
+		defer removeCRD()
+		factoryDone := f.closed
+		tick := time.NewTicker(max(f.cfg.rediscovery, time.Second))
+		defer tick.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				s.releaseAll()
+				return
+			case <-factoryDone:
+				s.releaseAll()
+				return
+			case <-s.trigger:
+				// A CRD changed: discovery needs a moment to catch up;
+				// refresh now (the resolver rate-limits) and reconcile.
+				_ = f.cfg.resolver.Refresh(sctx)
+				_ = s.reconcile(sctx)
+			case <-tick.C:
+				_ = f.cfg.resolver.Refresh(sctx)
+				_ = s.reconcile(sctx)
+			}
+		}
+	}()
+	return s, nil
+}
+
+func (s *Subscription) poke() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Resources lists the GVRs the subscription currently watches, sorted.
+func (s *Subscription) Resources() []schema.GroupVersionResource {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]schema.GroupVersionResource, 0, len(s.members))
+	for gvr := range s.members {
+		out = append(out, gvr)
+	}
+	slices.SortFunc(out, func(a, b schema.GroupVersionResource) int {
+		if a.String() < b.String() {
+			return -1
+		}
+		if a.String() > b.String() {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// HasSynced reports whether every current member has delivered its initial
+// objects to the handler.
+func (s *Subscription) HasSynced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.members {
+		if !m.reg.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Stop ends the subscription, releases its informers and waits for its
+// goroutine. Safe to call more than once.
+func (s *Subscription) Stop() {
+	s.stopOne.Do(s.cancel)
+	<-s.done
+}
+
+func (s *Subscription) reconcile(ctx context.Context) error {
+	matched, err := s.f.cfg.resolver.Match(ctx, s.filter)
+	if err != nil && len(matched) == 0 {
+		return err
+	}
+	want := map[schema.GroupVersionResource]bool{}
+	for _, r := range matched {
+		want[r.GVR] = true
+	}
+	s.mu.Lock()
+	var gone []*member
+	for gvr, m := range s.members {
+		if !want[gvr] {
+			gone = append(gone, m)
+			delete(s.members, gvr)
+		}
+	}
+	var add []schema.GroupVersionResource
+	for gvr := range want {
+		if _, ok := s.members[gvr]; !ok {
+			add = append(add, gvr)
+		}
+	}
+	s.mu.Unlock()
+	for _, m := range gone {
+		s.drop(m)
+	}
+	for _, gvr := range add {
+		h, ok := s.f.ForResource(gvr, s.opts...).(*InformerHandle)
+		if !ok || h.si.key == "" {
+			continue // shut down or invalid options: nothing to watch
+		}
+		m := &member{handle: h, seen: map[string]interface{}{}}
+		reg, err := h.Informer().AddEventHandler(s.adapter(gvr, m))
+		if err != nil {
+			h.Release()
+			continue
+		}
+		m.reg = reg
+		s.mu.Lock()
+		s.members[gvr] = m
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// drop stops delivering a member's events, tells the handler that every
+// object it saw of it is gone, and releases the informer.
+func (s *Subscription) drop(m *member) {
+	_ = m.handle.Informer().RemoveEventHandler(m.reg)
+	m.mu.Lock()
+	m.closed = true
+	seen := m.seen
+	m.seen = nil
+	m.mu.Unlock()
+	for _, obj := range seen {
+		s.deliver(Event{Type: Deleted, GVR: m.handle.GVR(), Object: obj, FinalStateUnknown: true})
+	}
+	m.handle.Release()
+}
+
+func (s *Subscription) releaseAll() {
+	s.mu.Lock()
+	members := s.members
+	s.members = map[schema.GroupVersionResource]*member{}
+	s.mu.Unlock()
+	for _, m := range members {
+		_ = m.handle.Informer().RemoveEventHandler(m.reg)
+		m.handle.Release()
+	}
+}
+
+func (s *Subscription) deliver(e Event) {
+	s.handlerMu.Lock()
+	defer s.handlerMu.Unlock()
+	s.handler(e)
+}
+
+func objectKey(obj interface{}) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetNamespace() + "/" + m.GetName()
+}
+
+func (s *Subscription) adapter(gvr schema.GroupVersionResource, m *member) toolscache.ResourceEventHandler {
+	record := func(e Event) {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return
+		}
+		k := objectKey(e.Object)
+		if e.Type == Deleted {
+			delete(m.seen, k)
+		} else {
+			m.seen[k] = e.Object
+		}
+		// Deliver under m.mu so a concurrent drop cannot emit a Deleted
+		// before this event.
+		s.deliver(e)
+		m.mu.Unlock()
+	}
+	return toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj interface{}, initial bool) {
+			record(Event{Type: Added, GVR: gvr, Object: obj, IsInitialList: initial})
+		},
+		UpdateFunc: func(old, obj interface{}) {
+			record(Event{Type: Updated, GVR: gvr, Object: obj, OldObject: old})
+		},
+		DeleteFunc: func(obj interface{}) {
+			e := Event{Type: Deleted, GVR: gvr, Object: obj}
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				e.Object, e.FinalStateUnknown = d.Obj, true
+			}
+			record(e)
+		},
+	}
+}
