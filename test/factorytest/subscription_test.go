@@ -1,0 +1,102 @@
+package factorytest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []dynamicinformer.Event
+}
+
+func (l *eventLog) add(e dynamicinformer.Event) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) count(t dynamicinformer.EventType, gvr schema.GroupVersionResource) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.events {
+		if e.Type == t && e.GVR == gvr {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSubscriptionFollowsCRDs: a subscription on a group sees a CRD
+// installed after it started (objects arrive with their GVR), and stops
+// seeing it after deletion (a Deleted per object, resource dropped).
+func TestSubscriptionFollowsCRDs(t *testing.T) {
+	ctx := ctxT(t, 4*time.Minute)
+	group := unique("sub") + ".factory.example.com"
+	first := controlplane.NewCRD(group, "Gadget", "gadgets", controlplane.Categories("subtest"))
+	if err := cp.InstallCRD(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	ns := unique("subns")
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	gadgets := controlplane.GVR(first)
+	createGadgets := func(gvr schema.GroupVersionResource, kind string, n int) {
+		for i := 0; i < n; i++ {
+			o := obj(gvr.GroupVersion().String(), kind, ns, fmt.Sprintf("%s-%d", gvr.Resource, i), nil)
+			if _, err := cp.Dynamic().Resource(gvr).Namespace(ns).Create(ctx, o, metaCreate); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	createGadgets(gadgets, "Gadget", 3)
+
+	f := newFactory(t, cp.Config(), dynamicinformer.WithRediscoveryInterval(2*time.Second))
+	defer f.Shutdown()
+	f.Start(ctx)
+	log := &eventLog{}
+	sub, err := f.Subscribe(ctx, discoveryresolver.Filter{Groups: []string{group}}, log.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Stop()
+	eventually(t, ctx, "existing objects replayed to the subscriber", func() bool { return log.count(dynamicinformer.Added, gadgets) == 3 })
+
+	second := controlplane.NewCRD(group, "Doohickey", "doohickeys")
+	if err := cp.InstallCRD(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	dooh := controlplane.GVR(second)
+	eventually(t, ctx, "new CRD joins the subscription", func() bool { return slices.Contains(sub.Resources(), dooh) })
+	createGadgets(dooh, "Doohickey", 2)
+	eventually(t, ctx, "objects of the new CRD, with their GVR", func() bool { return log.count(dynamicinformer.Added, dooh) == 2 })
+
+	if err := cp.DeleteCRD(ctx, first.Name); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "deleted CRD leaves the subscription", func() bool { return !slices.Contains(sub.Resources(), gadgets) })
+	eventually(t, ctx, "a Deleted per object of the deleted CRD", func() bool { return log.count(dynamicinformer.Deleted, gadgets) == 3 })
+	before := log.count(dynamicinformer.Added, gadgets) + log.count(dynamicinformer.Updated, gadgets)
+	createGadgets(dooh, "Doohickey", 0)
+	time.Sleep(2 * time.Second)
+	if after := log.count(dynamicinformer.Added, gadgets) + log.count(dynamicinformer.Updated, gadgets); after != before {
+		t.Fatalf("events for a deleted CRD after removal: %d -> %d", before, after)
+	}
+	if !slices.Contains(sub.Resources(), dooh) {
+		t.Fatal("the remaining CRD left the subscription")
+	}
+}
+
+var metaCreate = metav1.CreateOptions{}
