@@ -4,4 +4,71 @@
 // a full description of a served resource (GVR, GVK, scope, verbs, short
 // names, categories), from the API server's discovery, cached and refreshed
 // when the set of served resources changes.
+//
+// It is the first layer of informerkit: the factory (package
+// dynamicinformer) asks it what a name means before it builds an informer,
+// and follows its OnChange notifications to start and stop informers as
+// CRDs come and go. It knows nothing about informers.
+//
+// # References
+//
+// Resolve accepts what kubectl get accepts as a type, with the same
+// meaning:
+//
+//	pods, pod, po, Pod, POD          plural, singular, short name, kind (any case)
+//	deployments.apps, deploy.apps    name.group
+//	Deployment.apps                  Kind.group
+//	deployments.v1.apps              name.version.group
+//	Deployment.v1.apps               Kind.version.group
+//	pods.v1.                         name.version. (the core group, explicitly)
+//
+// Without a version, the answer is the group's preferred version if it
+// serves the resource, else the first version the server lists that does.
+// The rules follow kubectl's own (k8s.io/cli-runtime's Builder over
+// client-go's ShortcutExpander and PriorityRESTMapper): a full
+// name.version.group reading is tried before name.group, and plural and
+// singular names win over short names, which win over kinds. When several
+// API groups still match, the core group wins (so "events" is the core
+// Event, not events.k8s.io's, exactly as in kubectl). Among other groups
+// kubectl takes whichever the server lists first — for CRD groups, the
+// alphabetically first — silently; this resolver instead returns an
+// *AmbiguousError naming every candidate (Istio's and Gateway API's
+// "gateways" is the classic case), unless WithServerGroupOrder asks for
+// kubectl's choice. Several resources of one group matching one name are
+// ambiguous either way.
+//
+// Subresources ("pods/status") are refused with ErrSubresource, and
+// resources that cannot be listed and watched ("bindings") with
+// ErrNotWatchable (the Resource is returned too): neither can back an
+// informer.
+//
+// # Freshness and cost
+//
+// The resolver holds one immutable snapshot of discovery, built by a
+// discovery round (one ServerGroupsAndResources call: two requests with
+// aggregated discovery, which client-go uses when the server offers it).
+// References the snapshot knows are answered by a map lookup, without
+// network and without locks. A reference it does not know (a miss) starts a
+// round, at most one at a time: concurrent misses, Refresh calls and
+// invalidated lookups wait for the round in flight instead of starting
+// another. Misses are also rate-limited (WithMinRefreshInterval, one second
+// by default): a miss less than that after the previous round started is
+// answered from the snapshot, so a typo resolved in a loop costs nothing.
+// A CRD installed after the last round is therefore found by the first miss
+// after the interval, or at once after Invalidate or Refresh. A deleted
+// resource stays known until the next round; call Invalidate (on a CRD
+// delete event, say) or Refresh to drop it.
+//
+// If discovery of some group-versions fails (an aggregated API server is
+// down), the round still succeeds for everything else: the failed
+// group-versions keep the resources they had in the previous round (so that
+// a blip does not look like a removal), FailedGroups reports them, Refresh
+// returns a *GroupDiscoveryError, and a miss wraps one next to ErrNotFound.
+//
+// # Concurrency and ownership
+//
+// A Resolver is safe for concurrent use and starts no goroutines. Every
+// Resource, slice and map it returns is a fresh copy that the caller may
+// keep and modify. OnChange callbacks run sequentially, in the order of the
+// rounds, without any lock held.
 package discoveryresolver

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -322,9 +323,21 @@ func (r *Resolver) refresh(ctx context.Context, force bool) error {
 		r.lastStart = now
 		r.stale.Store(false)
 		r.mu.Unlock()
+		err := r.lead(ctx, rd)
+		r.deliver()
+		return err
+	}
+}
 
-		change, err := r.runRound(ctx)
-
+// lead runs round rd and always ends it, even if the discovery client
+// panics, so that waiters are never stranded.
+func (r *Resolver) lead(ctx context.Context, rd *round) (err error) {
+	var change *Change
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("discoveryresolver: discovery panicked: %v", p)
+			defer panic(p)
+		}
 		r.mu.Lock()
 		r.round = nil
 		if change != nil && len(r.listeners) > 0 {
@@ -333,9 +346,9 @@ func (r *Resolver) refresh(ctx context.Context, force bool) error {
 		rd.err = err
 		r.mu.Unlock()
 		close(rd.done)
-		r.deliver()
-		return err
-	}
+	}()
+	change, err = r.runRound(ctx)
+	return err
 }
 
 func isContextError(err error) bool {
