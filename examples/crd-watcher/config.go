@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+)
+
+// Exit codes (documented in README.md).
+const (
+	exitOK    = 0 // normal end: demo done, --duration elapsed, SIGINT/SIGTERM
+	exitError = 1 // runtime failure: cannot reach the cluster, control plane failed, ...
+	exitUsage = 2 // bad flags or config file, unknown or ambiguous resource
+)
+
+// usageError marks errors that exit with exitUsage.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// ResourceSpec is one resource to watch: a kubectl-style name plus optional
+// per-resource overrides of the global namespace and selector settings.
+// In a config file it is either a plain string or an object.
+type ResourceSpec struct {
+	Name          string   `json:"name"`
+	Namespaces    []string `json:"namespaces,omitempty"`
+	LabelSelector string   `json:"labelSelector,omitempty"`
+	FieldSelector string   `json:"fieldSelector,omitempty"`
+}
+
+// UnmarshalJSON accepts "ct" as well as {"name": "ct", ...}.
+func (r *ResourceSpec) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*r = ResourceSpec{Name: s}
+		return nil
+	}
+	type plain ResourceSpec
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	*r = ResourceSpec(p)
+	return nil
+}
+
+// Config is everything the watcher is told, from flags and the optional
+// config file (flags given on the command line win over the file).
+type Config struct {
+	// Where.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
+	Demo       bool   `json:"demo,omitempty"`
+
+	// What.
+	Resources     []ResourceSpec `json:"resources,omitempty"`
+	All           bool           `json:"all,omitempty"`
+	Groups        []string       `json:"groups,omitempty"`
+	Categories    []string       `json:"categories,omitempty"`
+	Namespaces    []string       `json:"namespaces,omitempty"`
+	LabelSelector string         `json:"labelSelector,omitempty"`
+	FieldSelector string         `json:"fieldSelector,omitempty"`
+	WaitForCRDs   bool           `json:"waitForCRDs,omitempty"`
+
+	// How.
+	Output      string        `json:"output,omitempty"` // "text" or "json"
+	ShowObject  bool          `json:"showObject,omitempty"`
+	MetricsAddr string        `json:"metricsAddr,omitempty"`
+	Duration    time.Duration `json:"-"`
+	DurationStr string        `json:"duration,omitempty"`
+	Progress    time.Duration `json:"-"`
+	Verbose     bool          `json:"verbose,omitempty"`
+
+	// Set by parseArgs, not by the file.
+	ConfigFile    string   `json:"-"`
+	Help          bool     `json:"-"`
+	resourceFlags []string // --resource values
+}
+
+// flagSet declares every flag. The README and the --help test are checked
+// against it.
+func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("crd-watcher", pflag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.SortFlags = false
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "path to a kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster config)")
+	fs.StringVar(&c.Context, "context", "", "kubeconfig context to use (default: the current context)")
+	fs.BoolVar(&c.Demo, "demo", false, "run the demo: start an embedded kube-apiserver + etcd, install sample CRDs and drive a short workload (the default when no cluster is configured)")
+	fs.StringVar(&c.ConfigFile, "config", "", "YAML file listing resources and options (flags given on the command line override it)")
+	fs.StringArrayVarP(&c.resourceFlags, "resource", "r", nil, "resource to watch, as kubectl names it (ct, deployments.apps, crontabs.v1.stable.example.com); repeatable")
+	fs.BoolVar(&c.All, "all", false, "watch every listable+watchable resource matching --group/--category, following resources as they appear and vanish")
+	fs.StringSliceVar(&c.Groups, "group", nil, "with --all: only these API groups (\"\" or \"core\" for the core group); repeatable or comma-separated")
+	fs.StringSliceVar(&c.Categories, "category", nil, "with --all: only resources in one of these categories (as in kubectl get all); repeatable or comma-separated")
+	fs.StringSliceVarP(&c.Namespaces, "namespace", "n", nil, "only these namespaces (default: all namespaces); repeatable or comma-separated")
+	fs.StringVarP(&c.LabelSelector, "selector", "l", "", "label selector (e.g. app=web,tier!=cache)")
+	fs.StringVar(&c.FieldSelector, "field-selector", "", "field selector (e.g. metadata.name=foo)")
+	fs.BoolVar(&c.WaitForCRDs, "wait-for-crds", false, "wait for resources that are not served yet instead of failing; such resources must be named resource.version.group")
+	fs.StringVarP(&c.Output, "output", "o", "text", "output format: text (human-readable) or json (one object per line)")
+	fs.BoolVar(&c.ShowObject, "show-object", false, "with -o json: include the full object in each event")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and probes on /healthz and /readyz at this address (e.g. :9090, 127.0.0.1:0)")
+	fs.DurationVar(&c.Duration, "duration", 0, "exit 0 after this long (0: run until SIGINT/SIGTERM; in demo mode: until the demo workload is done)")
+	fs.DurationVar(&c.Progress, "progress-interval", time.Second, "how often to print cache sync progress to stderr until every cache has synced (0: never)")
+	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log the library's and (in demo mode) the embedded control plane's messages to stderr")
+	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
+	return fs
+}
+
+func usageText(fs *pflag.FlagSet) string {
+	return `crd-watcher watches Kubernetes resources (built-in kinds and CRDs) with
+informerkit's shared informers and prints every change.
+
+Usage:
+  crd-watcher [flags]                      # no cluster configured: demo mode
+  crd-watcher --resource ct --resource deployments.apps -n default
+  crd-watcher --all --category all -o json
+  crd-watcher --config watch.yaml
+
+Where: --kubeconfig, --context, $KUBECONFIG, ~/.kube/config and in-cluster
+config follow kubectl's loading rules. With none of them (no --kubeconfig,
+KUBECONFIG unset, not in a pod, ~/.kube/config absent), or with --demo, it
+runs the demo against an embedded API server.
+
+Exit codes: 0 done or interrupted, 1 runtime error, 2 usage error (bad flag
+or config, unknown or ambiguous resource).
+
+Flags:
+` + fs.FlagUsages()
+}
+
+// parseArgs parses the command line and the config file it names.
+func parseArgs(args []string, helpOut io.Writer) (*Config, error) {
+	c := &Config{}
+	fs := newFlagSet(c, io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			c.Help = true
+			fmt.Fprint(helpOut, usageText(fs))
+			return c, nil
+		}
+		return nil, &usageError{err}
+	}
+	if c.Help {
+		fmt.Fprint(helpOut, usageText(fs))
+		return c, nil
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected arguments %q (name resources with --resource)", fs.Args())
+	}
+	if c.ConfigFile != "" {
+		data, err := os.ReadFile(c.ConfigFile)
+		if err != nil {
+			return nil, usagef("config file: %v", err)
+		}
+		fileCfg, err := parseConfigFile(data)
+		if err != nil {
+			return nil, usagef("config file %s: %v", c.ConfigFile, err)
+		}
+		mergeConfig(c, fileCfg, fs.Changed)
+	}
+	if fs.Changed("resource") {
+		c.Resources = nil
+		for _, r := range c.resourceFlags {
+			for _, name := range strings.Split(r, ",") {
+				if name = strings.TrimSpace(name); name != "" {
+					c.Resources = append(c.Resources, ResourceSpec{Name: name})
+				}
+			}
+		}
+	}
+	return c, validate(c)
+}
+
+// parseConfigFile reads the YAML (or JSON) config file strictly: unknown
+// keys are errors.
+func parseConfigFile(data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, err
+	}
+	if c.DurationStr != "" {
+		d, err := time.ParseDuration(c.DurationStr)
+		if err != nil {
+			return nil, fmt.Errorf("duration: %v", err)
+		}
+		c.Duration = d
+	}
+	return &c, nil
+}
+
+// mergeConfig copies file settings into c where the flag was not given.
+// Resources given with --resource replace the file's list.
+func mergeConfig(c, file *Config, changed func(string) bool) {
+	set := func(flag string, apply func()) {
+		if !changed(flag) {
+			apply()
+		}
+	}
+	set("kubeconfig", func() { c.Kubeconfig = file.Kubeconfig })
+	set("context", func() { c.Context = file.Context })
+	set("demo", func() { c.Demo = file.Demo })
+	set("resource", func() { c.Resources = file.Resources })
+	set("all", func() { c.All = file.All })
+	set("group", func() { c.Groups = file.Groups })
+	set("category", func() { c.Categories = file.Categories })
+	set("namespace", func() { c.Namespaces = file.Namespaces })
+	set("selector", func() { c.LabelSelector = file.LabelSelector })
+	set("field-selector", func() { c.FieldSelector = file.FieldSelector })
+	set("wait-for-crds", func() { c.WaitForCRDs = file.WaitForCRDs })
+	if file.Output != "" {
+		set("output", func() { c.Output = file.Output })
+	}
+	set("show-object", func() { c.ShowObject = file.ShowObject })
+	set("metrics-addr", func() { c.MetricsAddr = file.MetricsAddr })
+	if file.DurationStr != "" {
+		set("duration", func() { c.Duration = file.Duration })
+	}
+	set("verbose", func() { c.Verbose = file.Verbose })
+}
+
+func validate(c *Config) error {
+	switch c.Output {
+	case "text", "json":
+	default:
+		return usagef("--output must be text or json, not %q", c.Output)
+	}
+	if c.All && len(c.Resources) > 0 {
+		return usagef("--all and --resource are mutually exclusive")
+	}
+	if !c.All && (len(c.Groups) > 0 || len(c.Categories) > 0) {
+		return usagef("--group and --category need --all")
+	}
+	if c.Demo && (c.Kubeconfig != "" || c.Context != "") {
+		return usagef("--demo runs its own API server; it cannot be combined with --kubeconfig or --context")
+	}
+	if c.ShowObject && c.Output != "json" {
+		return usagef("--show-object needs -o json")
+	}
+	if c.Duration < 0 {
+		return usagef("--duration must not be negative")
+	}
+	for i, g := range c.Groups {
+		if g == "core" {
+			c.Groups[i] = ""
+		}
+	}
+	for _, r := range c.Resources {
+		if r.Name == "" {
+			return usagef("a resource without a name")
+		}
+		if strings.Contains(r.Name, "/") {
+			return usagef("%q: subresources cannot be watched", r.Name)
+		}
+	}
+	return nil
+}
+
+// noCluster is the rule that selects demo mode when --demo is not given:
+// no --kubeconfig, no KUBECONFIG, no in-cluster environment and no
+// ~/.kube/config. getenv and exists are parameters so that the rule can be
+// tested without touching the real environment.
+func noCluster(c *Config, getenv func(string) string, exists func(string) bool) bool {
+	if c.Demo {
+		return true
+	}
+	if c.Kubeconfig != "" || c.Context != "" {
+		return false
+	}
+	if getenv(clientcmd.RecommendedConfigPathEnvVar) != "" {
+		return false
+	}
+	if getenv("KUBERNETES_SERVICE_HOST") != "" && getenv("KUBERNETES_SERVICE_PORT") != "" {
+		return false
+	}
+	home := getenv("HOME")
+	if home == "" {
+		return true
+	}
+	return !exists(home + "/" + clientcmd.RecommendedHomeDir + "/" + clientcmd.RecommendedFileName)
+}
+
+var versionRE = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
+
+// parseQualifiedGVR turns "resource.version.group" into a GVR, for resources
+// that are not served yet (--wait-for-crds): without discovery a name like
+// "crontabs.stable.example.com" cannot be told apart from
+// "crontabs" at version "stable" of group "example.com", so the version is
+// required and must look like a Kubernetes API version.
+func parseQualifiedGVR(name string) (schema.GroupVersionResource, bool) {
+	parts := strings.SplitN(name, ".", 3)
+	if len(parts) != 3 || parts[0] == "" || parts[2] == "" || !versionRE.MatchString(parts[1]) {
+		return schema.GroupVersionResource{}, false
+	}
+	if strings.ToLower(parts[0]) != parts[0] {
+		return schema.GroupVersionResource{}, false // a plural resource name is lower case; kinds are not accepted here
+	}
+	return schema.GroupVersionResource{Group: parts[2], Version: parts[1], Resource: parts[0]}, true
+}

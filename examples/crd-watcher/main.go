@@ -1,0 +1,168 @@
+// Command crd-watcher watches Kubernetes resources chosen at run time —
+// built-in kinds and CRDs, including CRDs installed or removed while it
+// runs — with informerkit's shared informers, and prints every change.
+//
+// With no cluster configured it runs a demo against an embedded API server.
+// See README.md for flags, output formats, metrics and exit codes.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole program; it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseArgs(args, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "crd-watcher: %v\n(see crd-watcher --help)\n", err)
+		return exitUsage
+	}
+	if cfg.Help {
+		return exitOK
+	}
+	logger := setupLogging(cfg.Verbose, stderr)
+	out := newPrinter(stdout, stderr, cfg.Output == "json", cfg.ShowObject)
+	demo := noCluster(cfg, os.Getenv, fileExists)
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if cfg.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
+		defer cancel()
+	}
+
+	var w *watcher
+	var cp interface{ Stop() }
+	code := func() int {
+		if demo {
+			demoDefaults(cfg)
+			c, err := startDemoCluster(ctx, out, cfg.Verbose)
+			if err != nil {
+				return failed(ctx, stderr, err)
+			}
+			cp = c
+			w, err = newWatcher(cfg, c.Config(), out, logger)
+			if err != nil {
+				return failed(ctx, stderr, err)
+			}
+			if code := startWatching(ctx, w, cfg, out, stderr); code >= 0 {
+				return code
+			}
+			if err := runDemo(ctx, c, w); err != nil && ctx.Err() == nil {
+				return failed(ctx, stderr, fmt.Errorf("demo: %w", err))
+			}
+			if cfg.Duration > 0 {
+				<-ctx.Done() // --duration in demo mode: keep watching until it elapses
+			}
+			return exitOK
+		}
+		restCfg, host, err := restConfig(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "crd-watcher: no usable cluster configuration: %v\n", err)
+			return exitError
+		}
+		out.info("watching %s", host)
+		w, err = newWatcher(cfg, restCfg, out, logger)
+		if err != nil {
+			return failed(ctx, stderr, err)
+		}
+		if code := startWatching(ctx, w, cfg, out, stderr); code >= 0 {
+			return code
+		}
+		<-ctx.Done()
+		return exitOK
+	}()
+	if w != nil {
+		w.shutdown()
+	}
+	if cp != nil {
+		cp.Stop()
+	}
+	return code
+}
+
+// startWatching resolves the resources, starts the informers, the progress
+// reporter, the metrics server and the SIGUSR1 status table. It returns -1
+// when everything runs, else an exit code.
+func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, stderr io.Writer) int {
+	if err := w.setup(ctx); err != nil {
+		fmt.Fprintf(stderr, "crd-watcher: %v\n", err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitError
+	}
+	if cfg.MetricsAddr != "" {
+		m, err := startMetrics(cfg.MetricsAddr, w.factory.Statuses, w.counts)
+		if err != nil {
+			fmt.Fprintf(stderr, "crd-watcher: --metrics-addr: %v\n", err)
+			return exitUsage
+		}
+		out.info("metrics: serving /metrics, /healthz, /readyz on http://%s", m.Addr())
+		context.AfterFunc(ctx, m.Close)
+	}
+	w.start(ctx)
+	go w.progress(ctx, cfg.Progress)
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		defer signal.Stop(usr1)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-usr1:
+				w.printStatus("status (SIGUSR1)")
+			}
+		}
+	}()
+	return -1
+}
+
+func failed(ctx context.Context, stderr io.Writer, err error) int {
+	if ctx.Err() != nil {
+		return exitOK // interrupted while starting: a normal end
+	}
+	fmt.Fprintf(stderr, "crd-watcher: %v\n", err)
+	return exitError
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// setupLogging routes klog (client-go's and, in demo mode, the embedded API
+// server's logging) to stderr with --verbose and discards it otherwise; the
+// library gets the same logger.
+func setupLogging(verbose bool, stderr io.Writer) logr.Logger {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	if verbose {
+		_ = fs.Set("v", "2")
+		klog.SetOutput(stderr)
+		return klog.NewKlogr()
+	}
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+	klog.SetLogger(logr.Discard())
+	return logr.Discard()
+}
