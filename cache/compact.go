@@ -191,7 +191,9 @@ func DecodingHandler(h toolscache.ResourceEventHandler) toolscache.ResourceEvent
 	return decodingHandler{h: h}
 }
 
-type decodingHandler struct{ h toolscache.ResourceEventHandler }
+type decodingHandler struct {
+	h toolscache.ResourceEventHandler
+}
 
 func decodeOrKeep(obj interface{}) interface{} {
 	out, err := defaultDecoder.Decode(obj)

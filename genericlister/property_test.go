@@ -146,7 +146,10 @@ func indexerVariants() map[string]toolscache.Indexer {
 // updates, deletes and adds.
 func TestListMatchesBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 2026))
-	const nObjects = 3000
+	nObjects, nSelectors := 2000, 250
+	if testing.Short() {
+		nObjects, nSelectors = 500, 100
+	}
 	w := world{}
 	variants := indexerVariants()
 	add := func(u *unstructured.Unstructured) {
@@ -205,7 +208,7 @@ func TestListMatchesBruteForce(t *testing.T) {
 			}
 		}
 	}
-	check("initial", 300)
+	check("initial", nSelectors)
 
 	// Label-changing updates (new objects, as an informer stores them),
 	// deletes and adds.
@@ -229,10 +232,10 @@ func TestListMatchesBruteForce(t *testing.T) {
 			}
 		}
 	}
-	for i := 0; i < 500; i++ {
+	for i := 0; i < nObjects/5; i++ {
 		add(newObject(fmt.Sprintf("ns%d", r.IntN(nNamespaces)), fmt.Sprintf("new%d", i), randomLabels(r)))
 	}
-	check("after updates", 300)
+	check("after updates", nSelectors)
 }
 
 // TestGenericListerPartialObjectMetadata runs the same comparison over an

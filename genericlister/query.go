@@ -16,6 +16,10 @@ import (
 // copying another set's keys to intersect with.
 const smallCandidateSet = 64
 
+// namespaceSetThreshold is the candidate count above which a namespaced
+// list also fetches the namespace index set to intersect with.
+const namespaceSetThreshold = 1024
+
 // selectObjects calls appendFn for every object in indexer that is in
 // namespace (all namespaces when "") and matches selector, in no particular
 // order. It narrows with cache.LabelIndex and toolscache.NamespaceIndex
@@ -78,7 +82,8 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 // index sets of its values (disjoint, since an object has one value per
 // key) — plus the namespace's set. Sets are fetched cheapest-looking first
 // (equality and in before namespace before exists), stopping once the
-// smallest so far is small; the objects of the smallest set are then
+// smallest so far is small, and the namespace's set only when the label
+// sets are large; the objects of the smallest set are then
 // checked against the full selector, which is the intersection with the
 // other sets and the check of the non-indexable requirements (!=, notin,
 // !key, gt, lt) at once.
@@ -105,9 +110,10 @@ func selectByLabelIndex(indexer toolscache.Indexer, namespace string, hasNS bool
 		return false, nil
 	}
 
-	// Common case: one equality or in requirement and nothing else to
-	// narrow with: fetch its objects directly, under one lock per value.
-	if len(equal)+len(exists) == 1 && (namespace == "" || !hasNS) {
+	// Common case: one indexable requirement (an equality or in, or an
+	// exists without a namespace to narrow with): fetch its objects
+	// directly, under one lock per value, and check the rest on them.
+	if len(equal)+len(exists) == 1 && (len(equal) == 1 || namespace == "" || !hasNS) {
 		var vals []string
 		if len(equal) == 1 {
 			vals = equal[0]
@@ -157,7 +163,10 @@ func selectByLabelIndex(indexer toolscache.Indexer, namespace string, hasNS bool
 			return false, err
 		}
 	}
-	if namespace != "" && hasNS && !small() {
+	// The namespace's set is fetched only when the label sets are large:
+	// below that, checking each candidate's namespace costs less than
+	// copying the namespace's keys.
+	if namespace != "" && hasNS && (!found || len(best) > namespaceSetThreshold) {
 		if err := consider(toolscache.NamespaceIndex, []string{namespace}); err != nil {
 			return false, err
 		}
