@@ -100,7 +100,7 @@ func (r *Resolver) Resolve(ctx context.Context, ref string) (Resource, error) {
 	if ref == "" {
 		return Resource{}, &ResolveError{Ref: ref, Err: ErrNotFound}
 	}
-	return r.lookupOrRefresh(ctx, ref, func(s *snapshot) result { return s.resolve(ref) })
+	return r.lookupOrRefresh(ctx, func() string { return ref }, func(s *snapshot) result { return s.resolve(ref) })
 }
 
 // ResolveGVR returns the resource served at gvr. An empty Version means the
@@ -108,11 +108,10 @@ func (r *Resolver) Resolve(ctx context.Context, ref string) (Resource, error) {
 // name as discovery spells it. Errors are as for Resolve, with Ref set to
 // gvr.String().
 func (r *Resolver) ResolveGVR(ctx context.Context, gvr schema.GroupVersionResource) (Resource, error) {
-	ref := gvr.String()
 	if strings.Contains(gvr.Resource, "/") {
-		return Resource{}, &ResolveError{Ref: ref, Err: ErrSubresource}
+		return Resource{}, &ResolveError{Ref: gvr.String(), Err: ErrSubresource}
 	}
-	return r.lookupOrRefresh(ctx, ref, func(s *snapshot) result { return s.resolveGVR(gvr) })
+	return r.lookupOrRefresh(ctx, gvr.String, func(s *snapshot) result { return s.resolveGVR(gvr) })
 }
 
 // ResolveGVK returns the resource whose kind is gvk. An empty Version means
@@ -121,7 +120,7 @@ func (r *Resolver) ResolveGVR(ctx context.Context, gvr schema.GroupVersionResour
 // share the kind, the error is an *AmbiguousError. Errors are otherwise as
 // for Resolve, with Ref set to gvk.String().
 func (r *Resolver) ResolveGVK(ctx context.Context, gvk schema.GroupVersionKind) (Resource, error) {
-	return r.lookupOrRefresh(ctx, gvk.String(), func(s *snapshot) result { return s.resolveGVK(gvk) })
+	return r.lookupOrRefresh(ctx, gvk.String, func(s *snapshot) result { return s.resolveGVK(gvk) })
 }
 
 // Lookup returns the cached resource served at gvr (Version required),
@@ -256,11 +255,11 @@ func (r *Resolver) lastError() error {
 }
 
 // lookupOrRefresh answers from the snapshot, and on a miss refreshes (within
-// the rate limit) and tries again.
-func (r *Resolver) lookupOrRefresh(ctx context.Context, ref string, find func(*snapshot) result) (Resource, error) {
+// the rate limit) and tries again. ref is called only to build an error.
+func (r *Resolver) lookupOrRefresh(ctx context.Context, ref func() string, find func(*snapshot) result) (Resource, error) {
 	s, err := r.current(ctx)
 	if s == nil {
-		return Resource{}, &ResolveError{Ref: ref, Err: err}
+		return Resource{}, &ResolveError{Ref: ref(), Err: err}
 	}
 	res := find(s)
 	if !res.answered() {
@@ -273,14 +272,16 @@ func (r *Resolver) lookupOrRefresh(ctx context.Context, ref string, find func(*s
 	return r.answer(s, ref, res)
 }
 
-func (r *Resolver) answer(s *snapshot, ref string, res result) (Resource, error) {
-	switch {
-	case res.found():
+func (r *Resolver) answer(s *snapshot, refFn func() string, res result) (Resource, error) {
+	if res.found() {
 		e := &s.entries[res.idx]
 		if !e.watchable {
-			return e.res.clone(), &ResolveError{Ref: ref, Err: ErrNotWatchable}
+			return e.res.clone(), &ResolveError{Ref: refFn(), Err: ErrNotWatchable}
 		}
 		return e.res.clone(), nil
+	}
+	ref := refFn()
+	switch {
 	case res.ambiguous():
 		cands := make([]Resource, len(res.cands))
 		for i, c := range res.cands {

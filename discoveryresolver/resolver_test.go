@@ -808,3 +808,43 @@ func checkNoGoroutineLeak(t *testing.T) func() {
 		}
 	}
 }
+
+type panickingFake struct {
+	*fakeDiscovery
+	release chan struct{}
+}
+
+func (p *panickingFake) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	p.entered <- struct{}{}
+	<-p.release
+	panic("broken discovery client")
+}
+
+func TestPanickingClientDoesNotStrandWaiters(t *testing.T) {
+	defer checkNoGoroutineLeak(t)()
+	p := &panickingFake{fakeDiscovery: newFake(cluster()...), release: make(chan struct{})}
+	r := New(p)
+	leader := make(chan any, 1)
+	go func() {
+		defer func() { leader <- recover() }()
+		_ = r.Refresh(context.Background())
+	}()
+	<-p.entered
+	waiter := make(chan error, 1)
+	go func() { waiter <- r.Refresh(context.Background()) }()
+	time.Sleep(20 * time.Millisecond)
+	close(p.release)
+	if v := <-leader; v == nil {
+		t.Fatal("the leader's panic was swallowed")
+	}
+	select {
+	case err := <-waiter:
+		// The waiter either saw the leader's failure or ran (and survived
+		// the panic of) its own round.
+		if err == nil {
+			t.Fatal("waiter got no error from a panicking client")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter stranded")
+	}
+}
