@@ -40,8 +40,8 @@ func TestDiff(t *testing.T) {
 	}
 	got := Diff(oldObj, newObj)
 	want := []Change{
-		{Path: `metadata.labels["app.kubernetes.io/name"]`, Old: "x", New: "y", HasOld: true, HasNew: true},
 		{Path: "metadata.labels.tier", New: "batch", HasNew: true},
+		{Path: `metadata.labels["app.kubernetes.io/name"]`, Old: "x", New: "y", HasOld: true, HasNew: true},
 		{Path: "spec.args", Old: []any{"a"}, New: []any{"a", "b"}, HasOld: true, HasNew: true},
 		{Path: "spec.gone", Old: "bye", HasOld: true},
 		{Path: "spec.image", Old: "nginx:1", New: "nginx:2", HasOld: true, HasNew: true},
@@ -98,8 +98,8 @@ func TestFormatChanges(t *testing.T) {
 		{Path: "metadata.labels.tier", New: "batch", HasNew: true},
 		{Path: "spec.color", Old: "blue", HasOld: true},
 		{Path: "spec.blob", Old: strings.Repeat("x", 100), New: "y", HasOld: true, HasNew: true},
-	}, 10)
-	want := `spec.cronSpec: "0 * * * *" → "30 2 * * *"; metadata.labels.tier: <none> → "batch"; spec.color: "blue" → <none>; spec.blob: "xxxxxxxxx… → "y"`
+	}, 12)
+	want := `spec.cronSpec: "0 * * * *" → "30 2 * * *"; metadata.labels.tier: <none> → "batch"; spec.color: "blue" → <none>; spec.blob: "xxxxxxxxxxx… → "y"`
 	if got != want {
 		t.Fatalf("FormatChanges:\n got %s\nwant %s", got, want)
 	}

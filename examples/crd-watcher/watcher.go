@@ -137,7 +137,8 @@ func (w *watcher) setup(ctx context.Context) error {
 			}
 		}
 		h := gi.(*dynamicinformer.InformerHandle)
-		key := fmt.Sprintf("%s|%v|%s|%s", h.GVR(), opts != nil, r.LabelSelector, r.FieldSelector)
+		st := h.Status()
+		key := fmt.Sprintf("%s|%q|%s|%s", h.GVR(), st.Namespaces, st.LabelSelector, st.FieldSelector)
 		if seen[key] {
 			h.Release() // the same resource named twice (ct and crontabs.stable.example.com): one stream of events
 			continue
@@ -341,8 +342,16 @@ func (w *watcher) printStatus(title string) {
 	w.out.statusTable(title, w.factory.Statuses(), w.counts.snapshot())
 }
 
-// shutdown stops every informer and prints the final status.
+// shutdown stops every informer and, if they were started, prints the
+// final status.
 func (w *watcher) shutdown() {
+	if w.started.IsZero() {
+		if w.removeStatus != nil {
+			w.removeStatus()
+		}
+		w.factory.Shutdown()
+		return
+	}
 	final := w.factory.Statuses() // before stopping: the last real states, not Stopped
 	if w.removeStatus != nil {
 		w.removeStatus()
