@@ -65,6 +65,25 @@ func installFixtures(t *testing.T) {
 				return
 			}
 		}
+		// InstallCRD waits for the per-group-version discovery endpoints;
+		// the aggregated document can lag a little behind them.
+		disc, err := discovery.NewDiscoveryClientForConfig(cp.Config())
+		if err != nil {
+			fixturesErr = err
+			return
+		}
+		r := discoveryresolver.New(disc)
+		fixturesErr = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			r.Invalidate()
+			for _, ref := range []string{"crontabs.stable." + testGroup, "widgets.a." + testGroup, "widgets.b." + testGroup,
+				"gateways.networking.istio." + testGroup, "gateways.gateway.networking.k8s.io", "gatewayclasses.gateway.networking.k8s.io",
+				"httproutes.gateway.networking.k8s.io", "referencegrants.gateway.networking.k8s.io"} {
+				if _, err := r.Resolve(ctx, ref); err != nil {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
 	})
 	if fixturesErr != nil {
 		t.Fatalf("install fixtures: %v", fixturesErr)
@@ -370,20 +389,30 @@ func TestCRDLifecycle(t *testing.T) {
 	if err := cp.InstallCRD(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(60 * time.Millisecond) // past the miss rate limit
-	got, err := r.Resolve(ctx, "lth")
+	// Misses alone (no Refresh, no Invalidate) find it once the interval has
+	// passed; the poll only covers the aggregated document's lag.
+	var got discoveryresolver.Resource
+	err := wait.PollUntilContextTimeout(ctx, 60*time.Millisecond, 20*time.Second, false, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = r.Resolve(ctx, "lth")
+		return err == nil, nil
+	})
+	// v2 is preferred: the server ranks v2 above v1.
 	if err != nil || got.GVR != gvr("late."+testGroup, "v2", "latethings") {
-		// v2 is preferred: the server ranks v2 above v1.
 		t.Fatalf("after install: Resolve(lth) = %v, %v", got.GVR, err)
 	}
 	if err := cp.DeleteCRD(ctx, crd.Name); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Resolve(ctx, "lth"); !errors.Is(err, discoveryresolver.ErrNotFound) {
-		t.Fatalf("after delete and refresh: Resolve(lth) = %v, want ErrNotFound", err)
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := r.Refresh(ctx); err != nil {
+			return false, err
+		}
+		_, err := r.Resolve(ctx, "lth")
+		return errors.Is(err, discoveryresolver.ErrNotFound), nil
+	})
+	if err != nil {
+		t.Fatalf("after delete and refresh: Resolve(lth) still answers: %v", err)
 	}
 	if _, ok := r.Lookup(gvr("late."+testGroup, "v1", "latethings")); ok {
 		t.Fatal("Lookup still finds the deleted CRD")
