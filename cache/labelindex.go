@@ -38,13 +38,19 @@ func LabelIndexValue(key, value string) string {
 func LabelIndexFunc(obj interface{}) ([]string, error) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		m := unstructuredLabelMap(o.Object)
+		md, _ := o.Object["metadata"].(map[string]interface{})
+		m, _ := md["labels"].(map[string]interface{})
 		if len(m) == 0 {
 			return nil, nil
 		}
+		// One pass, validating as it goes (as Unstructured.GetLabels does,
+		// a label map holding a non-string value counts as no labels).
 		out := make([]string, 0, 2*len(m))
 		for k, v := range m {
-			s, _ := v.(string)
+			s, ok := v.(string)
+			if !ok && v != nil {
+				return nil, nil
+			}
 			out = append(out, k, labelPair(k, s))
 		}
 		return out, nil

@@ -82,8 +82,9 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 // index sets of its values (disjoint, since an object has one value per
 // key) — plus the namespace's set. Sets are fetched cheapest-looking first
 // (equality and in before namespace before exists), stopping once the
-// smallest so far is small, and the namespace's set only when the label
-// sets are large; the objects of the smallest set are then
+// smallest so far is small; the namespace's set is fetched only when the
+// label sets are large, and exists sets only when nothing else narrows.
+// The objects of the smallest set are then
 // checked against the full selector, which is the intersection with the
 // other sets and the check of the non-indexable requirements (!=, notin,
 // !key, gt, lt) at once.
@@ -172,7 +173,10 @@ func selectByLabelIndex(indexer toolscache.Indexer, namespace string, hasNS bool
 		}
 	}
 	for _, vals := range exists {
-		if small() {
+		// A "key exists" set is usually broad (every object carrying a
+		// common label): once an equality set or the namespace's set is in
+		// hand, checking the key on its objects beats copying the set.
+		if found {
 			break
 		}
 		if err := consider(ikcache.LabelIndex, vals); err != nil {
