@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -25,12 +27,17 @@ import (
 // *unstructured.Unstructured. A Compact is immutable once built: its
 // metadata fields and its encoding must not be changed.
 type Compact struct {
-	metav1.TypeMeta
-	// ObjectMeta holds name, namespace, uid, resourceVersion, generation,
-	// labels, ownerReferences and deletionTimestamp of the object; the
-	// rest of its metadata is only in the encoding.
-	metav1.ObjectMeta
-	raw []byte
+	// The metadata below is all keys, the namespace, label and owner
+	// indexes and label selectors read; everything else is only in raw.
+	apiVersion, kind  string
+	name, namespace   string
+	uid               types.UID
+	resourceVersion   string
+	generation        int64
+	labels            map[string]string
+	ownerReferences   []metav1.OwnerReference
+	deletionTimestamp *metav1.Time
+	raw               []byte
 }
 
 var _ runtime.Object = &Compact{}
@@ -39,10 +46,74 @@ var _ metav1.Object = &Compact{}
 // DeepCopyObject implements runtime.Object. The encoding, which is never
 // modified, is shared.
 func (c *Compact) DeepCopyObject() runtime.Object {
-	out := &Compact{TypeMeta: c.TypeMeta, raw: c.raw}
-	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	return out
+	out := *c
+	if c.labels != nil {
+		out.labels = make(map[string]string, len(c.labels))
+		for k, v := range c.labels {
+			out.labels[k] = v
+		}
+	}
+	if c.ownerReferences != nil {
+		out.ownerReferences = make([]metav1.OwnerReference, len(c.ownerReferences))
+		for i := range c.ownerReferences {
+			c.ownerReferences[i].DeepCopyInto(&out.ownerReferences[i])
+		}
+	}
+	out.deletionTimestamp = c.deletionTimestamp.DeepCopy()
+	return &out
 }
+
+// GetObjectKind implements runtime.Object.
+func (c *Compact) GetObjectKind() schema.ObjectKind { return c }
+
+// GroupVersionKind implements schema.ObjectKind.
+func (c *Compact) GroupVersionKind() schema.GroupVersionKind {
+	return schema.FromAPIVersionAndKind(c.apiVersion, c.kind)
+}
+
+// SetGroupVersionKind implements schema.ObjectKind.
+func (c *Compact) SetGroupVersionKind(gvk schema.GroupVersionKind) {
+	c.apiVersion, c.kind = gvk.ToAPIVersionAndKind()
+}
+
+// The metav1.Object methods below let client-go's key functions, indexes
+// and meta.Accessor read a Compact. Getters of fields a Compact does not
+// keep return zero values (the full object is in the encoding: Decode);
+// setters of such fields do nothing. A Compact in a cache must not be
+// changed through any setter.
+
+func (c *Compact) GetNamespace() string                        { return c.namespace }
+func (c *Compact) SetNamespace(v string)                       { c.namespace = v }
+func (c *Compact) GetName() string                             { return c.name }
+func (c *Compact) SetName(v string)                            { c.name = v }
+func (c *Compact) GetGenerateName() string                     { return "" }
+func (c *Compact) SetGenerateName(string)                      {}
+func (c *Compact) GetUID() types.UID                           { return c.uid }
+func (c *Compact) SetUID(v types.UID)                          { c.uid = v }
+func (c *Compact) GetResourceVersion() string                  { return c.resourceVersion }
+func (c *Compact) SetResourceVersion(v string)                 { c.resourceVersion = v }
+func (c *Compact) GetGeneration() int64                        { return c.generation }
+func (c *Compact) SetGeneration(v int64)                       { c.generation = v }
+func (c *Compact) GetSelfLink() string                         { return "" }
+func (c *Compact) SetSelfLink(string)                          {}
+func (c *Compact) GetCreationTimestamp() metav1.Time           { return metav1.Time{} }
+func (c *Compact) SetCreationTimestamp(metav1.Time)            {}
+func (c *Compact) GetDeletionTimestamp() *metav1.Time          { return c.deletionTimestamp }
+func (c *Compact) SetDeletionTimestamp(v *metav1.Time)         { c.deletionTimestamp = v }
+func (c *Compact) GetDeletionGracePeriodSeconds() *int64       { return nil }
+func (c *Compact) SetDeletionGracePeriodSeconds(*int64)        {}
+func (c *Compact) GetLabels() map[string]string                { return c.labels }
+func (c *Compact) SetLabels(v map[string]string)               { c.labels = v }
+func (c *Compact) GetAnnotations() map[string]string           { return nil }
+func (c *Compact) SetAnnotations(map[string]string)            {}
+func (c *Compact) GetFinalizers() []string                     { return nil }
+func (c *Compact) SetFinalizers([]string)                      {}
+func (c *Compact) GetOwnerReferences() []metav1.OwnerReference { return c.ownerReferences }
+func (c *Compact) SetOwnerReferences(v []metav1.OwnerReference) {
+	c.ownerReferences = v
+}
+func (c *Compact) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+func (c *Compact) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
 
 // Raw returns the object's JSON encoding. It must not be modified.
 func (c *Compact) Raw() []byte { return c.raw }
@@ -52,7 +123,7 @@ func (c *Compact) Raw() []byte { return c.raw }
 func (c *Compact) Decode() (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(c.raw); err != nil {
-		return nil, fmt.Errorf("decode compact %s/%s: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("decode compact %s/%s: %w", c.namespace, c.name, err)
 	}
 	return u, nil
 }
@@ -63,14 +134,15 @@ func NewCompact(u *unstructured.Unstructured) (*Compact, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Compact{raw: raw}
-	c.APIVersion, c.Kind = u.GetAPIVersion(), u.GetKind()
-	c.Name, c.Namespace = u.GetName(), u.GetNamespace()
-	c.UID, c.ResourceVersion, c.Generation = u.GetUID(), u.GetResourceVersion(), u.GetGeneration()
-	c.Labels = u.GetLabels()
-	c.OwnerReferences = u.GetOwnerReferences()
-	c.DeletionTimestamp = u.GetDeletionTimestamp()
-	return c, nil
+	return &Compact{
+		apiVersion: u.GetAPIVersion(), kind: u.GetKind(),
+		name: u.GetName(), namespace: u.GetNamespace(),
+		uid: u.GetUID(), resourceVersion: u.GetResourceVersion(), generation: u.GetGeneration(),
+		labels:            u.GetLabels(),
+		ownerReferences:   u.GetOwnerReferences(),
+		deletionTimestamp: u.GetDeletionTimestamp(),
+		raw:               raw,
+	}, nil
 }
 
 // CompactTransform is the TransformFunc of compact mode: it turns each

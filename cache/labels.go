@@ -26,7 +26,7 @@ func ObjectLabels(obj interface{}) (labels.Labels, bool) {
 	case *metav1.PartialObjectMetadata:
 		return labels.Set(o.Labels), true
 	case *Compact:
-		return labels.Set(o.Labels), true
+		return labels.Set(o.labels), true
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
