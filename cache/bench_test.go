@@ -119,6 +119,7 @@ func BenchmarkHeapPerObject(b *testing.B) {
 		{"unstructured+labelindex", withLabels, decodeU},
 		{"unstructured-stripped", ns, transformed(decodeU, StripManagedFields)},
 		{"unstructured-stripped+labelindex", withLabels, transformed(decodeU, StripManagedFields)},
+		{"unstructured-stripped-interned", ns, transformed(decodeU, Chain(StripManagedFields, InternKeys))},
 		{"unstructured-projected", ns, transformed(decodeU, Project("spec.field00"))},
 		{"compact", ns, transformed(decodeU, CompactTransform)},
 		{"compact-stripped", ns, transformed(decodeU, Chain(StripManagedFields, CompactTransform))},
