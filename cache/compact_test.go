@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -137,5 +138,24 @@ func TestInternKeys(t *testing.T) {
 	ts := toolscache.DeletedFinalStateUnknown{Key: "k", Obj: a}
 	if out, _ := InternKeys(ts); !reflect.DeepEqual(out, ts) {
 		t.Error("tombstone changed")
+	}
+}
+
+func TestMutationDetectorOnCompact(t *testing.T) {
+	u := managedObject()
+	now := metav1.Now()
+	u.SetDeletionTimestamp(&now)
+	c, err := NewCompact(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewMutationDetector()
+	d.AddObject(c)
+	if err := d.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	c.SetName("mutated")
+	if err := d.Verify(); err == nil {
+		t.Error("mutation of a Compact not detected")
 	}
 }

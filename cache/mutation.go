@@ -3,10 +3,10 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -74,8 +74,12 @@ func (d *MutationDetector) RemoveObject(obj interface{}) {
 	}
 }
 
+// compareLocked records a failure if obj differs from its copy. It uses
+// reflect.DeepEqual: a deep copy is exactly equal to an unmodified object,
+// and unlike equality.Semantic it works on objects with unexported fields
+// (cache.Compact).
 func (d *MutationDetector) compareLocked(obj interface{}, copied runtime.Object) {
-	if equality.Semantic.DeepEqual(obj, copied) {
+	if reflect.DeepEqual(obj, copied) {
 		return
 	}
 	key, _ := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -89,7 +93,7 @@ func (d *MutationDetector) Verify() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for obj, c := range d.objects {
-		if !equality.Semantic.DeepEqual(obj, c) {
+		if !reflect.DeepEqual(obj, c) {
 			d.compareLocked(obj, c)
 			// Record the current state so that one mutation is reported once.
 			d.objects[obj] = obj.(runtime.Object).DeepCopyObject()
