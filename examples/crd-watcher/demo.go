@@ -43,6 +43,12 @@ func startDemoCluster(ctx context.Context, out *printer, verbose bool) (*control
 	t0 := time.Now()
 	out.info("demo: no cluster configured (or --demo): starting an embedded kube-apiserver + etcd…")
 	cp, err := controlplane.Start(ctx, opts)
+	if err != nil && ctx.Err() == nil {
+		// On a loaded machine etcd can be slow enough for the API server's
+		// first health check to time out: try once more.
+		out.info("demo: the control plane did not start (%v); retrying once", err)
+		cp, err = controlplane.Start(ctx, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start embedded control plane: %w", err)
 	}

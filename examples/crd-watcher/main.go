@@ -26,6 +26,7 @@ func main() {
 
 // run is the whole program; it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	disableWatchList()
 	cfg, err := parseArgs(args, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "crd-watcher: %v\n(see crd-watcher --help)\n", err)
@@ -34,9 +35,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.Help {
 		return exitOK
 	}
+	demo := noCluster(cfg, os.Getenv, fileExists)
+	if demo && !cfg.Verbose && stderr == io.Writer(os.Stderr) {
+		// The embedded etcd logs to fd 2 directly: keep it in a file.
+		if f, err := os.CreateTemp("", "crd-watcher-demo-*.log"); err == nil {
+			if orig, err := divertStderr(f); err == nil {
+				stderr = orig
+				defer fmt.Fprintf(orig, "demo: embedded control plane logs were written to %s\n", f.Name())
+			}
+			defer f.Close()
+		}
+	}
 	logger := setupLogging(cfg.Verbose, stderr)
 	out := newPrinter(stdout, stderr, cfg.Output == "json", cfg.ShowObject)
-	demo := noCluster(cfg, os.Getenv, fileExists)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

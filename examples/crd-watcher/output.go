@@ -156,7 +156,7 @@ func (p *printer) status(st dynamicinformer.Status, prev dynamicinformer.State, 
 	if st.Reason != "" {
 		line += ": " + st.Reason
 	}
-	if st.Err != nil && !strings.Contains(st.Reason, st.Err.Error()) {
+	if st.Err != nil && !strings.Contains(st.Err.Error(), st.Reason) {
 		line += " [" + st.Err.Error() + "]"
 	}
 	p.writeLine(p.errOut, line)
@@ -191,7 +191,7 @@ func (p *printer) statusTable(title string, sts []dynamicinformer.Status, counts
 	for _, st := range sts {
 		c := counts[st.GVR]
 		reason := st.Reason
-		if st.Err != nil && !strings.Contains(reason, st.Err.Error()) {
+		if st.Err != nil && !strings.Contains(st.Err.Error(), reason) {
 			reason = strings.TrimSpace(reason + " " + st.Err.Error())
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", gvrString(st.GVR), st.State, st.Objects,
