@@ -128,6 +128,14 @@ func TestReferenceForms(t *testing.T) {
 	ct := gvr("stable."+testGroup, "v1", "crontabs")
 	gtw := gvr("gateway.networking.k8s.io", "v1", "gateways")
 	gwAPI := "gateway.networking.k8s.io"
+	// kubectl expands a short name that several groups share in the order of
+	// the resource lists discovery returns; with aggregated discovery that
+	// order comes from a map, so kubectl answers "ev" with either group from
+	// one run to the next (seen here). The resolver's answer is the core
+	// group's, as for "events" and "Event".
+	kubectlArbitrary := map[string][]schema.GroupVersionResource{
+		"ev": {coreEvents, gvr("events.k8s.io", "v1", "events")},
+	}
 
 	for _, tc := range []struct {
 		ref  string
@@ -181,7 +189,14 @@ func TestReferenceForms(t *testing.T) {
 			if got.GVR != tc.want {
 				t.Fatalf("Resolve(%q) = %v, want %v", tc.ref, got.GVR, tc.want)
 			}
-			if k, err := kubectl(tc.ref); err != nil || k != got.GVR {
+			k, err := kubectl(tc.ref)
+			if alts, ok := kubectlArbitrary[tc.ref]; ok {
+				if err != nil || !slices.Contains(alts, k) {
+					t.Fatalf("kubectl maps %q to %v (err %v), want one of %v", tc.ref, k, err, alts)
+				}
+				return
+			}
+			if err != nil || k != got.GVR {
 				t.Fatalf("kubectl maps %q to %v (err %v); the resolver to %v", tc.ref, k, err, got.GVR)
 			}
 		})
@@ -249,12 +264,17 @@ func TestReferenceErrors(t *testing.T) {
 	for _, tc := range []struct {
 		ref    string
 		groups []string
+		// kubectl expands a short name shared by several groups by the
+		// order of the resource lists discovery returns, which with
+		// aggregated discovery comes from a map: its pick is arbitrary
+		// (seen here: a run picked b.*, the server lists a.* first).
+		kubectlArbitrary bool
 	}{
-		{"widgets", []string{"a." + testGroup, "b." + testGroup}},
-		{"wd", []string{"a." + testGroup, "b." + testGroup}},
-		{"Widget", []string{"a." + testGroup, "b." + testGroup}},
-		{"gateways", []string{"gateway.networking.k8s.io", "networking.istio." + testGroup}},
-		{"Gateway", []string{"gateway.networking.k8s.io", "networking.istio." + testGroup}},
+		{"widgets", []string{"a." + testGroup, "b." + testGroup}, false},
+		{"wd", []string{"a." + testGroup, "b." + testGroup}, true},
+		{"Widget", []string{"a." + testGroup, "b." + testGroup}, false},
+		{"gateways", []string{"gateway.networking.k8s.io", "networking.istio." + testGroup}, false},
+		{"Gateway", []string{"gateway.networking.k8s.io", "networking.istio." + testGroup}, false},
 	} {
 		t.Run("ambiguous/"+tc.ref, func(t *testing.T) {
 			_, err := r.Resolve(ctx, tc.ref)
@@ -280,8 +300,12 @@ func TestReferenceErrors(t *testing.T) {
 			}
 			kr, _ := newResolver(t, discoveryresolver.WithServerGroupOrder())
 			got, err := kr.Resolve(ctx, tc.ref)
-			if err != nil || got.GVR != k {
-				t.Fatalf("WithServerGroupOrder: Resolve(%q) = %v, %v; kubectl says %v", tc.ref, got.GVR, err, k)
+			if err != nil || got.GVR.Group != ae.Candidates[0].GVR.Group {
+				t.Fatalf("WithServerGroupOrder: Resolve(%q) = %v, %v; want the group the server lists first, %s",
+					tc.ref, got.GVR, err, ae.Candidates[0].GVR.Group)
+			}
+			if !tc.kubectlArbitrary && got.GVR != k {
+				t.Fatalf("WithServerGroupOrder: Resolve(%q) = %v; kubectl says %v", tc.ref, got.GVR, k)
 			}
 		})
 	}
@@ -451,6 +475,7 @@ func TestMissCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		perRound := counter.Count("discovery", "")
+		t.Logf("one discovery round: %d requests %v", perRound, counter.Keys())
 		if perRound == 0 || perRound > 2 {
 			t.Fatalf("one round sent %d discovery requests (%v); want 1-2 with aggregated discovery", perRound, counter.Keys())
 		}
