@@ -49,6 +49,11 @@ type ControlPlane struct {
 
 	proxy *Proxy
 
+	// tokenFile holds a static admin token (group system:masters) that
+	// every API server start accepts, so clients survive restarts (the
+	// loopback token changes with each start).
+	tokenFile string
+
 	mu     sync.Mutex // guards server and direct
 	server kubeapiservertesting.TestServer
 	direct *rest.Config
@@ -86,6 +91,15 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	cp.storage = storagebackend.NewDefaultConfig("/registry", nil)
 	cp.storage.Transport.ServerList = []string{cp.etcd.Clients[0].Addr().String()}
 	cp.storage.Transport.ServerList[0] = "http://" + cp.storage.Transport.ServerList[0]
+	tf, err := os.CreateTemp("", "controlplane-tokens-*.csv")
+	if err != nil {
+		return cp, err
+	}
+	if _, err := tf.WriteString(adminToken + ",informerkit-admin,informerkit-admin-uid,\"system:masters\"\n"); err != nil {
+		return cp, err
+	}
+	_ = tf.Close()
+	cp.tokenFile = tf.Name()
 	if err := cp.startAPIServer(); err != nil {
 		return cp, fmt.Errorf("start kube-apiserver: %w", err)
 	}
@@ -162,7 +176,8 @@ func (cp *ControlPlane) startAPIServer() (err error) {
 			err = errors.New(f.msg)
 		}
 	}()
-	flags := append(append([]string{}, DefaultFlags...), cp.opts.ExtraFlags...)
+	flags := append(append([]string{}, DefaultFlags...), "--token-auth-file="+cp.tokenFile)
+	flags = append(flags, cp.opts.ExtraFlags...)
 	srv, err := kubeapiservertesting.StartTestServer(cp.tb,
 		&kubeapiservertesting.TestServerInstanceOptions{EnableCertAuth: true, DisableInvariantChecks: true},
 		flags, cp.storage)
@@ -216,22 +231,29 @@ func (cp *ControlPlane) Stop() {
 		_ = os.RemoveAll(cp.etcdDir)
 		cp.etcdDir = ""
 	}
+	if cp.tokenFile != "" {
+		_ = os.Remove(cp.tokenFile)
+		cp.tokenFile = ""
+	}
 }
 
+// adminToken authenticates as informerkit-admin in system:masters on every
+// API server start of every ControlPlane (test only: loopback, throwaway).
+const adminToken = "informerkit-test-admin-token"
+
 // Config returns a new admin (system:masters) client config that reaches the
-// API server through the proxy. It survives RestartAPIServer. TLS
-// verification is disabled because each API server start has a new
-// self-signed certificate. QPS limits are raised for tests.
+// API server through the proxy. It survives RestartAPIServer: it uses a
+// static token every start accepts, and TLS verification is disabled
+// because each start has a new self-signed certificate. QPS limits are
+// raised for tests.
 func (cp *ControlPlane) Config() *rest.Config {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	cfg := rest.CopyConfig(cp.direct)
-	cfg.Host = "https://" + cp.proxy.Addr()
-	cfg.TLSClientConfig.Insecure = true
-	cfg.TLSClientConfig.CAData = nil
-	cfg.TLSClientConfig.CAFile = ""
-	cfg.TLSClientConfig.ServerName = ""
-	return cfg
+	return &rest.Config{
+		Host:            "https://" + cp.proxy.Addr(),
+		BearerToken:     adminToken,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		QPS:             1000,
+		Burst:           2000,
+	}
 }
 
 // DirectConfig returns an admin config that talks to the current API server
