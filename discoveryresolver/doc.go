@@ -29,13 +29,17 @@
 // name.version.group reading is tried before name.group, and plural and
 // singular names win over short names, which win over kinds. When several
 // API groups still match, the core group wins (so "events" is the core
-// Event, not events.k8s.io's, exactly as in kubectl). Among other groups
-// kubectl takes whichever the server lists first — for CRD groups, the
-// alphabetically first — silently; this resolver instead returns an
+// Event, not events.k8s.io's, as kubectl's priority says). Among other
+// groups kubectl takes whichever the server lists first — for CRD groups,
+// the alphabetically first — silently; this resolver instead returns an
 // *AmbiguousError naming every candidate (Istio's and Gateway API's
 // "gateways" is the classic case), unless WithServerGroupOrder asks for
-// kubectl's choice. Several resources of one group matching one name are
-// ambiguous either way.
+// the server's order. For a short name that several groups share, kubectl's
+// pick is not even stable: it follows the order of the resource lists
+// discovery returns, which client-go builds from a map under aggregated
+// discovery (test/resolvertest saw "ev" go to either events group from one
+// run to the next); the resolver's answers do not depend on that order.
+// Several resources of one group matching one name are ambiguous either way.
 //
 // Subresources ("pods/status") are refused with ErrSubresource, and
 // resources that cannot be listed and watched ("bindings") with

@@ -47,8 +47,10 @@ func WithMinRefreshInterval(d time.Duration) Option {
 
 // WithServerGroupOrder makes the resolver choose, when a name is served by
 // several API groups none of which is the core group, the group that the
-// server lists first — which is what kubectl does (for CRD groups the
-// server's order is alphabetical). By default the resolver returns an
+// server lists first — which is what kubectl does for plural, singular and
+// kind names (for CRD groups the server's order is alphabetical; for short
+// names kubectl's pick depends on map order, see the package
+// documentation). By default the resolver returns an
 // *AmbiguousError naming the candidates instead, because silently watching
 // the wrong group's resource is worse for a controller than a clear error.
 func WithServerGroupOrder() Option {

@@ -200,7 +200,8 @@ func (r *Resolver) Refresh(ctx context.Context) error {
 
 // Invalidate marks the cached discovery as outdated: the next Resolve*,
 // Resources, AllVersions or Match call runs a round first, without waiting
-// for the miss rate limit. Call it when something suggests the served
+// for the miss rate limit; if that round fails as a whole, answers come
+// from the previous data. Call it when something suggests the served
 // resources changed (a CustomResourceDefinition or APIService event).
 // Lookup never refreshes.
 func (r *Resolver) Invalidate() {
