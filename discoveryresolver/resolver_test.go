@@ -383,12 +383,17 @@ func TestZeroIntervalDisablesRateLimit(t *testing.T) {
 func TestConcurrentMissesShareOneRound(t *testing.T) {
 	defer checkNoGoroutineLeak(t)()
 	f := newFake(cluster()...)
-	r := New(f, WithMinRefreshInterval(0)) // only sharing limits rounds here
+	// With an hour's interval, a caller that did not wait for the shared
+	// round would be rate-limited and answer ErrNotFound while the round is
+	// held: every caller getting the new resource proves they waited.
+	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	r := New(f, withClock(clock), WithMinRefreshInterval(time.Hour))
 	ctx := context.Background()
 	if err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	<-f.entered
+	clock.advance(2 * time.Hour)
 	release := f.hold()
 	f.set(append(cluster(), group("late.example.com", version("v1", res("lates", "Late", "lt"))))...)
 	const n = 32

@@ -492,10 +492,12 @@ func TestMissCost(t *testing.T) {
 		const n = 50
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
+		started := make(chan struct{}, n)
 		for i := 0; i < n; i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				started <- struct{}{}
 				_, err := r.Resolve(ctx, "nosuchresource")
 				if !errors.Is(err, discoveryresolver.ErrNotFound) {
 					errs <- fmt.Errorf("Resolve = %v, want ErrNotFound", err)
@@ -507,7 +509,10 @@ func TestMissCost(t *testing.T) {
 		}); err != nil {
 			t.Fatal("no discovery request was sent")
 		}
-		time.Sleep(300 * time.Millisecond) // let every caller reach the shared round
+		for i := 0; i < n; i++ {
+			<-started
+		}
+		time.Sleep(500 * time.Millisecond) // let every caller reach the shared round
 		cp.Proxy().SetStalled(false)
 		stalled = false
 		wg.Wait()
