@@ -22,14 +22,26 @@ type Change struct {
 // MarshalJSON writes "old"/"new" only when the field existed on that side,
 // so that a field changed to null is told apart from an added field.
 func (c Change) MarshalJSON() ([]byte, error) {
-	m := map[string]any{"path": c.Path}
-	if c.HasOld {
-		m["old"] = c.Old
+	b, err := json.Marshal(c.Path)
+	if err != nil {
+		return nil, err
 	}
-	if c.HasNew {
-		m["new"] = c.New
+	out := append([]byte(`{"path":`), b...)
+	for _, f := range []struct {
+		name    string
+		v       any
+		present bool
+	}{{"old", c.Old, c.HasOld}, {"new", c.New, c.HasNew}} {
+		if !f.present {
+			continue
+		}
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, `,"`+f.name+`":`...), b...)
 	}
-	return json.Marshal(m)
+	return append(out, '}'), nil
 }
 
 // ignoredPaths change on every write and say nothing about what changed.

@@ -76,10 +76,10 @@ func TestChangeJSON(t *testing.T) {
 		c    Change
 		want string
 	}{
-		{Change{Path: "a", Old: int64(1), New: int64(2), HasOld: true, HasNew: true}, `{"new":2,"old":1,"path":"a"}`},
-		{Change{Path: "a", New: "x", HasNew: true}, `{"new":"x","path":"a"}`},
-		{Change{Path: "a", Old: "x", HasOld: true}, `{"old":"x","path":"a"}`},
-		{Change{Path: "a", Old: "x", New: nil, HasOld: true, HasNew: true}, `{"new":null,"old":"x","path":"a"}`},
+		{Change{Path: "a", Old: int64(1), New: int64(2), HasOld: true, HasNew: true}, `{"path":"a","old":1,"new":2}`},
+		{Change{Path: "a", New: "x", HasNew: true}, `{"path":"a","new":"x"}`},
+		{Change{Path: "a", Old: "x", HasOld: true}, `{"path":"a","old":"x"}`},
+		{Change{Path: "a", Old: "x", New: nil, HasOld: true, HasNew: true}, `{"path":"a","old":"x","new":null}`},
 	}
 	for _, tc := range cases {
 		b, err := json.Marshal(tc.c)

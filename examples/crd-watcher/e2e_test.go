@@ -43,6 +43,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("CONTROLPLANE_VERBOSE") == "" {
+		setupLogging(false, io.Discard) // the test's own control plane logs through klog
+	}
 	var err error
 	tmpRoot, err = os.MkdirTemp("", "crd-watcher-e2e-")
 	if err != nil {
