@@ -555,3 +555,40 @@ func (p *proc) waitEventLine(t *testing.T, parts ...string) {
 		}
 	}
 }
+
+func TestE2EConfigFileAndDuration(t *testing.T) {
+	cp := controlPlane(t)
+	cfgFile := filepath.Join(t.TempDir(), "watch.yaml")
+	if err := os.WriteFile(cfgFile, []byte(`
+resources:
+  - name: configmaps
+    namespaces: [default]
+  - namespaces
+output: json
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--config", cfgFile, "--duration", "4s")
+	if code := p.wait(t, 2*time.Minute); code != 0 {
+		_, errs := p.lines()
+		t.Fatalf("exit code %d, want 0 after --duration; stderr:\n%s", code, strings.Join(errs, "\n"))
+	}
+	if d := time.Since(start); d < 4*time.Second {
+		t.Errorf("exited after %s, before --duration 4s", d)
+	}
+	out, _ := p.lines()
+	recs := parseJSONLines(t, out)
+	if !has(recs, "ADDED", "namespaces", "default") {
+		t.Errorf("no initial ADDED for namespace default:\n%s", strings.Join(out, "\n"))
+	}
+	final := map[string]string{}
+	for _, r := range recs {
+		if r.Type == "STATUS" && r.Final {
+			final[r.Resource] = r.State
+		}
+	}
+	if final["configmaps"] != "Synced" || final["namespaces"] != "Synced" {
+		t.Errorf("final states %v, want configmaps and namespaces Synced", final)
+	}
+}
