@@ -208,11 +208,53 @@ func (lw *gatedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 		lw.mu.Unlock()
 		lw.hooks.listSucceeded("")
 	}
+	gw := newGateWatch(w)
 	lw.mu.Lock()
-	lw.activeWatch = w
+	lw.activeWatch = gw
 	lw.mu.Unlock()
-	return w, nil
+	return gw, nil
 }
+
+// gateWatch forwards a server watch. When the gate closes it ends the
+// stream cleanly (a closed channel, not an error), so the reflector comes
+// back to the gate without logging a failure.
+type gateWatch struct {
+	inner  watch.Interface
+	result chan watch.Event
+	stop   chan struct{}
+	once   sync.Once
+}
+
+func newGateWatch(inner watch.Interface) *gateWatch {
+	w := &gateWatch{inner: inner, result: make(chan watch.Event), stop: make(chan struct{})}
+	go w.forward()
+	return w
+}
+
+func (w *gateWatch) forward() {
+	defer close(w.result)
+	defer w.inner.Stop()
+	in := w.inner.ResultChan()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case ev, ok := <-in:
+			if !ok {
+				return
+			}
+			select {
+			case w.result <- ev:
+			case <-w.stop:
+				return
+			}
+		}
+	}
+}
+
+func (w *gateWatch) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *gateWatch) Stop() { w.once.Do(func() { close(w.stop) }) }
 
 // stopWatch ends the current watch (if any) so the reflector comes back to
 // the gate; called when the gate closes.

@@ -175,6 +175,9 @@ func slimCRD(obj interface{}) (interface{}, error) {
 	if !ok {
 		return obj, nil
 	}
+	if _, slim := u.Object["established"]; slim {
+		return u, nil // already slim: client-go may transform an object twice
+	}
 	group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
 	plural, _, _ := unstructured.NestedString(u.Object, "spec", "names", "plural")
 	versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,7 +26,11 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, controlplane.Options{}, &cp)) }
+// Without the watch cache for configmaps, a watch from a compacted
+// revision reaches etcd and gets 410 Gone (the reliability tests need it).
+func TestMain(m *testing.M) {
+	os.Exit(controlplane.RunTests(m, controlplane.Options{ExtraFlags: []string{"--watch-cache-sizes=configmaps#0"}}, &cp))
+}
 
 // leakOptions ignore what outlives a factory by design: the control plane
 // itself (snapshotted with IgnoreCurrent) and HTTP keep-alive connections
@@ -75,6 +80,10 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 
 func newFactory(t *testing.T, cfg *rest.Config, opts ...dynamicinformer.Option) dynamicinformer.Factory {
 	t.Helper()
+	if os.Getenv("INFORMERKIT_TEST_LOG") != "" {
+		logger := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 4})
+		opts = append([]dynamicinformer.Option{dynamicinformer.WithLogger(logger)}, opts...)
+	}
 	f, err := dynamicinformer.NewForConfig(cfg, 0, opts...)
 	if err != nil {
 		t.Fatal(err)
