@@ -85,6 +85,9 @@ func watcherBinary(t *testing.T) string {
 // controlPlane starts one control plane for the tests that need one.
 func controlPlane(t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test starts a control plane; skipped with -short")
+	}
 	cpOnce.Do(func() {
 		cp, cpErr = controlplane.Start(context.Background(), controlplane.Options{})
 	})

@@ -58,7 +58,9 @@ func TestWriteMetrics(t *testing.T) {
 }
 
 func TestReady(t *testing.T) {
-	gvr := func(r string) schema.GroupVersionResource { return schema.GroupVersionResource{Version: "v1", Resource: r} }
+	gvr := func(r string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Version: "v1", Resource: r}
+	}
 	ok, waiting := ready([]dynamicinformer.Status{
 		{GVR: gvr("a"), State: dynamicinformer.Synced},
 		{GVR: gvr("b"), State: dynamicinformer.Removed},
