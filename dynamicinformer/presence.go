@@ -20,8 +20,9 @@ import (
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 const (
-	minRecheck = time.Second
-	maxRecheck = time.Minute
+	readyTimeout = 5 * time.Second
+	minRecheck   = time.Second
+	maxRecheck   = time.Minute
 )
 
 // presence decides, for every GVR an informer watches, whether the server
@@ -42,12 +43,16 @@ type presence struct {
 	interval   time.Duration
 	logger     logr.Logger
 
-	mu             sync.Mutex // guards everything below
-	informers      map[*sharedInformer]struct{}
-	crdVersions    map[schema.GroupResource]map[string]bool // GRs ever backed by a CRD -> currently served versions
-	crdByName      map[string]schema.GroupResource
-	crdSynced      bool
-	discoveryDone  bool
+	mu            sync.Mutex // guards everything below
+	informers     map[*sharedInformer]struct{}
+	crdVersions   map[schema.GroupResource]map[string]bool // GRs ever backed by a CRD -> currently served versions
+	crdByName     map[string]schema.GroupResource
+	crdSynced     bool
+	discoveryDone bool
+	// ready is set once a first source has answered (discovery refreshed,
+	// CRDs listed, or readyTimeout passed); until then gates stay closed so
+	// an informer does not ask for a resource presence is about to rule out.
+	ready          bool
 	backoff        map[schema.GroupVersionResource]time.Duration
 	timers         map[schema.GroupVersionResource]*time.Timer
 	stopped        bool
@@ -75,6 +80,12 @@ func (p *presence) run(ctx context.Context) {
 	p.mu.Lock()
 	p.ctx = ctx
 	p.mu.Unlock()
+	if p.resolver == nil && !p.followCRDs {
+		p.markReady("no presence source")
+	} else {
+		t := time.AfterFunc(readyTimeout, func() { p.markReady("presence sources slow") })
+		defer t.Stop()
+	}
 	if p.resolver != nil {
 		p.mu.Lock()
 		p.removeOnChange = p.resolver.OnChange(func(discoveryresolver.Change) { p.reevaluateAll("discovery changed") })
@@ -117,7 +128,7 @@ func (p *presence) discoveryLoop(ctx context.Context) {
 	p.mu.Lock()
 	p.discoveryDone = true
 	p.mu.Unlock()
-	p.reevaluateAll("discovery")
+	p.markReady("discovery")
 	if p.interval <= 0 {
 		<-ctx.Done()
 		return
@@ -162,7 +173,7 @@ func (p *presence) crdLoop(ctx context.Context) {
 			p.mu.Lock()
 			p.crdSynced = true
 			p.mu.Unlock()
-			p.reevaluateAll("CRDs listed")
+			p.markReady("CRDs listed")
 		}
 	}()
 	inf.RunWithContext(logr.NewContext(ctx, p.logger))
@@ -273,9 +284,20 @@ func (p *presence) onCRDChange(f func()) (remove func()) {
 	}
 }
 
+// markReady opens presence's answers and applies them to every gate.
+func (p *presence) markReady(why string) {
+	p.mu.Lock()
+	p.ready = true
+	p.mu.Unlock()
+	p.reevaluateAll(why)
+}
+
 // evaluate says whether gvr is served: known is false when nothing
 // authoritative is known (then the informer may try). p.mu must be held.
 func (p *presence) evaluateLocked(gvr schema.GroupVersionResource) (open, known bool, reason string) {
+	if !p.ready {
+		return false, true, "waiting for discovery"
+	}
 	if p.crdSynced {
 		if versions, ok := p.crdVersions[gvr.GroupResource()]; ok {
 			if versions[gvr.Version] {

@@ -26,7 +26,6 @@ func main() {
 
 // run is the whole program; it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	disableWatchList()
 	cfg, err := parseArgs(args, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "crd-watcher: %v\n(see crd-watcher --help)\n", err)

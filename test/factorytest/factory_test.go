@@ -321,7 +321,7 @@ func TestForNameErrors(t *testing.T) {
 func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	gvr, _ := installCRD(t, ctx)
-	opts := leakOptions()
+	opts := snapshotGoroutines()
 	f := newFactory(t, cp.Config())
 	f.ForResource(gvr)
 	f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, dynamicinformer.InNamespaces("default", "kube-system"))

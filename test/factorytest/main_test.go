@@ -6,13 +6,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
-	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,31 +33,71 @@ func TestMain(m *testing.M) {
 	os.Exit(controlplane.RunTests(m, controlplane.Options{ExtraFlags: []string{"--watch-cache-sizes=configmaps#0"}}, &cp))
 }
 
-// leakOptions ignore what outlives a factory by design: the control plane
-// itself (snapshotted with IgnoreCurrent) and HTTP keep-alive connections
-// of client-go's shared transports.
-func leakOptions() []goleak.Option {
-	return []goleak.Option{
-		goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*clientConnReadLoop).run"),
-		goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*http2clientConnReadLoop).run"),
-		goleak.IgnoreAnyFunction("k8s.io/apiserver/"),
-		goleak.IgnoreAnyFunction("k8s.io/kubernetes/"),
-		goleak.IgnoreAnyFunction("go.etcd.io/"),
-	}
+// goroutineSnapshot records the goroutines alive now; leaked reports the
+// ones started since that are still alive, except those of the API server
+// and etcd running in this process and HTTP keep-alive connections of
+// client-go's shared transports (goleak's options match whole function
+// names only, so this filters by package).
+type goroutineSnapshot map[string]bool
+
+var serverFrames = []string{
+	"k8s.io/apiserver/", "k8s.io/kubernetes/", "k8s.io/apiextensions-apiserver/", "k8s.io/kube-aggregator/",
+	"go.etcd.io/", "google.golang.org/grpc", "net/http.(*persistConn)", "net/http.(*http2ClientConn)",
+	"net/http.(*http2clientConnReadLoop)", "golang.org/x/net/http2", "net/http.(*conn).serve",
+	"net/http.(*http2serverConn)", "k8s.io/component-base/", "go.opentelemetry.io/",
 }
 
-// verifyNoLeaks waits for the goroutines the test started to end.
-func verifyNoLeaks(t *testing.T, opts []goleak.Option) {
-	t.Helper()
-	if err := goleak.Find(opts...); err != nil {
-		t.Errorf("goroutines leaked after Shutdown: %v", err)
+func goroutines() map[string]string {
+	buf := make([]byte, 32<<20)
+	n := runtime.Stack(buf, true)
+	out := map[string]string{}
+	for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+		header, _, _ := strings.Cut(g, " [")
+		out[header] = g
 	}
+	return out
+}
+
+func snapshotGoroutines() goroutineSnapshot {
+	s := goroutineSnapshot{}
+	for id := range goroutines() {
+		s[id] = true
+	}
+	return s
+}
+
+func (s goroutineSnapshot) leaked() []string {
+	var out []string
+	for id, stack := range goroutines() {
+		if s[id] || strings.Contains(stack, "goroutineSnapshot") {
+			continue
+		}
+		server := false
+		for _, f := range serverFrames {
+			if strings.Contains(stack, f) {
+				server = true
+				break
+			}
+		}
+		if !server {
+			out = append(out, stack)
+		}
+	}
+	return out
+}
+
+// verifyNoLeaks waits (bounded) for the goroutines started since the
+// snapshot to end.
+func verifyNoLeaks(t *testing.T, s goroutineSnapshot) {
+	t.Helper()
+	var left []string
+	for i := 0; i < 100; i++ {
+		if left = s.leaked(); len(left) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("%d goroutines leaked after Shutdown:\n%s", len(left), strings.Join(left, "\n\n"))
 }
 
 var seq struct {
