@@ -161,7 +161,8 @@ func TestDynamicInformerTransformsAndLabelIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	// Shutdown waits for the informers, which stop when ctx is cancelled.
+	defer func() { cancel(); factory.Shutdown() }()
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("informer did not sync")
 	}
@@ -233,7 +234,8 @@ func TestMetadataInformerGenericLister(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	// Shutdown waits for the informers, which stop when ctx is cancelled.
+	defer func() { cancel(); factory.Shutdown() }()
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("informer did not sync")
 	}
