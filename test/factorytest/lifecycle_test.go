@@ -168,7 +168,7 @@ func TestCRDCycleNoGoroutineGrowth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: 20 CRD cycles")
 	}
-	ctx := ctxT(t, 8*time.Minute)
+	ctx := ctxT(t, 20*time.Minute)
 	gvr, name := installCRD(t, ctx)
 	f := newFactory(t, cp.Config())
 	defer f.Shutdown()
