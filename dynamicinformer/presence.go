@@ -336,22 +336,19 @@ func (p *presence) unregister(si *sharedInformer) {
 }
 
 func (p *presence) reevaluateAll(reason string) {
-	p.mu.Lock()
-	gvrs := map[schema.GroupVersionResource]bool{}
-	for si := range p.informers {
-		gvrs[si.gvr] = true
-	}
-	p.mu.Unlock()
-	for gvr := range gvrs {
-		p.reevaluate(gvr, reason)
-	}
+	p.reevaluateWhere(func(schema.GroupVersionResource) bool { return true }, reason)
 }
 
 func (p *presence) reevaluateGR(gr schema.GroupResource, reason string) {
+	p.reevaluateWhere(func(gvr schema.GroupVersionResource) bool { return gvr.GroupResource() == gr }, reason)
+}
+
+// reevaluateWhere re-evaluates every watched GVR that match selects.
+func (p *presence) reevaluateWhere(match func(schema.GroupVersionResource) bool, reason string) {
 	p.mu.Lock()
 	gvrs := map[schema.GroupVersionResource]bool{}
 	for si := range p.informers {
-		if si.gvr.GroupResource() == gr {
+		if match(si.gvr) {
 			gvrs[si.gvr] = true
 		}
 	}
