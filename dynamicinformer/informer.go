@@ -327,7 +327,9 @@ func (si *sharedInformer) waiting(reason string) {
 	if si.state == Removed {
 		return
 	}
-	si.setStateLocked(Pending, nil, "waiting for the resource to be served: "+reason)
+	// Err says why, typed, so callers need not parse Reason.
+	si.setStateLocked(Pending, &InformerError{GVR: si.gvr, Kind: ErrNotServed, Err: errors.New(reason)},
+		"waiting for the resource to be served: "+reason)
 }
 
 // watchErrorHandler replaces client-go's default (which logs every

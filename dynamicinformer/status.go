@@ -11,8 +11,9 @@ import (
 type State string
 
 const (
-	// Pending: not started yet, or waiting for its resource to be served
-	// (a CRD not installed yet). Handlers have seen nothing.
+	// Pending: not started yet (Err nil), or waiting for its resource to be
+	// served, e.g. a CRD not installed yet (Err wraps ErrNotServed).
+	// Handlers have seen nothing.
 	Pending State = "Pending"
 	// Syncing: listing; the cache is not complete yet.
 	Syncing State = "Syncing"
