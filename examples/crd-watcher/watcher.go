@@ -282,7 +282,10 @@ func (w *watcher) waitState(ctx context.Context, gvr schema.GroupVersionResource
 
 func (w *watcher) start(ctx context.Context) {
 	w.started = time.Now()
-	w.factory.Start(ctx)
+	// Informers run until shutdown(), not until ctx ends: the end of
+	// --duration or a signal cancels ctx, and shutdown() must still see the
+	// informers' last real states (not Stopped) for the final status.
+	w.factory.Start(context.WithoutCancel(ctx))
 }
 
 // settled: the informer is not going to change by itself soon — it has
