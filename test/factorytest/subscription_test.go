@@ -1,15 +1,19 @@
 package factorytest
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
@@ -88,7 +92,21 @@ func TestSubscriptionFollowsCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	dooh := controlplane.GVR(second)
-	eventually(t, ctx, "new CRD joins the subscription", func() bool { return slices.Contains(sub.Resources(), dooh) })
+	joined := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		return slices.Contains(sub.Resources(), dooh), nil
+	})
+	if joined != nil {
+		// Diagnostics for the flake: what discovery says, and where the
+		// subscription's goroutine is.
+		matched, err := f.Resolver().Match(ctx, discoveryresolver.Filter{Groups: []string{group}})
+		t.Logf("resolver matches %v (err %v); subscription has %v", matched, err, sub.Resources())
+		for _, g := range strings.Split(string(stacks()), "\n\n") {
+			if strings.Contains(g, "informerkit/dynamicinformer") || strings.Contains(g, "discoveryresolver") {
+				t.Log(g)
+			}
+		}
+		t.Fatal("timed out waiting for the new CRD to join the subscription")
+	}
 	createGadgets(dooh, "Doohickey", 2)
 	eventually(t, ctx, "objects of the new CRD, with their GVR", func() bool { return log.count(dynamicinformer.Added, dooh) == 2 })
 
@@ -109,3 +127,8 @@ func TestSubscriptionFollowsCRDs(t *testing.T) {
 }
 
 var metaCreate = metav1.CreateOptions{}
+
+func stacks() []byte {
+	buf := make([]byte, 16<<20)
+	return buf[:runtime.Stack(buf, true)]
+}
