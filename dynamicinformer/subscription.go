@@ -92,6 +92,9 @@ func (f *factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter
 		f.mu.Unlock()
 		return nil, ErrShutdown
 	}
+	// Counted under f.mu so Shutdown's Wait cannot race this Add; released
+	// by the goroutine below, or at once if the first reconcile fails.
+	f.wg.Add(1)
 	f.mu.Unlock()
 	filter.Verbs = append(slices.Clone(filter.Verbs), "list", "watch")
 	s := &Subscription{
@@ -104,11 +107,12 @@ func (f *factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter
 	s.cancel = cancel
 	if err := s.reconcile(sctx); err != nil {
 		cancel()
+		s.releaseAll()
+		f.wg.Done()
 		return nil, err
 	}
 	removeDisc := f.cfg.resolver.OnChange(func(discoveryresolver.Change) { s.poke() })
 	removeCRD := f.presence.onCRDChange(s.poke)
-	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
 		defer close(s.done)
