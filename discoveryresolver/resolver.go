@@ -123,19 +123,20 @@ func (r *Resolver) ResolveGVK(ctx context.Context, gvk schema.GroupVersionKind) 
 	return r.lookupOrRefresh(ctx, gvk.String, func(s *snapshot) result { return s.resolveGVK(gvk) })
 }
 
-// Lookup returns the cached resource served at gvr (Version required),
-// without any network I/O and without refreshing, even after Invalidate.
-// It reports false if the current snapshot does not serve gvr.
+// Lookup returns the cached resource served at gvr, without any network
+// I/O and without refreshing, even after Invalidate. An empty Version means
+// the preferred version of gvr's group-resource, as for ResolveGVR. It
+// reports false if the current snapshot does not serve gvr.
 func (r *Resolver) Lookup(gvr schema.GroupVersionResource) (Resource, bool) {
 	s := r.snap.Load()
 	if s == nil {
 		return Resource{}, false
 	}
-	i, ok := s.byGVR[gvr]
-	if !ok {
+	res := s.resolveGVR(gvr)
+	if !res.found() {
 		return Resource{}, false
 	}
-	return s.entries[i].res.clone(), true
+	return s.entries[res.idx].res.clone(), true
 }
 
 // Resources returns the preferred version of every served resource

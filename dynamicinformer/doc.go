@@ -22,11 +22,15 @@
 // the informer is Pending and sends nothing; once it is served the informer
 // lists and syncs. When it stops being served (CRD deleted, version no
 // longer served) the informer's handlers receive a delete for each cached
-// object (as client-go's DeletedFinalStateUnknown when the final state was
-// not observed), the cache empties, the state is Removed and no request is
-// sent until the resource is served again; then the same informer, with the
-// same handlers, relists. This is the fix for client-go informers that
-// relist a deleted CRD against 404 forever (kubernetes#79610).
+// object (carrying its last cached state), the cache empties, the state is
+// Removed and no request is sent until the resource is served again; then
+// the same informer, with the same handlers, relists and delivers an add per
+// object. Both transitions happen inside watch streams, so client-go's
+// relist backoff never delays them. This is the fix for client-go informers
+// that relist a deleted CRD against 404 forever (kubernetes#79610). An
+// informer obtained by ForName without a version follows its resource to
+// the preferred served version instead of going Removed when its version
+// stops being served.
 //
 // # Status
 //

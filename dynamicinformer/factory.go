@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,8 +30,14 @@ type SharedInformerFactory interface {
 	// never runs and whose Status says Stopped with ErrShutdown.
 	ForResource(gvr schema.GroupVersionResource, opts ...ResourceOption) GenericInformer
 	// ForName resolves a kubectl-style name ("ct", "deployments.apps",
-	// "Deployment.v1.apps") through discovery and returns ForResource for
-	// it. Unknown, ambiguous, non-watchable names and subresources are
+	// "Deployment.v1.apps") through discovery and returns an informer for
+	// it, as ForResource does. If the name gives no version, the informer
+	// follows the resource: when its version stops being served (a CRD
+	// version unserved, an API version removed) it moves to the preferred
+	// served version of the same group-resource instead of going Removed;
+	// handlers then receive an update per object (with the new apiVersion),
+	// and GVR and Status report the new version. Such informers are shared
+	// only with other ForName informers without a version. Unknown, ambiguous, non-watchable names and subresources are
 	// discoveryresolver errors (errors.Is ErrNotFound, ErrNotWatchable,
 	// ErrSubresource; errors.As *AmbiguousError); a namespace option on a
 	// cluster-scoped resource is ErrNamespaceOnClusterScoped; a selector
@@ -125,12 +132,18 @@ func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option)
 func (f *factory) Resolver() *discoveryresolver.Resolver { return f.cfg.resolver }
 
 func (f *factory) ForResource(gvr schema.GroupVersionResource, opts ...ResourceOption) GenericInformer {
-	h, _ := f.forResource(gvr, f.cfg.merge(opts))
+	h, _ := f.forResource(gvr, f.cfg.merge(opts), false)
 	return h
 }
 
-func (f *factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfig) (*InformerHandle, error) {
+// forResource returns a handle on the informer for gvr and cfg, creating
+// it if needed. A following informer (see ForName) is shared only with
+// other following informers of the same group-resource.
+func (f *factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfig, follow bool) (*InformerHandle, error) {
 	key := gvr.String() + "#" + cfg.sharingIdentity()
+	if follow {
+		key = "follow:" + gvr.GroupResource().String() + "#" + cfg.sharingIdentity()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {
@@ -161,6 +174,7 @@ func (f *factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 	if err != nil {
 		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: err, Err: err}), err
 	}
+	si.follow = follow
 	si.gate.set(f.presence.register(si), "not served")
 	si.refs = 1
 	f.informers[key] = si
@@ -202,11 +216,24 @@ func (f *factory) ForName(ctx context.Context, ref string, opts ...ResourceOptio
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	h, err := f.forResource(res.GVR, cfg)
+	h, err := f.forResource(res.GVR, cfg, !versionPinned(ref, res.GVR))
 	if err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// versionPinned reports whether ref names gvr's version explicitly, as in
+// "deployments.v1.apps", "Deployment.v1.apps" or "pods.v1".
+func versionPinned(ref string, gvr schema.GroupVersionResource) bool {
+	parts := strings.SplitN(ref, ".", 3)
+	if len(parts) < 2 || parts[1] != gvr.Version {
+		return false
+	}
+	if len(parts) == 2 {
+		return gvr.Group == ""
+	}
+	return strings.EqualFold(parts[2], gvr.Group)
 }
 
 func (f *factory) Start(ctx context.Context) {
@@ -254,10 +281,11 @@ func (f *factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionR
 	res := map[schema.GroupVersionResource]bool{}
 	for _, si := range sis {
 		synced := toolscache.WaitForCacheSync(ctx.Done(), si.informer.HasSynced)
-		if prev, ok := res[si.gvr]; ok {
+		gvr := si.currentGVR()
+		if prev, ok := res[gvr]; ok {
 			synced = synced && prev
 		}
-		res[si.gvr] = synced
+		res[gvr] = synced
 	}
 	return res
 }

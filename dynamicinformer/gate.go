@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -23,12 +24,16 @@ var errNotServedFallback = errors.New("informerkit: resource not served; falling
 
 // gate tracks whether the resource behind one informer is served, as far as
 // the factory knows. While it is closed the gated ListerWatcher keeps the
-// informer quiet: before the first successful list, List blocks (Pending);
-// after it, List returns an empty list once, so the reflector's Replace
-// deletes every cached object (Removed), and Watch blocks until the gate
-// opens and then ends with "expired", so the reflector relists from the
-// server. One mechanism covers "not installed yet", "deleted" and
-// "installed again", keeping the same client-go informer and its handlers.
+// informer quiet. Before the first successful list, List blocks (Pending).
+// After it, the next watch delivers a delete per cached object and ends
+// (Removed); watches then block until the gate opens, and the first one
+// after that lists the resource, delivers an add per object and goes on
+// with the server's events (Syncing, Synced). A relist the reflector starts
+// on its own while the gate is closed gets an empty list once (its Replace
+// empties the cache) and then blocks. One mechanism covers "not installed
+// yet", "deleted" and "installed again", keeping the same client-go
+// informer and its handlers, and never sending the reflector back to its
+// relist backoff for a transition.
 type gate struct {
 	mu      sync.Mutex    // guards open, reason, changed
 	open    bool          // the resource is believed to be served
@@ -83,8 +88,6 @@ type gateHooks interface {
 	listStarted()
 	// listSucceeded: a real list returned; rv is its resourceVersion.
 	listSucceeded(rv string)
-	// listFailed: a list or watch failed (not 404).
-	requestFailed(err error)
 	// notFound: the server answered 404 for the collection: not served.
 	notFound(err error)
 	// emptied: the gate answered a synthetic empty list (Removed).
@@ -100,13 +103,21 @@ type gatedListerWatcher struct {
 	gate      *gate
 	hooks     gateHooks
 	emptyList func(rv string) runtime.Object
+	// cached lists the informer's cache; asWatched turns a cached object
+	// into one of the type the reflector expects (nil: skip it); bookmark
+	// builds a bookmark object at rv. They let the gate empty and refill
+	// the cache inside one watch stream (see WatchWithContext).
+	cached    func() []interface{}
+	asWatched func(obj interface{}) runtime.Object
+	bookmark  func(rv string) runtime.Object
 	// noWatchList is true when the client cannot stream lists (client-go's
 	// fake clients); the reflector then uses list+watch.
 	noWatchList bool
 
-	mu            sync.Mutex // guards listedOnce, lastSynthetic, activeWatch
+	mu            sync.Mutex // guards listedOnce, lastSynthetic, forceRelist, activeWatch
 	listedOnce    bool       // a real list has succeeded since the informer started
 	lastSynthetic bool       // the last list answered was the synthetic empty one
+	forceRelist   bool       // the next watch must give way to a fresh list (relist)
 	activeWatch   watch.Interface
 }
 
@@ -138,11 +149,13 @@ func (lw *gatedListerWatcher) ListWithContext(ctx context.Context, opts metav1.L
 			continue
 		}
 		lw.mu.Lock()
-		if lw.lastSynthetic {
+		if lw.lastSynthetic || lw.forceRelist {
 			// The reflector would ask for "not older than" our synthetic
-			// version; ask the server for a fresh consistent list instead.
+			// version (or the old version's); ask the server for a fresh
+			// consistent list instead.
 			opts.ResourceVersion = ""
 			opts.ResourceVersionMatch = ""
+			lw.forceRelist = false
 		}
 		lw.mu.Unlock()
 		lw.hooks.listStarted()
@@ -152,8 +165,7 @@ func (lw *gatedListerWatcher) ListWithContext(ctx context.Context, opts metav1.L
 				lw.hooks.notFound(err) // closes the gate
 				continue
 			}
-			lw.hooks.requestFailed(err)
-			return nil, err
+			return nil, err // the watch error handler records it
 		}
 		rv := ""
 		if m, merr := metaListRV(obj); merr == nil {
@@ -168,22 +180,37 @@ func (lw *gatedListerWatcher) ListWithContext(ctx context.Context, opts metav1.L
 	}
 }
 
+// WatchWithContext watches through the gate. Transitions of the resource
+// happen inside watch streams, so the reflector never returns to its
+// relist loop for them (each return there costs its backoff, 800ms growing
+// to 30s): when the resource stops being served, the stream delivers a
+// delete per cached object and ends; the next watch waits for the resource
+// to be served again, lists it and delivers an add per object before the
+// server's events.
 func (lw *gatedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	watchList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	open, _, _ := lw.gate.state()
+	open, reason, _ := lw.gate.state()
 	lw.mu.Lock()
-	synthetic, listed := lw.lastSynthetic, lw.listedOnce
+	synthetic, listed, relist := lw.lastSynthetic, lw.listedOnce, lw.forceRelist
+	if watchList && open && relist {
+		relist = false // a watch-list stream is a fresh list
+		lw.forceRelist = false
+	}
 	lw.mu.Unlock()
 	switch {
+	case open && relist:
+		return nil, apierrors.NewResourceExpired("informerkit: relisting at a new version")
 	case watchList && (!open || synthetic):
 		return nil, errNotServedFallback
 	case !open && !synthetic && listed:
-		// The cache holds objects of a resource no longer served: relist,
-		// which answers the empty list.
-		return nil, apierrors.NewResourceExpired("informerkit: resource no longer served")
+		// The cache holds objects of a resource no longer served.
+		return lw.removalWatch(reason), nil
 	case !open || synthetic:
 		if err := lw.gate.waitOpen(ctx); err != nil {
 			return nil, err
+		}
+		if synthetic {
+			return lw.relistWatch(ctx, opts)
 		}
 		return nil, apierrors.NewResourceExpired("informerkit: resource served again")
 	}
@@ -193,11 +220,13 @@ func (lw *gatedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 	w, err := lw.inner.WatchWithContext(ctx, opts)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			lw.hooks.notFound(err)
-		} else {
-			lw.hooks.requestFailed(err)
+			lw.hooks.notFound(err) // closes the gate
+			if !watchList && listed {
+				_, reason, _ := lw.gate.state()
+				return lw.removalWatch(reason), nil
+			}
 		}
-		return nil, err
+		return nil, err // the watch error handler records other errors
 	}
 	if watchList {
 		// A watch-list stream counts as a successful list once it is open;
@@ -208,32 +237,122 @@ func (lw *gatedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 		lw.mu.Unlock()
 		lw.hooks.listSucceeded("")
 	}
-	gw := newGateWatch(w)
+	return lw.track(newGateWatch(nil, w, nil)), nil
+}
+
+// removalWatch empties the cache of a resource no longer served: a delete
+// per cached object, then a bookmark at the synthetic resourceVersion, then
+// the end of the stream (the reflector watches again at once: the stream
+// had events).
+func (lw *gatedListerWatcher) removalWatch(reason string) watch.Interface {
 	lw.mu.Lock()
-	lw.activeWatch = gw
+	lw.lastSynthetic, lw.listedOnce = true, false
 	lw.mu.Unlock()
-	return gw, nil
+	lw.hooks.emptied(reason)
+	var events []watch.Event
+	for _, obj := range lw.cached() {
+		if o := lw.asWatched(obj); o != nil {
+			events = append(events, watch.Event{Type: watch.Deleted, Object: o})
+		}
+	}
+	events = append(events, watch.Event{Type: watch.Bookmark, Object: lw.bookmark(syntheticRV)})
+	return newGateWatch(events, nil, nil)
 }
 
-// gateWatch forwards a server watch. When the gate closes it ends the
-// stream cleanly (a closed channel, not an error), so the reflector comes
-// back to the gate without logging a failure.
+// relistWatch refills an emptied cache once the resource is served again:
+// it lists the resource, delivers an add per object and a bookmark at the
+// list's resourceVersion, then forwards a server watch from there. If the
+// stream is stopped before the bookmark went out, the next watch relists
+// (resuming from an item's resourceVersion could miss older items).
+func (lw *gatedListerWatcher) relistWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	lw.hooks.listStarted()
+	list, err := lw.inner.ListWithContext(ctx, metav1.ListOptions{})
+	if err == nil {
+		var rv string
+		var items []runtime.Object
+		if rv, err = metaListRV(list); err == nil {
+			items, err = meta.ExtractList(list)
+		}
+		if err == nil {
+			wopts := opts
+			wopts.ResourceVersion, wopts.ResourceVersionMatch, wopts.SendInitialEvents = rv, "", nil
+			var w watch.Interface
+			if w, err = lw.inner.WatchWithContext(ctx, wopts); err == nil {
+				lw.mu.Lock()
+				lw.listedOnce, lw.lastSynthetic = true, false
+				lw.mu.Unlock()
+				lw.hooks.listSucceeded(rv)
+				events := make([]watch.Event, 0, len(items)+1)
+				for _, it := range items {
+					events = append(events, watch.Event{Type: watch.Added, Object: it})
+				}
+				events = append(events, watch.Event{Type: watch.Bookmark, Object: lw.bookmark(rv)})
+				return lw.track(newGateWatch(events, w, func() {
+					lw.mu.Lock()
+					lw.forceRelist = true
+					lw.mu.Unlock()
+				})), nil
+			}
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		lw.hooks.notFound(err)
+	}
+	return nil, err
+}
+
+// track records w as the watch to stop when the gate closes; if it closed
+// meanwhile, w is stopped at once.
+func (lw *gatedListerWatcher) track(w *gateWatch) watch.Interface {
+	lw.mu.Lock()
+	lw.activeWatch = w
+	lw.mu.Unlock()
+	if open, _, _ := lw.gate.state(); !open {
+		lw.stopWatch()
+	}
+	return w
+}
+
+// gateWatch delivers prefix events, then forwards a server watch (if any).
+// When the gate closes it ends the stream cleanly (a closed channel, not
+// an error), so the reflector comes back to the gate without logging a
+// failure. interrupted, if set, is called when the stream is stopped
+// before all of prefix went out.
 type gateWatch struct {
-	inner  watch.Interface
-	result chan watch.Event
-	stop   chan struct{}
-	once   sync.Once
+	prefix      []watch.Event
+	inner       watch.Interface
+	interrupted func()
+	result      chan watch.Event
+	stop        chan struct{}
+	once        sync.Once
 }
 
-func newGateWatch(inner watch.Interface) *gateWatch {
-	w := &gateWatch{inner: inner, result: make(chan watch.Event), stop: make(chan struct{})}
+func newGateWatch(prefix []watch.Event, inner watch.Interface, interrupted func()) *gateWatch {
+	w := &gateWatch{prefix: prefix, inner: inner, interrupted: interrupted, result: make(chan watch.Event), stop: make(chan struct{})}
 	go w.forward()
 	return w
 }
 
 func (w *gateWatch) forward() {
 	defer close(w.result)
-	defer w.inner.Stop()
+	if w.inner != nil {
+		defer w.inner.Stop()
+	}
+	for i, ev := range w.prefix {
+		select {
+		case w.result <- ev:
+			w.prefix[i] = watch.Event{} // let the object go
+		case <-w.stop:
+			if w.interrupted != nil {
+				w.interrupted()
+			}
+			return
+		}
+	}
+	w.prefix = nil
+	if w.inner == nil {
+		return
+	}
 	in := w.inner.ResultChan()
 	for {
 		select {
@@ -255,6 +374,15 @@ func (w *gateWatch) forward() {
 func (w *gateWatch) ResultChan() <-chan watch.Event { return w.result }
 
 func (w *gateWatch) Stop() { w.once.Do(func() { close(w.stop) }) }
+
+// relist makes the reflector drop its watch and list again (the informer
+// now follows another version).
+func (lw *gatedListerWatcher) relist() {
+	lw.mu.Lock()
+	lw.forceRelist = true
+	lw.mu.Unlock()
+	lw.stopWatch()
+}
 
 // stopWatch ends the current watch (if any) so the reflector comes back to
 // the gate; called when the gate closes.

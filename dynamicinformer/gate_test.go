@@ -3,11 +3,13 @@ package dynamicinformer
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -64,7 +66,6 @@ func (h *hookLog) last() string {
 }
 func (h *hookLog) listStarted()         { h.add("listStarted") }
 func (h *hookLog) listSucceeded(string) { h.add("listSucceeded") }
-func (h *hookLog) requestFailed(error)  { h.add("requestFailed") }
 func (h *hookLog) notFound(error)       { h.add("notFound") }
 func (h *hookLog) emptied(string)       { h.add("emptied") }
 func (h *hookLog) waiting(string)       { h.add("waiting") }
@@ -73,9 +74,15 @@ func newTestGate(open bool) (*gatedListerWatcher, *stubLW, *hookLog) {
 	inner := &stubLW{}
 	hooks := &hookLog{}
 	g := newGate(open)
-	empty := unstructuredList(schema.GroupVersionResource{Version: "v1", Resource: "widgets"})
+	empty := unstructuredList(func() schema.GroupVersionResource {
+		return schema.GroupVersionResource{Version: "v1", Resource: "widgets"}
+	})
 	return &gatedListerWatcher{inner: inner, gate: g, hooks: hooks,
-		emptyList: func(rv string) kruntime.Object { o, _ := empty(rv, nil); return o }}, inner, hooks
+		emptyList: func(rv string) kruntime.Object { o, _ := empty(rv, nil); return o },
+		cached:    func() []interface{} { return []interface{}{widget("a", "w1", nil)} },
+		asWatched: asWatched(false),
+		bookmark:  bookmarkObject(false),
+	}, inner, hooks
 }
 
 func TestGatePendingListBlocksUntilOpen(t *testing.T) {
@@ -109,7 +116,35 @@ func TestGatePendingListHonoursContext(t *testing.T) {
 	}
 }
 
-func TestGateRemovalAndReturn(t *testing.T) {
+// drain reads a watch's events until it closes or n events came.
+func drain(t *testing.T, w watch.Interface, n int) []watch.Event {
+	t.Helper()
+	var out []watch.Event
+	timeout := time.After(5 * time.Second)
+	for n < 0 || len(out) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return out
+			}
+			out = append(out, ev)
+		case <-timeout:
+			t.Fatalf("watch: got %d events before the timeout", len(out))
+		}
+	}
+	return out
+}
+
+func eventSummary(evs []watch.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		m, _ := meta.Accessor(ev.Object)
+		out = append(out, string(ev.Type)+":"+m.GetName()+"@"+m.GetResourceVersion())
+	}
+	return out
+}
+
+func TestGateRemovalAndReturnInStream(t *testing.T) {
 	lw, inner, hooks := newTestGate(true)
 	ctx := context.Background()
 	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
@@ -118,11 +153,94 @@ func TestGateRemovalAndReturn(t *testing.T) {
 	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"}); err != nil {
 		t.Fatal(err)
 	}
-	// The resource goes away.
+	lists, watches := inner.lists, inner.watches
+	// The resource goes away: the next watch delivers a delete per cached
+	// object and a bookmark at the synthetic version, then ends.
 	lw.gate.set(false, "CRD deleted")
-	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"}); !apierrors.IsResourceExpired(err) {
-		t.Fatalf("watch after removal: %v, want expired (forces the relist that empties the cache)", err)
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
+	if err != nil {
+		t.Fatal(err)
 	}
+	got := eventSummary(drain(t, w, -1))
+	if want := []string{"DELETED:w1@", "BOOKMARK:@" + syntheticRV}; !slices.Equal(got, want) {
+		t.Fatalf("removal stream %v, want %v", got, want)
+	}
+	if hooks.last() != "emptied" {
+		t.Fatalf("hooks %v", hooks.events)
+	}
+	// Watch-list requests fall back to list; plain watches wait quietly.
+	yes := true
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: &yes}); !errors.Is(err, errNotServedFallback) {
+		t.Fatalf("watch-list while removed: %v", err)
+	}
+	type result struct {
+		w   watch.Interface
+		err error
+	}
+	watchDone := make(chan result)
+	go func() {
+		w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: syntheticRV})
+		watchDone <- result{w, err}
+	}()
+	select {
+	case r := <-watchDone:
+		t.Fatalf("watch returned while removed: %v", r.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if inner.lists != lists || inner.watches != watches {
+		t.Fatalf("requests reached the server while removed: lists %d->%d, watches %d->%d", lists, inner.lists, watches, inner.watches)
+	}
+	// Served again: the waiting watch lists (without the synthetic
+	// resourceVersion), delivers an add per object and a bookmark at the
+	// list's version, then forwards the server's watch.
+	lw.gate.set(true, "")
+	r := <-watchDone
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	got = eventSummary(drain(t, r.w, 2))
+	if want := []string{"ADDED:w1@", "BOOKMARK:@10"}; !slices.Equal(got, want) {
+		t.Fatalf("return stream %v, want %v", got, want)
+	}
+	if inner.lastRV != "" || inner.lists != lists+1 || inner.watches != watches+1 {
+		t.Fatalf("relist: rv %q sent, lists %d->%d, watches %d->%d", inner.lastRV, lists, inner.lists, watches, inner.watches)
+	}
+	if !slices.Contains(hooks.events, "listSucceeded") || hooks.last() != "listSucceeded" {
+		t.Fatalf("hooks %v", hooks.events)
+	}
+	r.w.Stop()
+}
+
+func TestGateInterruptedRefillRelists(t *testing.T) {
+	lw, _, _ := newTestGate(true)
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lw.gate.set(false, "gone")
+	w, _ := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
+	drain(t, w, -1)
+	lw.gate.set(true, "")
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: syntheticRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop() // before the adds and the bookmark went out
+	drain(t, w, -1)
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch after an interrupted refill: %v, want expired (relist)", err)
+	}
+}
+
+func TestGateRelistWhileClosedAfterRemovalWaits(t *testing.T) {
+	lw, inner, hooks := newTestGate(true)
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A relist (say after a watch error) while the gate is closed answers
+	// the synthetic empty list once, then waits.
+	lw.gate.set(false, "gone")
 	o, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
 	if err != nil {
 		t.Fatal(err)
@@ -130,34 +248,10 @@ func TestGateRemovalAndReturn(t *testing.T) {
 	if l := o.(*unstructured.UnstructuredList); len(l.Items) != 0 || l.GetResourceVersion() != syntheticRV {
 		t.Fatalf("removed resource listed %d items at %q", len(l.Items), l.GetResourceVersion())
 	}
-	if hooks.last() != "emptied" {
-		t.Fatalf("hooks %v", hooks.events)
+	if hooks.last() != "emptied" || inner.lists != 1 {
+		t.Fatalf("hooks %v, lists %d", hooks.events, inner.lists)
 	}
-	lists := inner.lists
-	// Watch-list requests fall back to list; plain watches wait quietly.
-	yes := true
-	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: &yes}); !errors.Is(err, errNotServedFallback) {
-		t.Fatalf("watch-list while removed: %v", err)
-	}
-	watchDone := make(chan error)
-	go func() {
-		_, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: syntheticRV})
-		watchDone <- err
-	}()
-	select {
-	case err := <-watchDone:
-		t.Fatalf("watch returned while removed: %v", err)
-	case <-time.After(100 * time.Millisecond):
-	}
-	if inner.lists != lists || inner.watches != 1 {
-		t.Fatalf("requests reached the server while removed: lists %d->%d, watches %d", lists, inner.lists, inner.watches)
-	}
-	// Served again: the waiting watch ends "expired", the relist goes to the
-	// server without the synthetic resourceVersion.
 	lw.gate.set(true, "")
-	if err := <-watchDone; !apierrors.IsResourceExpired(err) {
-		t.Fatalf("watch after return: %v", err)
-	}
 	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: syntheticRV}); err != nil {
 		t.Fatal(err)
 	}

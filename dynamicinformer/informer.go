@@ -3,12 +3,14 @@ package dynamicinformer
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,7 +52,7 @@ func (h *InformerHandle) Informer() toolscache.SharedIndexInformer { return h.si
 
 // Lister implements GenericInformer.
 func (h *InformerHandle) Lister() toolscache.GenericLister {
-	return genericlister.NewGeneric(h.si.informer.GetIndexer(), h.si.gvr.GroupResource())
+	return genericlister.NewGeneric(h.si.informer.GetIndexer(), h.si.currentGVR().GroupResource())
 }
 
 // UnstructuredLister returns informerkit's lister over the cache (label
@@ -59,11 +61,13 @@ func (h *InformerHandle) UnstructuredLister() *genericlister.Lister {
 	if h.si.cfg.metadataOnly {
 		return nil
 	}
-	return genericlister.New(h.si.informer.GetIndexer(), h.si.gvr.GroupResource())
+	return genericlister.New(h.si.informer.GetIndexer(), h.si.currentGVR().GroupResource())
 }
 
-// GVR is the resource the informer watches.
-func (h *InformerHandle) GVR() schema.GroupVersionResource { return h.si.gvr }
+// GVR is the resource the informer watches. For an informer obtained by
+// ForName without a version, the version changes when the informer
+// follows a new preferred version (see ForName).
+func (h *InformerHandle) GVR() schema.GroupVersionResource { return h.si.currentGVR() }
 
 // Status is a snapshot of the informer's state.
 func (h *InformerHandle) Status() Status { return h.si.status() }
@@ -82,9 +86,12 @@ func (h *InformerHandle) Release() {
 // sharedInformer is one client-go informer and everything the factory
 // keeps about it.
 type sharedInformer struct {
-	factory  *factory
-	key      string
-	gvr      schema.GroupVersionResource
+	factory *factory
+	key     string
+	gvr     atomic.Pointer[schema.GroupVersionResource] // the resource watched now; see currentGVR
+	// follow: obtained by name without a version; when its version stops
+	// being served the informer moves to the preferred one (presence).
+	follow   bool
 	cfg      resourceConfig
 	informer toolscache.SharedIndexInformer
 	lw       *gatedListerWatcher
@@ -102,19 +109,23 @@ type sharedInformer struct {
 	reason      string
 	since       time.Time
 	everSynced  bool
-	awaitRelist bool          // a removal happened; Synced again after a real relist
+	awaitRelist bool // a removal or version switch happened; Synced again after a real relist
+	relisted    bool // that relist returned, at relistRV
+	relistRV    string
+	removal     string        // why the resource was removed, until the cache is empty and Removed published
 	lastErrKind error         // to log an error class once, not on every retry
 	wake        chan struct{} // nudges the sync monitor
 }
 
 func newSharedInformer(f *factory, key string, gvr schema.GroupVersionResource, cfg resourceConfig, open bool) (*sharedInformer, error) {
 	si := &sharedInformer{
-		factory: f, key: key, gvr: gvr, cfg: cfg,
+		factory: f, key: key, cfg: cfg,
 		gate:   newGate(open),
 		logger: f.cfg.logger.WithValues("gvr", gvr.String()),
 		state:  Pending, reason: "not started", since: time.Now(),
 		done: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
+	si.gvr.Store(&gvr)
 	var funcs listWatchFuncs
 	var client any
 	var example runtime.Object
@@ -123,15 +134,15 @@ func newSharedInformer(f *factory, key string, gvr schema.GroupVersionResource, 
 		if f.cfg.metadataClient == nil {
 			return nil, ErrMetadataClientMissing
 		}
-		funcs = metadataFuncs(f.cfg.metadataClient, gvr)
+		funcs = metadataFuncs(f.cfg.metadataClient, si.currentGVR)
 		client = f.cfg.metadataClient
 		example = &metav1.PartialObjectMetadata{}
 		empty = metadataList
 	} else {
-		funcs = dynamicFuncs(f.client, gvr)
+		funcs = dynamicFuncs(f.client, si.currentGVR)
 		client = f.client
 		example = &unstructured.Unstructured{}
-		empty = unstructuredList(gvr)
+		empty = unstructuredList(si.currentGVR)
 	}
 	var inner toolscache.ListerWatcherWithContext
 	if len(cfg.namespaces) > 1 {
@@ -147,6 +158,9 @@ func newSharedInformer(f *factory, key string, gvr schema.GroupVersionResource, 
 		inner: inner, gate: si.gate, hooks: si,
 		noWatchList: len(cfg.namespaces) > 1 || watchlist.DoesClientNotSupportWatchListSemantics(client),
 		emptyList:   func(rv string) runtime.Object { o, _ := empty(rv, nil); return o },
+		cached:      func() []interface{} { return si.informer.GetStore().List() },
+		asWatched:   asWatched(cfg.metadataOnly),
+		bookmark:    bookmarkObject(cfg.metadataOnly),
 	}
 	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
 	if cfg.labelIndex == nil || *cfg.labelIndex {
@@ -177,6 +191,87 @@ func newSharedInformer(f *factory, key string, gvr schema.GroupVersionResource, 
 	return si, nil
 }
 
+// asWatched returns a function that turns a cached object into a copy of
+// the type the informer's reflector expects, for the deletes the gate
+// delivers when a resource stops being served: cached objects are shared
+// and transforms may mutate what they receive. A cached object of another
+// type (a transform changed it) is decoded if it can be (cache.Compact),
+// else reduced to its metadata. nil means the object cannot be described.
+func asWatched(metadataOnly bool) func(obj interface{}) runtime.Object {
+	return func(obj interface{}) runtime.Object {
+		switch o := obj.(type) {
+		case *metav1.PartialObjectMetadata:
+			if metadataOnly {
+				return o.DeepCopy()
+			}
+		case *unstructured.Unstructured:
+			if !metadataOnly {
+				return o.DeepCopy()
+			}
+		case interface {
+			Decode() (*unstructured.Unstructured, error)
+		}:
+			if u, err := o.Decode(); err == nil && !metadataOnly {
+				return u
+			}
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil
+		}
+		om := metav1.ObjectMeta{Namespace: m.GetNamespace(), Name: m.GetName(), UID: m.GetUID(),
+			ResourceVersion: m.GetResourceVersion(), Labels: m.GetLabels(), OwnerReferences: m.GetOwnerReferences()}
+		if metadataOnly {
+			return &metav1.PartialObjectMetadata{ObjectMeta: om}
+		}
+		u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+		u.SetNamespace(om.Namespace)
+		u.SetName(om.Name)
+		u.SetUID(om.UID)
+		u.SetResourceVersion(om.ResourceVersion)
+		u.SetLabels(om.Labels)
+		u.SetOwnerReferences(om.OwnerReferences)
+		return u
+	}
+}
+
+// bookmarkObject builds bookmark event objects of the reflector's type.
+func bookmarkObject(metadataOnly bool) func(rv string) runtime.Object {
+	return func(rv string) runtime.Object {
+		if metadataOnly {
+			return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
+		}
+		u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+		u.SetResourceVersion(rv)
+		return u
+	}
+}
+
+// currentGVR is the resource the informer lists and watches now.
+func (si *sharedInformer) currentGVR() schema.GroupVersionResource { return *si.gvr.Load() }
+
+// switchVersion makes a following informer list and watch version v of its
+// group-resource from now on: the current watch ends and the reflector
+// relists at v, so handlers see an update per object that still exists
+// (with its new apiVersion), a delete per object that does not, and an add
+// per new one. The state is Syncing until that list has been taken in.
+func (si *sharedInformer) switchVersion(v, reason string) {
+	old := si.currentGVR()
+	if old.Version == v {
+		return
+	}
+	gvr := old.GroupResource().WithVersion(v)
+	si.gvr.Store(&gvr)
+	si.logger.Info("following the preferred version", "from", old.Version, "to", v, "reason", reason)
+	si.mu.Lock()
+	si.awaitRelist, si.relisted = true, false
+	if si.state == Synced || si.state == Syncing || si.state == Removed {
+		si.setStateLocked(Syncing, nil, "following version "+v+": "+reason)
+	}
+	si.mu.Unlock()
+	si.lw.relist()
+}
+
 // run runs the informer until ctx ends; the caller waits on si.done.
 func (si *sharedInformer) run(ctx context.Context) {
 	defer close(si.done)
@@ -194,30 +289,36 @@ func (si *sharedInformer) run(ctx context.Context) {
 
 // monitorSync moves the state to Synced once the cache holds a complete
 // list: on the first sync when HasSynced turns true; after a removal when
-// the reflector has adopted a real list (its last-synced resourceVersion is
-// no longer the synthetic one).
+// the reflector has adopted the real list that followed (its last-synced
+// resourceVersion reached that list's).
 func (si *sharedInformer) monitorSync(ctx context.Context) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
 		si.mu.Lock()
 		syncing := si.state == Syncing
+		await, listed, listRV := si.awaitRelist, si.relisted, si.relistRV
+		removal := si.removal
 		si.mu.Unlock()
-		if syncing && si.informer.HasSynced() {
+		if removal != "" && len(si.informer.GetStore().ListKeys()) == 0 {
 			si.mu.Lock()
-			await := si.awaitRelist
-			si.mu.Unlock()
-			if !await || si.informer.LastSyncResourceVersion() != syntheticRV {
-				si.mu.Lock()
-				if si.state == Syncing {
-					si.everSynced = true
-					si.awaitRelist = false
-					si.setStateLocked(Synced, nil, "")
-				}
-				si.mu.Unlock()
+			if si.removal == removal {
+				si.removal = ""
+				si.setStateLocked(Removed, &InformerError{GVR: si.currentGVR(), Kind: ErrNotServed, Err: errors.New(removal)}, removal)
 			}
+			si.mu.Unlock()
+			removal = ""
 		}
-		if syncing {
+		if syncing && si.informer.HasSynced() && (!await || listed && rvReached(si.informer.LastSyncResourceVersion(), listRV)) {
+			si.mu.Lock()
+			if si.state == Syncing {
+				si.everSynced = true
+				si.awaitRelist, si.relisted = false, false
+				si.setStateLocked(Synced, nil, "")
+			}
+			si.mu.Unlock()
+		}
+		if syncing || removal != "" {
 			select {
 			case <-ctx.Done():
 				return
@@ -231,6 +332,21 @@ func (si *sharedInformer) monitorSync(ctx context.Context) {
 		case <-si.wake:
 		}
 	}
+}
+
+// rvReached reports whether the reflector's last-synced resourceVersion
+// has reached want (etcd's are integers; others: any real one other than
+// the synthetic one).
+func rvReached(last, want string) bool {
+	if last == "" || last == syntheticRV {
+		return false
+	}
+	l, err1 := strconv.ParseUint(last, 10, 64)
+	w, err2 := strconv.ParseUint(want, 10, 64)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return l >= w
 }
 
 func (si *sharedInformer) nudge() {
@@ -265,7 +381,7 @@ func (si *sharedInformer) setStateLocked(s State, err error, reason string) {
 
 func (si *sharedInformer) statusLocked() Status {
 	return Status{
-		GVR:           si.gvr,
+		GVR:           si.currentGVR(),
 		Namespaces:    append([]string(nil), si.cfg.namespaces...),
 		LabelSelector: si.cfg.labelSelector,
 		FieldSelector: si.cfg.fieldSelector,
@@ -289,47 +405,54 @@ func (si *sharedInformer) status() Status {
 func (si *sharedInformer) listStarted() {
 	si.mu.Lock()
 	defer si.mu.Unlock()
-	if si.state == Pending || si.state == Removed {
+	if si.state == Pending || si.state == Removed || si.removal != "" {
+		si.removal = "" // served again before the removal was published
 		si.setStateLocked(Syncing, nil, "listing")
 	}
 }
 
-func (si *sharedInformer) listSucceeded(string) {
+func (si *sharedInformer) listSucceeded(rv string) {
 	si.mu.Lock()
 	if si.state != Synced {
 		si.setStateLocked(Syncing, nil, "listed")
+	}
+	if si.awaitRelist {
+		// A removal or a version switch waits for this real list.
+		si.relisted, si.relistRV = true, rv
 	}
 	si.lastErrKind = nil
 	si.mu.Unlock()
 	si.nudge()
 }
 
-func (si *sharedInformer) requestFailed(err error) {
-	// Recorded by the watch error handler, which sees every error the
-	// reflector acts on; nothing to do here.
-}
-
 func (si *sharedInformer) notFound(err error) {
 	si.logger.V(2).Info("resource not found on the server; waiting for it to be served", "err", err.Error())
-	si.factory.presence.observedNotFound(si.gvr)
+	si.factory.presence.observedNotFound(si.currentGVR())
 }
 
+// emptied: the gate answered the synthetic empty list. Removed is
+// published by the sync monitor once the cache is empty, so that a caller
+// told "Removed" finds the cache empty.
 func (si *sharedInformer) emptied(reason string) {
 	si.mu.Lock()
-	defer si.mu.Unlock()
-	si.awaitRelist = true
-	si.setStateLocked(Removed, &InformerError{GVR: si.gvr, Kind: ErrNotServed, Err: errors.New(reason)}, reason)
+	si.awaitRelist, si.relisted = true, false
+	si.removal = reason
+	si.mu.Unlock()
+	si.nudge()
 }
 
 func (si *sharedInformer) waiting(reason string) {
 	si.mu.Lock()
 	defer si.mu.Unlock()
-	if si.state == Removed {
+	if si.state == Removed || si.removal != "" {
 		return
 	}
+	full := "waiting for the resource to be served: " + reason
+	if si.state == Pending && si.reason == full {
+		return // a blocked List started again: nothing new to publish
+	}
 	// Err says why, typed, so callers need not parse Reason.
-	si.setStateLocked(Pending, &InformerError{GVR: si.gvr, Kind: ErrNotServed, Err: errors.New(reason)},
-		"waiting for the resource to be served: "+reason)
+	si.setStateLocked(Pending, &InformerError{GVR: si.currentGVR(), Kind: ErrNotServed, Err: errors.New(reason)}, full)
 }
 
 // watchErrorHandler replaces client-go's default (which logs every
@@ -342,7 +465,7 @@ func (si *sharedInformer) watchErrorHandler(ctx context.Context, r *toolscache.R
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return // a relist follows; not a failure
 	}
-	ie := classify(si.gvr, err)
+	ie := classify(si.currentGVR(), err)
 	kind := ie.(*InformerError).Kind
 	si.mu.Lock()
 	defer si.mu.Unlock()

@@ -2,7 +2,6 @@ package dynamicinformer
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 
@@ -24,24 +23,27 @@ type listWatchFuncs struct {
 	watch func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-func dynamicFuncs(client dynamic.Interface, gvr schema.GroupVersionResource) listWatchFuncs {
+// dynamicFuncs lists and watches the resource gvr returns at each call
+// (it changes when an informer follows a new preferred version).
+func dynamicFuncs(client dynamic.Interface, gvr func() schema.GroupVersionResource) listWatchFuncs {
 	return listWatchFuncs{
 		list: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return client.Resource(gvr).Namespace(ns).List(ctx, o)
+			return client.Resource(gvr()).Namespace(ns).List(ctx, o)
 		},
 		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
-			return client.Resource(gvr).Namespace(ns).Watch(ctx, o)
+			return client.Resource(gvr()).Namespace(ns).Watch(ctx, o)
 		},
 	}
 }
 
-func metadataFuncs(client metadata.Interface, gvr schema.GroupVersionResource) listWatchFuncs {
+// metadataFuncs is dynamicFuncs for the metadata client.
+func metadataFuncs(client metadata.Interface, gvr func() schema.GroupVersionResource) listWatchFuncs {
 	return listWatchFuncs{
 		list: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return client.Resource(gvr).Namespace(ns).List(ctx, o)
+			return client.Resource(gvr()).Namespace(ns).List(ctx, o)
 		},
 		watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
-			return client.Resource(gvr).Namespace(ns).Watch(ctx, o)
+			return client.Resource(gvr()).Namespace(ns).Watch(ctx, o)
 		},
 	}
 }
@@ -206,35 +208,34 @@ func (m *mergedWatch) Stop() {
 	})
 }
 
-func unstructuredList(gvr schema.GroupVersionResource) func(rv string, items []runtime.Object) (runtime.Object, error) {
+// listBuilder returns a function that builds a list of newList's type
+// holding items at resourceVersion rv (meta.SetList checks the item types).
+func listBuilder(newList func() runtime.Object) func(rv string, items []runtime.Object) (runtime.Object, error) {
 	return func(rv string, items []runtime.Object) (runtime.Object, error) {
-		l := &unstructured.UnstructuredList{Object: map[string]interface{}{
-			"apiVersion": gvr.GroupVersion().String(), "kind": "List",
-		}}
-		l.SetResourceVersion(rv)
-		for _, it := range items {
-			u, ok := it.(*unstructured.Unstructured)
-			if !ok {
-				return nil, fmt.Errorf("unexpected item type %T", it)
-			}
-			l.Items = append(l.Items, *u)
+		l := newList()
+		acc, err := meta.ListAccessor(l)
+		if err != nil {
+			return nil, err
+		}
+		acc.SetResourceVersion(rv)
+		if err := meta.SetList(l, items); err != nil {
+			return nil, err
 		}
 		return l, nil
 	}
 }
 
-func metadataList(rv string, items []runtime.Object) (runtime.Object, error) {
-	l := &metav1.PartialObjectMetadataList{}
-	l.ResourceVersion = rv
-	for _, it := range items {
-		m, ok := it.(*metav1.PartialObjectMetadata)
-		if !ok {
-			return nil, fmt.Errorf("unexpected item type %T", it)
-		}
-		l.Items = append(l.Items, *m)
-	}
-	return l, nil
+// unstructuredList builds UnstructuredLists of gvr's group-version.
+func unstructuredList(gvr func() schema.GroupVersionResource) func(rv string, items []runtime.Object) (runtime.Object, error) {
+	return listBuilder(func() runtime.Object {
+		return &unstructured.UnstructuredList{Object: map[string]interface{}{
+			"apiVersion": gvr().GroupVersion().String(), "kind": "List",
+		}}
+	})
 }
+
+// metadataList builds PartialObjectMetadataLists.
+var metadataList = listBuilder(func() runtime.Object { return &metav1.PartialObjectMetadataList{} })
 
 var _ toolscache.ListerWatcherWithContext = (*multiNamespaceListerWatcher)(nil)
 var _ toolscache.ListerWatcherWithContext = (*optionsListerWatcher)(nil)

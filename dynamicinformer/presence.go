@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
@@ -149,7 +150,7 @@ func (p *presence) discoveryLoop(ctx context.Context) {
 // not list CRDs the informer never syncs and presence relies on discovery.
 func (p *presence) crdLoop(ctx context.Context) {
 	inf := toolscache.NewSharedIndexInformerWithOptions(
-		&optionsListerWatcher{funcs: dynamicFuncs(p.client, crdGVR), noWatchList: watchlist.DoesClientNotSupportWatchListSemantics(p.client)},
+		&optionsListerWatcher{funcs: dynamicFuncs(p.client, func() schema.GroupVersionResource { return crdGVR }), noWatchList: watchlist.DoesClientNotSupportWatchListSemantics(p.client)},
 		&unstructured.Unstructured{},
 		toolscache.SharedIndexInformerOptions{ObjectDescription: "informerkit CRD tracker"})
 	_ = inf.SetTransform(slimCRD)
@@ -325,7 +326,7 @@ func (p *presence) register(si *sharedInformer) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.informers[si] = struct{}{}
-	open, known, _ := p.evaluateLocked(si.gvr)
+	open, known, _ := p.evaluateLocked(si.currentGVR())
 	return open || !known
 }
 
@@ -348,8 +349,8 @@ func (p *presence) reevaluateWhere(match func(schema.GroupVersionResource) bool,
 	p.mu.Lock()
 	gvrs := map[schema.GroupVersionResource]bool{}
 	for si := range p.informers {
-		if match(si.gvr) {
-			gvrs[si.gvr] = true
+		if gvr := si.currentGVR(); match(gvr) {
+			gvrs[gvr] = true
 		}
 	}
 	p.mu.Unlock()
@@ -380,14 +381,70 @@ func (p *presence) reevaluate(gvr schema.GroupVersionResource, why string) {
 		}
 	}
 	sis := p.informersLocked(gvr)
+	sis, moves, v := p.followersLocked(gvr, sis, open, known)
 	p.mu.Unlock()
+	p.move(moves, v, reason)
 	p.setGates(sis, open, reason, why)
+}
+
+// followersLocked splits off, when gvr is known not to be served but its
+// group-resource is served at another version, the informers that follow
+// the preferred version. p.mu must be held.
+func (p *presence) followersLocked(gvr schema.GroupVersionResource, sis []*sharedInformer, open, known bool) (stay, moves []*sharedInformer, version string) {
+	if open || !known {
+		return sis, nil, ""
+	}
+	v := p.preferredVersionLocked(gvr.GroupResource())
+	if v == "" || v == gvr.Version {
+		return sis, nil, ""
+	}
+	for _, si := range sis {
+		if si.follow {
+			moves = append(moves, si)
+		} else {
+			stay = append(stay, si)
+		}
+	}
+	return stay, moves, v
+}
+
+// preferredVersionLocked is the version a following informer of gr should
+// watch: for a CRD, the highest-priority served version in Kubernetes
+// version order (v2 > v1 > v1beta1); otherwise discovery's preferred
+// version; "" if gr is not served. p.mu must be held.
+func (p *presence) preferredVersionLocked(gr schema.GroupResource) string {
+	if p.crdSynced {
+		if versions, ok := p.crdVersions[gr]; ok {
+			best := ""
+			for v, served := range versions {
+				if served && (best == "" || version.CompareKubeAwareVersionStrings(v, best) > 0) {
+					best = v
+				}
+			}
+			return best
+		}
+	}
+	if p.resolver != nil && p.discoveryDone {
+		if r, ok := p.resolver.Lookup(gr.WithVersion("")); ok {
+			return r.GVR.Version
+		}
+	}
+	return ""
+}
+
+// move switches following informers to version v and opens their gates
+// (v is served).
+func (p *presence) move(sis []*sharedInformer, v, reason string) {
+	for _, si := range sis {
+		si.switchVersion(v, reason)
+	}
+	p.setGates(sis, true, "", "following the preferred version")
 }
 
 func (p *presence) informersLocked(gvr schema.GroupVersionResource) []*sharedInformer {
 	var out []*sharedInformer
 	for si := range p.informers {
-		if si.gvr == gvr {
+		if si.currentGVR() == gvr {
 			out = append(out, si)
 		}
 	}
@@ -448,6 +505,8 @@ func (p *presence) recheck(gvr schema.GroupVersionResource) {
 	}
 	open, known, reason := p.evaluateLocked(gvr)
 	sis := p.informersLocked(gvr)
+	sis, moves, v := p.followersLocked(gvr, sis, open, known)
 	p.mu.Unlock()
+	p.move(moves, v, reason)
 	p.setGates(sis, open || !known, reason, "re-check after 404")
 }

@@ -35,9 +35,10 @@ type Event struct {
 	// existed when the informer (or the subscription) started.
 	IsInitialList bool
 	// FinalStateUnknown is true for Deleted events whose object is the last
-	// state the cache saw, not the state at deletion (a relist found it
-	// gone, the resource stopped being served, or the subscription stopped
-	// watching the resource).
+	// state the cache saw, not the state at deletion, because a relist found
+	// the object gone or the subscription stopped watching the resource.
+	// When a resource stops being served, its objects' Deleted events also
+	// carry the last cached state, with FinalStateUnknown false.
 	FinalStateUnknown bool
 }
 

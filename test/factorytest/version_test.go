@@ -1,0 +1,127 @@
+package factorytest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+// TestForNameFollowsPreferredVersion: when a CRD stops serving the version
+// an informer watches, an informer obtained by name without a version moves
+// to the served version (same handlers, objects re-read at the new
+// apiVersion), while one asked for the explicit version goes Removed with
+// a reason.
+func TestForNameFollowsPreferredVersion(t *testing.T) {
+	ctx := ctxT(t, 3*time.Minute)
+	group := unique("follow") + ".factory.example.com"
+	crd := controlplane.NewCRD(group, "Widget", "widgets")
+	if err := cp.InstallCRD(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	v1 := controlplane.GVR(crd)
+	v2 := v1.GroupResource().WithVersion("v2")
+	ns := unique("follow")
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	createN(t, ctx, v1, ns, 3, nil)
+
+	f := newFactory(t, cp.Config())
+	defer f.Shutdown()
+	byName, err := f.ForName(ctx, "widgets."+group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := f.ForName(ctx, "widgets.v1."+group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byName.Informer() == pinned.Informer() {
+		t.Fatal("a following informer is shared with a version-pinned one")
+	}
+	rec := newRecorder()
+	if _, err := byName.Informer().AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	var removedWith atomic.Int64 // objects in the cache when Removed was published
+	removedWith.Store(-1)
+	f.OnStatusChange(func(s dynamicinformer.Status) {
+		if s.State == dynamicinformer.Removed {
+			removedWith.Store(int64(s.Objects))
+		}
+	})
+	f.Start(ctx)
+	eventually(t, ctx, "both synced at v1", func() bool {
+		return statusOf(byName).State == dynamicinformer.Synced && statusOf(pinned).State == dynamicinformer.Synced
+	})
+
+	// Serve v2 (the new storage version) and stop serving v1.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := cp.APIExtensions().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		next := controlplane.NewCRD(group, "Widget", "widgets", controlplane.Versions("v2", "v1"))
+		next.Spec.Versions[1].Served = false
+		cur.Spec.Versions = next.Spec.Versions
+		_, err = cp.APIExtensions().ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	h := byName.(*dynamicinformer.InformerHandle)
+	eventually(t, ctx, "the by-name informer follows v2 and is Synced", func() bool {
+		st := h.Status()
+		return h.GVR() == v2 && st.GVR == v2 && st.State == dynamicinformer.Synced
+	})
+	eventually(t, ctx, "the pinned informer is Removed", func() bool { return statusOf(pinned).State == dynamicinformer.Removed })
+	st := statusOf(pinned)
+	if !errors.Is(st.Err, dynamicinformer.ErrNotServed) || !strings.Contains(st.Reason, "does not serve version v1") {
+		t.Fatalf("pinned informer: err %v, reason %q; want ErrNotServed and the version named", st.Err, st.Reason)
+	}
+
+	// The followed cache holds the objects read at v2, and new ones arrive.
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": v2.GroupVersion().String(), "kind": "Widget",
+		"metadata": map[string]interface{}{"name": "after-switch", "namespace": ns},
+	}}
+	if _, err := cp.Dynamic().Resource(v2).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "4 objects at apiVersion v2 in the cache and the handler", func() bool {
+		items := byName.Informer().GetStore().List()
+		if len(items) != 4 {
+			return false
+		}
+		for _, it := range items {
+			if it.(*unstructured.Unstructured).GetAPIVersion() != v2.GroupVersion().String() {
+				return false
+			}
+		}
+		objs, _, _, _ := rec.snapshot()
+		return len(objs) == 4
+	})
+	objs, adds, updates, deletes := rec.snapshot()
+	keys := make([]string, 0, len(objs))
+	for k := range objs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	t.Logf("after following v1 -> v2: handler holds %v (adds %d, updates %d, deletes %d)", keys, adds, updates, deletes)
+	// Removed is published only once the cache is empty.
+	if n := removedWith.Load(); n != 0 {
+		t.Fatalf("Removed was published with %d objects in the cache (want 0)", n)
+	}
+}
