@@ -244,3 +244,29 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestVersionPinned(t *testing.T) {
+	apps := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	ct := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	for _, c := range []struct {
+		ref    string
+		gvr    schema.GroupVersionResource
+		pinned bool
+	}{
+		{"deployments.v1.apps", apps, true},
+		{"Deployment.v1.apps", apps, true},
+		{"deployments.apps", apps, false},
+		{"deploy", apps, false},
+		{"pods.v1", pods, true},
+		{"pods", pods, false},
+		{"crontabs.v1.stable.example.com", ct, true},
+		{"crontabs.stable.example.com", ct, false},
+		{"ct", ct, false},
+		{"crontabs.v1.other.example.com", ct, false},
+	} {
+		if got := versionPinned(c.ref, c.gvr); got != c.pinned {
+			t.Errorf("versionPinned(%q, %v) = %v, want %v", c.ref, c.gvr, got, c.pinned)
+		}
+	}
+}
