@@ -22,7 +22,7 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 
 const (
 	readyTimeout = 5 * time.Second
-	minRecheck   = time.Second
+	minRecheck   = 250 * time.Millisecond
 	maxRecheck   = time.Minute
 )
 
@@ -36,7 +36,8 @@ const (
 //  2. discovery (the resolver), refreshed every rediscovery interval and
 //     when a request answers 404: for built-in and aggregated APIs;
 //  3. otherwise: assumed served; a 404 closes the gate and it is
-//     re-checked with exponential backoff (1s to 1m).
+//     re-checked with exponential backoff (250ms to 1m; a CRD is often
+//     announced Established a moment before its handler serves it).
 type presence struct {
 	client     dynamic.Interface
 	resolver   *discoveryresolver.Resolver
