@@ -206,13 +206,23 @@ func (lw *gatedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 		// The cache holds objects of a resource no longer served.
 		return lw.removalWatch(reason), nil
 	case !open || synthetic:
-		if err := lw.gate.waitOpen(ctx); err != nil {
-			return nil, err
+		for {
+			if err := lw.gate.waitOpen(ctx); err != nil {
+				return nil, err
+			}
+			if !synthetic {
+				return nil, apierrors.NewResourceExpired("informerkit: resource served again")
+			}
+			w, err := lw.relistWatch(ctx, opts)
+			if open, _, _ := lw.gate.state(); apierrors.IsNotFound(err) && !open {
+				// A CRD is announced Established a moment before its
+				// handler serves it: notFound closed the gate and
+				// scheduled a re-check; wait here, not in the
+				// reflector's backoff.
+				continue
+			}
+			return w, err
 		}
-		if synthetic {
-			return lw.relistWatch(ctx, opts)
-		}
-		return nil, apierrors.NewResourceExpired("informerkit: resource served again")
 	}
 	if watchList {
 		lw.hooks.listStarted()

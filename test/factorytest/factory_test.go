@@ -29,7 +29,9 @@ func toIfaces(objs []runtime.Object) []interface{} {
 }
 
 // TestTwoConsumersShareOneWatch: two ForResource calls and one ForName call
-// for the same resource give one informer and one watch request.
+// naming the version give one informer and one watch request. ForName
+// without a version gives a following informer (see ForName), shared among
+// such calls only.
 func TestTwoConsumersShareOneWatch(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	gvr, _ := installCRD(t, ctx)
@@ -43,13 +45,26 @@ func TestTwoConsumersShareOneWatch(t *testing.T) {
 	defer f.Shutdown()
 	a := f.ForResource(gvr)
 	b := f.ForResource(gvr)
-	c, err := f.ForName(ctx, "widgets."+gvr.Group)
+	c, err := f.ForName(ctx, "widgets.v1."+gvr.Group)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Informer() != b.Informer() || a.Informer() != c.Informer() {
 		t.Fatal("same resource and options gave different informers")
 	}
+	d, err := f.ForName(ctx, "widgets."+gvr.Group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := f.ForName(ctx, "Widget."+gvr.Group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Informer() == a.Informer() || d.Informer() != e.Informer() {
+		t.Fatal("ForName without a version must give one following informer, distinct from the pinned one")
+	}
+	d.Release()
+	e.Release()
 	other := f.ForResource(gvr, dynamicinformer.InNamespaces(ns))
 	if other.Informer() == a.Informer() {
 		t.Fatal("a namespace option must give a distinct informer")
