@@ -114,11 +114,11 @@ type gatedListerWatcher struct {
 	// fake clients); the reflector then uses list+watch.
 	noWatchList bool
 
-	mu            sync.Mutex // guards listedOnce, lastSynthetic, forceRelist, activeWatch
-	listedOnce    bool       // a real list has succeeded since the informer started
-	lastSynthetic bool       // the last list answered was the synthetic empty one
-	forceRelist   bool       // the next watch must give way to a fresh list (relist)
-	activeWatch   watch.Interface
+	mu            sync.Mutex      // guards listedOnce, lastSynthetic, forceRelist, activeWatch
+	listedOnce    bool            // a real list has succeeded since the informer started
+	lastSynthetic bool            // the last list answered was the synthetic empty one
+	forceRelist   bool            // the next watch must give way to a fresh list (relist)
+	activeWatch   watch.Interface // the open stream, finished when the gate closes
 }
 
 var _ toolscache.ListerWatcherWithContext = (*gatedListerWatcher)(nil)
@@ -257,16 +257,22 @@ func (lw *gatedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 func (lw *gatedListerWatcher) removalWatch(reason string) watch.Interface {
 	lw.mu.Lock()
 	lw.lastSynthetic, lw.listedOnce = true, false
+	events := lw.removalEvents()
 	lw.mu.Unlock()
 	lw.hooks.emptied(reason)
+	return newGateWatch(events, nil, nil)
+}
+
+// removalEvents is a delete per cached object and a bookmark at the
+// synthetic resourceVersion.
+func (lw *gatedListerWatcher) removalEvents() []watch.Event {
 	var events []watch.Event
 	for _, obj := range lw.cached() {
 		if o := lw.asWatched(obj); o != nil {
 			events = append(events, watch.Event{Type: watch.Deleted, Object: o})
 		}
 	}
-	events = append(events, watch.Event{Type: watch.Bookmark, Object: lw.bookmark(syntheticRV)})
-	return newGateWatch(events, nil, nil)
+	return append(events, watch.Event{Type: watch.Bookmark, Object: lw.bookmark(syntheticRV)})
 }
 
 // relistWatch refills an emptied cache once the resource is served again:
@@ -289,12 +295,26 @@ func (lw *gatedListerWatcher) relistWatch(ctx context.Context, opts metav1.ListO
 			var w watch.Interface
 			if w, err = lw.inner.WatchWithContext(ctx, wopts); err == nil {
 				lw.mu.Lock()
-				lw.listedOnce, lw.lastSynthetic = true, false
+				lw.listedOnce, lw.lastSynthetic, lw.forceRelist = true, false, false
 				lw.mu.Unlock()
 				lw.hooks.listSucceeded(rv)
 				events := make([]watch.Event, 0, len(items)+1)
+				listed := make(map[string]bool, len(items))
 				for _, it := range items {
 					events = append(events, watch.Event{Type: watch.Added, Object: it})
+					if k, err := toolscache.MetaNamespaceKeyFunc(it); err == nil {
+						listed[k] = true
+					}
+				}
+				// Objects still cached that the list does not have (an add
+				// that was in flight when the removal's deletes were taken)
+				// go, as a relist's Replace would remove them.
+				for _, obj := range lw.cached() {
+					if k, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil && !listed[k] {
+						if o := lw.asWatched(obj); o != nil {
+							events = append(events, watch.Event{Type: watch.Deleted, Object: o})
+						}
+					}
 				}
 				events = append(events, watch.Event{Type: watch.Bookmark, Object: lw.bookmark(rv)})
 				return lw.track(newGateWatch(events, w, func() {
@@ -311,36 +331,64 @@ func (lw *gatedListerWatcher) relistWatch(ctx context.Context, opts metav1.ListO
 	return nil, err
 }
 
-// track records w as the watch to stop when the gate closes; if it closed
-// meanwhile, w is stopped at once.
+// track records w as the watch to finish when the gate closes; if it
+// closed meanwhile, w is finished at once.
 func (lw *gatedListerWatcher) track(w *gateWatch) watch.Interface {
 	lw.mu.Lock()
 	lw.activeWatch = w
 	lw.mu.Unlock()
-	if open, _, _ := lw.gate.state(); !open {
-		lw.stopWatch()
+	if open, reason, _ := lw.gate.state(); !open {
+		lw.gateClosed(reason)
 	}
 	return w
 }
 
 // gateWatch delivers prefix events, then forwards a server watch (if any).
-// When the gate closes it ends the stream cleanly (a closed channel, not
-// an error), so the reflector comes back to the gate without logging a
-// failure. interrupted, if set, is called when the stream is stopped
+// finish makes it deliver final events instead of anything further, then
+// end: that is how a gate closing empties the cache inside the stream.
+// interrupted, if set, is called when the stream is stopped or finished
 // before all of prefix went out.
 type gateWatch struct {
 	prefix      []watch.Event
 	inner       watch.Interface
 	interrupted func()
 	result      chan watch.Event
-	stop        chan struct{}
-	once        sync.Once
+	stop        chan struct{} // closed by Stop (the consumer)
+	stopOnce    sync.Once
+	finished    chan struct{} // closed by finish
+
+	mu    sync.Mutex // guards final, ended
+	final []watch.Event
+	ended bool // forward returned or committed to return without final
 }
 
 func newGateWatch(prefix []watch.Event, inner watch.Interface, interrupted func()) *gateWatch {
-	w := &gateWatch{prefix: prefix, inner: inner, interrupted: interrupted, result: make(chan watch.Event), stop: make(chan struct{})}
+	w := &gateWatch{prefix: prefix, inner: inner, interrupted: interrupted,
+		result: make(chan watch.Event), stop: make(chan struct{}), finished: make(chan struct{})}
 	go w.forward()
 	return w
+}
+
+// finish asks the stream to deliver events and end. It reports false if
+// the stream has already ended (or been finished): nothing will be sent.
+func (w *gateWatch) finish(events []watch.Event) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended || w.final != nil {
+		return false
+	}
+	w.final = events
+	close(w.finished)
+	return true
+}
+
+// end marks the stream ended unless it was finished; it reports whether
+// final events are to be sent.
+func (w *gateWatch) end() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ended = true
+	return w.final != nil
 }
 
 func (w *gateWatch) forward() {
@@ -348,11 +396,28 @@ func (w *gateWatch) forward() {
 	if w.inner != nil {
 		defer w.inner.Stop()
 	}
+	defer func() {
+		if !w.end() {
+			return
+		}
+		for _, ev := range w.final {
+			select {
+			case w.result <- ev:
+			case <-w.stop:
+				return
+			}
+		}
+	}()
 	for i, ev := range w.prefix {
 		select {
 		case w.result <- ev:
 			w.prefix[i] = watch.Event{} // let the object go
 		case <-w.stop:
+			if w.interrupted != nil {
+				w.interrupted()
+			}
+			return
+		case <-w.finished:
 			if w.interrupted != nil {
 				w.interrupted()
 			}
@@ -368,6 +433,8 @@ func (w *gateWatch) forward() {
 		select {
 		case <-w.stop:
 			return
+		case <-w.finished:
+			return
 		case ev, ok := <-in:
 			if !ok {
 				return
@@ -376,6 +443,8 @@ func (w *gateWatch) forward() {
 			case w.result <- ev:
 			case <-w.stop:
 				return
+			case <-w.finished:
+				return
 			}
 		}
 	}
@@ -383,26 +452,42 @@ func (w *gateWatch) forward() {
 
 func (w *gateWatch) ResultChan() <-chan watch.Event { return w.result }
 
-func (w *gateWatch) Stop() { w.once.Do(func() { close(w.stop) }) }
+func (w *gateWatch) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
+
+// gateClosed: the resource stopped being served. If a watch stream is
+// open, it is finished with a delete per cached object (see removalWatch);
+// otherwise the next Watch does that.
+func (lw *gatedListerWatcher) gateClosed(reason string) {
+	lw.mu.Lock()
+	w, _ := lw.activeWatch.(*gateWatch)
+	lw.activeWatch = nil
+	finished := false
+	if w != nil && lw.listedOnce && !lw.lastSynthetic {
+		if finished = w.finish(lw.removalEvents()); finished {
+			lw.lastSynthetic, lw.listedOnce = true, false
+		}
+	}
+	lw.mu.Unlock()
+	if finished {
+		lw.hooks.emptied(reason)
+	} else if w != nil {
+		w.Stop()
+	}
+}
 
 // relist makes the reflector drop its watch and list again (the informer
-// now follows another version).
+// now follows another version): the open stream ends with "expired".
 func (lw *gatedListerWatcher) relist() {
 	lw.mu.Lock()
 	lw.forceRelist = true
-	lw.mu.Unlock()
-	lw.stopWatch()
-}
-
-// stopWatch ends the current watch (if any) so the reflector comes back to
-// the gate; called when the gate closes.
-func (lw *gatedListerWatcher) stopWatch() {
-	lw.mu.Lock()
-	w := lw.activeWatch
+	w, _ := lw.activeWatch.(*gateWatch)
 	lw.activeWatch = nil
 	lw.mu.Unlock()
 	if w != nil {
-		w.Stop()
+		expired := apierrors.NewResourceExpired("informerkit: relisting at a new version").Status()
+		if !w.finish([]watch.Event{{Type: watch.Error, Object: &expired}}) {
+			w.Stop()
+		}
 	}
 }
 

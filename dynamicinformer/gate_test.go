@@ -283,3 +283,63 @@ type closingHooks struct {
 }
 
 func (c *closingHooks) notFound(err error) { c.hookLog.notFound(err); c.g.set(false, "404") }
+
+func TestGateClosingFinishesTheOpenStream(t *testing.T) {
+	lw, inner, hooks := newTestGate(true)
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The gate closes while the stream is open (young, no events: ending
+	// it empty would be a "very short watch" to the reflector): the stream
+	// delivers the removal and ends.
+	lw.gate.set(false, "CRD deleted")
+	lw.gateClosed("CRD deleted")
+	got := eventSummary(drain(t, w, -1))
+	if want := []string{"DELETED:w1@", "BOOKMARK:@" + syntheticRV}; !slices.Equal(got, want) {
+		t.Fatalf("finished stream %v, want %v", got, want)
+	}
+	if hooks.last() != "emptied" || inner.watches != 1 {
+		t.Fatalf("hooks %v, watches %d", hooks.events, inner.watches)
+	}
+	// The next watch waits for the resource (no second removal).
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: syntheticRV}); err == nil {
+			w.Stop()
+		}
+	}()
+	select {
+	case <-done:
+		t.Fatal("watch returned while removed")
+	case <-time.After(100 * time.Millisecond):
+	}
+	lw.gate.set(true, "")
+	<-done
+}
+
+func TestGateRelistEndsStreamExpired(t *testing.T) {
+	lw, inner, _ := newTestGate(true)
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw.relist()
+	evs := drain(t, w, -1)
+	if len(evs) != 1 || evs[0].Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(evs[0].Object)) {
+		t.Fatalf("relist ended the stream with %v, want one expired error", evs)
+	}
+	o, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
+	if err != nil || o == nil || inner.lastRV != "" {
+		t.Fatalf("relist: %v, resourceVersion %q sent (want a fresh list)", err, inner.lastRV)
+	}
+}

@@ -103,18 +103,19 @@ type sharedInformer struct {
 	cancel context.CancelFunc // set when started; guarded by factory.mu
 	done   chan struct{}      // closed when the informer's goroutines end
 
-	mu          sync.Mutex // guards the status fields below
-	state       State
-	err         error
-	reason      string
-	since       time.Time
-	everSynced  bool
-	awaitRelist bool // a removal or version switch happened; Synced again after a real relist
-	relisted    bool // that relist returned, at relistRV
-	relistRV    string
-	removal     string        // why the resource was removed, until the cache is empty and Removed published
-	lastErrKind error         // to log an error class once, not on every retry
-	wake        chan struct{} // nudges the sync monitor
+	mu           sync.Mutex // guards the status fields below
+	state        State
+	err          error
+	reason       string
+	since        time.Time
+	everSynced   bool
+	awaitRelist  bool // a removal or version switch happened; Synced again after a real relist
+	relisted     bool // that relist returned, at relistRV
+	relistRV     string
+	removal      string        // why the resource was removed, until the cache is empty and Removed published
+	removalSince time.Time     // when removal was set
+	lastErrKind  error         // to log an error class once, not on every retry
+	wake         chan struct{} // nudges the sync monitor
 }
 
 func newSharedInformer(f *factory, key string, gvr schema.GroupVersionResource, cfg resourceConfig, open bool) (*sharedInformer, error) {
@@ -298,9 +299,12 @@ func (si *sharedInformer) monitorSync(ctx context.Context) {
 		si.mu.Lock()
 		syncing := si.state == Syncing
 		await, listed, listRV := si.awaitRelist, si.relisted, si.relistRV
-		removal := si.removal
+		removal, removalSince := si.removal, si.removalSince
 		si.mu.Unlock()
-		if removal != "" && len(si.informer.GetStore().ListKeys()) == 0 {
+		// Removed once the cache is empty, or (objects whose deletes were
+		// lost with a stopped stream; they go when the resource returns)
+		// after removalGrace.
+		if removal != "" && (len(si.informer.GetStore().ListKeys()) == 0 || time.Since(removalSince) > removalGrace) {
 			si.mu.Lock()
 			if si.removal == removal {
 				si.removal = ""
@@ -333,6 +337,9 @@ func (si *sharedInformer) monitorSync(ctx context.Context) {
 		}
 	}
 }
+
+// removalGrace bounds how long Removed waits for the cache to empty.
+const removalGrace = 5 * time.Second
 
 // rvReached reports whether the reflector's last-synced resourceVersion
 // has reached want (etcd's are integers; others: any real one other than
@@ -436,7 +443,7 @@ func (si *sharedInformer) notFound(err error) {
 func (si *sharedInformer) emptied(reason string) {
 	si.mu.Lock()
 	si.awaitRelist, si.relisted = true, false
-	si.removal = reason
+	si.removal, si.removalSince = reason, time.Now()
 	si.mu.Unlock()
 	si.nudge()
 }

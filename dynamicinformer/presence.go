@@ -457,7 +457,7 @@ func (p *presence) setGates(sis []*sharedInformer, open bool, reason, why string
 		if si.gate.set(open, reason) {
 			si.logger.V(2).Info("resource presence changed", "served", open, "reason", reason, "trigger", why)
 			if !open {
-				si.lw.stopWatch()
+				si.lw.gateClosed(reason)
 			}
 		}
 	}
