@@ -175,6 +175,9 @@ func transformed(make func(int) interface{}, t toolscache.TransformFunc) func(in
 // "clientgo" has the namespace index an informer has by default;
 // "labelindex" adds LabelIndex (4 labels per object, so 8 index values);
 // "labelindex-relabel" also changes one label value on every update.
+// "labelindex-plain" uses the stateless LabelIndexFunc, which builds every
+// "key=value" string afresh (what LabelIndexers installed before it kept
+// its strings), to show what the string table saves.
 func BenchmarkIndexerWrite(b *testing.B) {
 	const n = 10000
 	type version [2]interface{}
@@ -197,6 +200,7 @@ func BenchmarkIndexerWrite(b *testing.B) {
 	same, relabeled := mk(false), mk(true)
 	withLabels := LabelIndexers()
 	withLabels[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
+	plain := toolscache.Indexers{LabelIndex: LabelIndexFunc, toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
 	cases := []struct {
 		name     string
 		indexers toolscache.Indexers
@@ -204,8 +208,10 @@ func BenchmarkIndexerWrite(b *testing.B) {
 	}{
 		{"clientgo", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, same},
 		{"labelindex", withLabels, same},
+		{"labelindex-plain", plain, same},
 		{"clientgo-relabel", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, relabeled},
 		{"labelindex-relabel", withLabels, relabeled},
+		{"labelindex-plain-relabel", plain, relabeled},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -247,7 +253,7 @@ func (l *benchLW) IsWatchListSemanticsUnSupported() bool { return true }
 // with pre-decoded objects (decoding, which a real informer also pays, is
 // left out so the index's share is not understated). One op is one event
 // seen by the handler. "clientgo" has the namespace index; "labelindex"
-// adds LabelIndex.
+// adds LabelIndex; "labelindex-plain" uses the stateless LabelIndexFunc.
 func BenchmarkInformerWrite(b *testing.B) {
 	const n = 10000
 	var versions [2][]*unstructured.Unstructured
@@ -270,6 +276,7 @@ func BenchmarkInformerWrite(b *testing.B) {
 	}{
 		{"clientgo", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
 		{"labelindex", withLabels},
+		{"labelindex-plain", toolscache.Indexers{LabelIndex: LabelIndexFunc, toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			lw := &benchLW{list: list, w: watch.NewFakeWithChanSize(1024, false)}

@@ -30,6 +30,15 @@ var (
 	ErrNoResolver = errors.New("no discovery resolver configured")
 	// ErrMetadataClientMissing: MetadataOnly needs WithMetadataClient.
 	ErrMetadataClientMissing = errors.New("metadata-only informer needs WithMetadataClient")
+	// ErrStoreRead: the API server cannot read some objects of the resource
+	// from its storage (stored bytes that do not decode or decrypt), so it
+	// fails every LIST of the resource (500, reason StorageReadError, the
+	// storage keys in the message and the status causes) and no informer of
+	// it can resync until those objects are removed, e.g. by a delete with
+	// ignoreStoreReadErrorWithClusterBreakingPotential. The informer keeps
+	// the objects it had, its state is Failed, it retries at the
+	// reflector's backoff and recovers by itself. See docs/DESIGN.md.
+	ErrStoreRead = errors.New("server cannot read objects from its storage")
 	// ErrWatch: any other error the reflector saw (decode errors, server
 	// errors, connection failures); the cause is wrapped.
 	ErrWatch = errors.New("list/watch error")
@@ -51,6 +60,8 @@ func classify(gvr schema.GroupVersionResource, err error) error {
 		kind = ErrUnauthorized
 	case apierrors.IsNotFound(err):
 		kind = ErrNotServed
+	case apierrors.IsStoreReadError(err):
+		kind = ErrStoreRead
 	case apierrors.IsBadRequest(err) || apierrors.IsInvalid(err):
 		kind = ErrInvalidSelector
 	default:

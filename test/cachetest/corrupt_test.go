@@ -1,0 +1,235 @@
+package cachetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+// TestCorruptObjectInStorage is issue 7's "object the server cannot send"
+// case. With the API server in this test, an object whose stored bytes do
+// not decode never reaches a client: the server fails the whole LIST of
+// the resource (500, reason StorageReadError, naming the storage key;
+// Kubernetes 1.37 with AllowUnsafeMalformedObjectDeletion, on by default)
+// and the watch cache cannot initialize, so every informer of the resource
+// is stuck until the object is removed. The test shows what informerkit
+// does about it: the informer keeps the objects it had, reports the
+// problem as a typed error (errors.Is ErrStoreRead, errors.As
+// *apierrors.StatusError) in a Failed status, logs it once, retries at the
+// reflector's backoff (no request storm), and recovers by itself once the
+// object is deleted with ignoreStoreReadErrorWithClusterBreakingPotential:
+// the cache then equals the server and handlers get the delete.
+func TestCorruptObjectInStorage(t *testing.T) {
+	// Gated (issue 7, open): the first run against the real server showed
+	// the LIST failing as expected (StorageReadError naming the key), but
+	// the informer whose watch was open before the corruption stayed
+	// Synced with no error for the whole minute the test waited: the
+	// server's watch cache loops reinitializing while the client's watch
+	// stays open and silent. informerkit cannot see that stall yet (see
+	// docs/DESIGN.md); run it with INFORMERKIT_CORRUPT=1 when working on it.
+	if os.Getenv("INFORMERKIT_CORRUPT") == "" {
+		t.Skip("known gap (issue 7): a silent watch after storage corruption; set INFORMERKIT_CORRUPT=1 to run")
+	}
+	const n = 10
+	group := "corrupt.cachetest.example.com"
+	f := setup(t, group, n)
+	before := snapshotGoroutines()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var logMu sync.Mutex
+	var logLines []string
+	logger := funcr.New(func(prefix, args string) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		logLines = append(logLines, prefix+" "+args)
+	}, funcr.Options{Verbosity: 1})
+	cfg, counter := controlplane.CountRequests(cp.Config())
+	fac, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithNamespace(f.ns), dynamicinformer.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shutdown := sync.OnceFunc(fac.Shutdown)
+	defer shutdown()
+	var stMu sync.Mutex
+	var statuses []dynamicinformer.Status
+	defer fac.OnStatusChange(func(s dynamicinformer.Status) {
+		stMu.Lock()
+		statuses = append(statuses, s)
+		stMu.Unlock()
+	})()
+
+	h := fac.ForResource(f.gvr).(*dynamicinformer.InformerHandle)
+	var delMu sync.Mutex
+	var deleted []string
+	if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj interface{}) {
+			key, _ := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+			delMu.Lock()
+			deleted = append(deleted, key)
+			delMu.Unlock()
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fac.Start(ctx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), h.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+
+	// Corrupt w005 in etcd.
+	const bad = "w005"
+	etcd := cp.EtcdClient()
+	keys, err := etcd.Get(ctx, "/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var etcdKey string
+	for _, kv := range keys.Kvs {
+		if strings.HasSuffix(string(kv.Key), "/"+group+"/widgets/"+f.ns+"/"+bad) {
+			etcdKey = string(kv.Key)
+		}
+	}
+	if etcdKey == "" {
+		t.Fatalf("no etcd key for %s among %d keys", bad, len(keys.Kvs))
+	}
+	if _, err := etcd.Put(ctx, etcdKey, "\x00 this is not JSON {"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote garbage to etcd key %s", etcdKey)
+	// Never leave the corrupt object behind for the package's other tests
+	// (the server's watch cache loops on it).
+	t.Cleanup(func() {
+		yes := true
+		_ = cp.Dynamic().Resource(f.gvr).Namespace(f.ns).Delete(context.Background(), bad,
+			metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: &yes})
+	})
+
+	// What the server does: the LIST of the resource fails as a whole.
+	client := cp.Dynamic().Resource(f.gvr).Namespace(f.ns)
+	var listErr error
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, listErr = client.List(ctx, metav1.ListOptions{ResourceVersion: ""})
+		return listErr != nil, nil
+	}); err != nil {
+		t.Fatalf("the server still lists the resource after the corruption")
+	}
+	t.Logf("server LIST: %v (reason %q)", listErr, apierrors.ReasonForError(listErr))
+	if !apierrors.IsStoreReadError(listErr) {
+		t.Errorf("server LIST error is not a StorageReadError: %v", listErr)
+	}
+
+	// A healthy object is still written fine; the informer cannot see it
+	// while its list fails, but it must keep what it has and say why.
+	counter.Reset()
+	good, err := client.Get(ctx, "w002", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good.SetLabels(map[string]string{"app": "relabeled"})
+	if _, err := client.Update(ctx, good, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var st dynamicinformer.Status
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		st = h.Status()
+		return errors.Is(st.Err, dynamicinformer.ErrStoreRead), nil
+	}); err != nil {
+		t.Fatalf("status never reported ErrStoreRead; last status %+v", st)
+	}
+	t.Logf("informer status: %s: %v", st.State, st.Err)
+	var se *apierrors.StatusError
+	if st.State != dynamicinformer.Failed || !errors.As(st.Err, &se) || !apierrors.IsStoreReadError(se) || !strings.Contains(st.Err.Error(), bad) {
+		t.Errorf("status %s, err %v: want Failed, an *apierrors.StatusError with reason StorageReadError naming %s", st.State, st.Err, bad)
+	}
+	if got := len(h.Informer().GetStore().ListKeys()); got != n {
+		t.Errorf("cache holds %d objects while the server cannot list, want the %d it had", got, n)
+	}
+
+	// Retries are paced by the reflector's backoff, and logged once.
+	time.Sleep(8 * time.Second)
+	lists := counter.Count("list", "/widgets")
+	t.Logf("list requests for the resource in ~8s of failure: %d", lists)
+	if lists > 30 {
+		t.Errorf("%d list requests in ~8s: the informer is hammering the server", lists)
+	}
+	logMu.Lock()
+	failures := 0
+	for _, l := range logLines {
+		if strings.Contains(l, "list/watch failed") {
+			failures++
+		}
+	}
+	logMu.Unlock()
+	if failures != 1 {
+		t.Errorf("logged %d list/watch failures, want 1 (once per class of error)", failures)
+	}
+
+	// Remove the object the only way the server allows, and recover.
+	yes := true
+	if err := client.Delete(ctx, bad, metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: &yes}); err != nil {
+		t.Fatalf("unsafe delete of the corrupt object: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		st = h.Status()
+		if st.State != dynamicinformer.Synced || st.Err != nil {
+			return false, nil
+		}
+		cached, err := h.UnstructuredLister().Namespace(f.ns).Get("w002")
+		if err != nil || cached.GetLabels()["app"] != "relabeled" {
+			return false, nil
+		}
+		_, exists, _ := h.Informer().GetStore().GetByKey(f.ns + "/" + bad)
+		return !exists, nil
+	}); err != nil {
+		t.Fatalf("informer did not recover after the corrupt object was deleted; status %+v", st)
+	}
+	server, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, u := range server.Items {
+		want[u.GetNamespace()+"/"+u.GetName()] = u.GetResourceVersion()
+	}
+	gotRV := map[string]string{}
+	for _, obj := range h.Informer().GetStore().List() {
+		m := obj.(metav1.Object)
+		gotRV[m.GetNamespace()+"/"+m.GetName()] = m.GetResourceVersion()
+	}
+	if fmt.Sprint(gotRV) != fmt.Sprint(want) {
+		t.Errorf("cache %v, server %v", gotRV, want)
+	}
+	delMu.Lock()
+	if fmt.Sprint(deleted) != fmt.Sprint([]string{f.ns + "/" + bad}) {
+		t.Errorf("handler deletes %v, want only %s/%s", deleted, f.ns, bad)
+	}
+	delMu.Unlock()
+
+	stMu.Lock()
+	var seq []string
+	for _, s := range statuses {
+		seq = append(seq, string(s.State))
+	}
+	stMu.Unlock()
+	t.Logf("status sequence: %v", seq)
+
+	cancel()
+	shutdown()
+	verifyNoLeaks(t, before)
+}
