@@ -14,6 +14,8 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	ikcache "github.com/informerkit/informerkit/cache"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -101,6 +103,26 @@ func TestSharingIdentity(t *testing.T) {
 	b1 := f.ForResource(widgets, TweakListOptions(tweakB))
 	if a1.Informer() == b1.Informer() {
 		t.Fatal("different tweak funcs shared one informer")
+	}
+	// Closures with the same code but made by separate calls (cache.Chain)
+	// are different transforms; the same value passed again shares.
+	// (Built at one call site: inlining at two sites would give two code
+	// addresses and hide the problem.)
+	var chained []toolscache.TransformFunc
+	for _, path := range []string{"spec.a", "spec.b"} {
+		chained = append(chained, ikcache.Chain(ikcache.StripManagedFields, ikcache.Project(path)))
+	}
+	project, other := chained[0], chained[1]
+	p1 := f.ForResource(widgets, Transform(project))
+	p2 := f.ForResource(widgets, Transform(other))
+	p3 := f.ForResource(widgets, Transform(project))
+	if p1.Informer() == p2.Informer() || p1.Informer() != p3.Informer() {
+		t.Fatal("chained transforms: different ones must not share, the same one must")
+	}
+	s1 := f.ForResource(widgets, Transform(ikcache.StripManagedFields))
+	s2 := f.ForResource(widgets, Transform(ikcache.StripManagedFields))
+	if s1.Informer() != s2.Informer() {
+		t.Fatal("the same top-level transform did not share")
 	}
 	// Indexers asked for later are added to the shared informer.
 	withIdx := f.ForResource(widgets, WithIndexers(toolscache.Indexers{"byName": func(o interface{}) ([]string, error) {

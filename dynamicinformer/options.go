@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -257,10 +258,20 @@ func (c resourceConfig) sharingIdentity() string {
 	return b.String()
 }
 
+// funcPtr identifies a func value for sharing: the same value (a top-level
+// function, or one closure instance passed again) gives the same identity;
+// closures made by separate calls (cache.Chain, a loop) differ even though
+// their code is the same. reflect's Pointer gives only the code address,
+// which cannot tell such closures apart, so this reads the func value
+// itself: a func is pointer-shaped and is stored directly in an interface's
+// data word (a pointer to the closure's context). Every identity compared
+// belongs to a config an informer keeps, so no address is reused while it
+// is compared.
 func funcPtr(f any) uintptr {
 	v := reflect.ValueOf(f)
-	if !v.IsValid() || v.IsNil() {
+	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
 		return 0
 	}
-	return v.Pointer()
+	type eface struct{ typ, data unsafe.Pointer }
+	return uintptr((*eface)(unsafe.Pointer(&f)).data)
 }
