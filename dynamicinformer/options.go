@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unsafe"
 	"time"
+	"unsafe"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
