@@ -112,7 +112,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 func newFactory(t *testing.T, cfg *rest.Config, opts ...dynamicinformer.Option) dynamicinformer.Factory {
 	t.Helper()
 	if os.Getenv("INFORMERKIT_TEST_LOG") != "" {
-		logger := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 4})
+		logger := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 4, LogTimestamp: true})
 		opts = append([]dynamicinformer.Option{dynamicinformer.WithLogger(logger)}, opts...)
 	}
 	f, err := dynamicinformer.NewForConfig(cfg, 0, opts...)
