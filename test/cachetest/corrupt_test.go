@@ -48,7 +48,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	const n = 10
 	group := "corrupt.cachetest.example.com"
 	f := setup(t, group, n)
-	before := snapshotGoroutines()
+	before := controlplane.SnapshotGoroutines()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -231,5 +231,5 @@ func TestCorruptObjectInStorage(t *testing.T) {
 
 	cancel()
 	shutdown()
-	verifyNoLeaks(t, before)
+	before.VerifyNoLeaks(t)
 }

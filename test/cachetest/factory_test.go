@@ -3,8 +3,6 @@ package cachetest
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/test/controlplane"
 )
 
 // lastSeen records, per object name, the last object a handler received
@@ -64,7 +63,7 @@ func (s *lastSeen) snapshot() map[string]interface{} {
 // is left running after Shutdown.
 func TestFactoryReducedObjects(t *testing.T) {
 	f := setup(t, "factory.cachetest.example.com", 45)
-	before := snapshotGoroutines()
+	before := controlplane.SnapshotGoroutines()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -265,55 +264,5 @@ func TestFactoryReducedObjects(t *testing.T) {
 
 	cancel()
 	shutdown()
-	verifyNoLeaks(t, before)
-}
-
-// goroutineSnapshot records the goroutines alive now; leaked reports the
-// ones started since that are still alive and run informerkit code (the
-// API server in this process starts and ends goroutines of its own; see
-// test/factorytest for the reasoning).
-type goroutineSnapshot map[string]bool
-
-func goroutines() map[string]string {
-	buf := make([]byte, 32<<20)
-	n := runtime.Stack(buf, true)
-	out := map[string]string{}
-	for _, g := range strings.Split(string(buf[:n]), "\n\n") {
-		header, _, _ := strings.Cut(g, " [")
-		out[header] = g
-	}
-	return out
-}
-
-func snapshotGoroutines() goroutineSnapshot {
-	s := goroutineSnapshot{}
-	for id := range goroutines() {
-		s[id] = true
-	}
-	return s
-}
-
-func (s goroutineSnapshot) leaked() []string {
-	var out []string
-	for id, stack := range goroutines() {
-		if s[id] || strings.Contains(stack, "goroutineSnapshot") || strings.Contains(stack, "testing.tRunner") {
-			continue
-		}
-		if strings.Contains(stack, "github.com/informerkit/informerkit/") {
-			out = append(out, stack)
-		}
-	}
-	return out
-}
-
-func verifyNoLeaks(t *testing.T, s goroutineSnapshot) {
-	t.Helper()
-	var left []string
-	for i := 0; i < 100; i++ {
-		if left = s.leaked(); len(left) == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Errorf("%d goroutines leaked after Shutdown:\n%s", len(left), strings.Join(left, "\n\n"))
+	before.VerifyNoLeaks(t)
 }

@@ -336,7 +336,7 @@ func TestForNameErrors(t *testing.T) {
 func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	gvr, _ := installCRD(t, ctx)
-	opts := snapshotGoroutines()
+	opts := controlplane.SnapshotGoroutines()
 	f := newFactory(t, cp.Config())
 	f.ForResource(gvr)
 	f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, dynamicinformer.InNamespaces("default", "kube-system"))
@@ -345,7 +345,7 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	f.Start(ctx)
 	f.WaitForCacheSync(ctxT(t, 10*time.Second))
 	f.Shutdown()
-	verifyNoLeaks(t, opts)
+	opts.VerifyNoLeaks(t)
 	for _, st := range f.Statuses() {
 		t.Fatalf("status after shutdown still listed: %+v", st)
 	}

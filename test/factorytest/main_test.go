@@ -6,9 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,63 +29,6 @@ var cp *controlplane.ControlPlane
 // revision reaches etcd and gets 410 Gone (the reliability tests need it).
 func TestMain(m *testing.M) {
 	os.Exit(controlplane.RunTests(m, controlplane.Options{ExtraFlags: []string{"--watch-cache-sizes=configmaps#0"}}, &cp))
-}
-
-// goroutineSnapshot records the goroutines alive now; leaked reports the
-// ones started since that are still alive and run informerkit code (a frame
-// or a "created by" line in github.com/informerkit/informerkit). The API
-// server and etcd run in this process and start and end goroutines of
-// their own (reflectors, context watchers) that cannot be told apart from
-// client-go goroutines by their stacks; client-go's own informer
-// goroutines are joined by SharedIndexInformer.RunWithContext, which runs
-// on an informerkit goroutine, so counting informerkit goroutines covers
-// them.
-type goroutineSnapshot map[string]bool
-
-func goroutines() map[string]string {
-	buf := make([]byte, 32<<20)
-	n := runtime.Stack(buf, true)
-	out := map[string]string{}
-	for _, g := range strings.Split(string(buf[:n]), "\n\n") {
-		header, _, _ := strings.Cut(g, " [")
-		out[header] = g
-	}
-	return out
-}
-
-func snapshotGoroutines() goroutineSnapshot {
-	s := goroutineSnapshot{}
-	for id := range goroutines() {
-		s[id] = true
-	}
-	return s
-}
-
-func (s goroutineSnapshot) leaked() []string {
-	var out []string
-	for id, stack := range goroutines() {
-		if s[id] || strings.Contains(stack, "goroutineSnapshot") || strings.Contains(stack, "testing.tRunner") {
-			continue
-		}
-		if strings.Contains(stack, "github.com/informerkit/informerkit/") {
-			out = append(out, stack)
-		}
-	}
-	return out
-}
-
-// verifyNoLeaks waits (bounded) for the goroutines started since the
-// snapshot to end.
-func verifyNoLeaks(t *testing.T, s goroutineSnapshot) {
-	t.Helper()
-	var left []string
-	for i := 0; i < 100; i++ {
-		if left = s.leaked(); len(left) == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Errorf("%d goroutines leaked after Shutdown:\n%s", len(left), strings.Join(left, "\n\n"))
 }
 
 var seq struct {
