@@ -284,8 +284,9 @@ type closingHooks struct {
 
 func (c *closingHooks) notFound(err error) { c.hookLog.notFound(err); c.g.set(false, "404") }
 
-func TestGateClosingFinishesTheOpenStream(t *testing.T) {
-	lw, inner, hooks := newTestGate(true)
+// listAndWatch lists through lw and opens a watch from the list.
+func listAndWatch(t *testing.T, lw *gatedListerWatcher) watch.Interface {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
@@ -294,6 +295,13 @@ func TestGateClosingFinishesTheOpenStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w
+}
+
+func TestGateClosingFinishesTheOpenStream(t *testing.T) {
+	lw, inner, hooks := newTestGate(true)
+	ctx := context.Background()
+	w := listAndWatch(t, lw)
 	// The gate closes while the stream is open (young, no events: ending
 	// it empty would be a "very short watch" to the reflector): the stream
 	// delivers the removal and ends.
@@ -326,13 +334,7 @@ func TestGateClosingFinishesTheOpenStream(t *testing.T) {
 func TestGateRelistEndsStreamExpired(t *testing.T) {
 	lw, inner, _ := newTestGate(true)
 	ctx := context.Background()
-	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := listAndWatch(t, lw)
 	lw.relist()
 	evs := drain(t, w, -1)
 	if len(evs) != 1 || evs[0].Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(evs[0].Object)) {
