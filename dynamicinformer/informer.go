@@ -105,6 +105,10 @@ type sharedInformer struct {
 	awaitRelist bool          // a removal happened; Synced again after a real relist
 	lastErrKind error         // to log an error class once, not on every retry
 	wake        chan struct{} // nudges the sync monitor
+
+	// Guarded by mu too: panics recovered from AddEventHandler handlers.
+	handlerPanics int64
+	lastPanic     *HandlerPanicError
 }
 
 func newSharedInformer(f *factory, key string, gvr schema.GroupVersionResource, cfg resourceConfig, open bool) (*sharedInformer, error) {
@@ -264,7 +268,7 @@ func (si *sharedInformer) setStateLocked(s State, err error, reason string) {
 }
 
 func (si *sharedInformer) statusLocked() Status {
-	return Status{
+	st := Status{
 		GVR:           si.gvr,
 		Namespaces:    append([]string(nil), si.cfg.namespaces...),
 		LabelSelector: si.cfg.labelSelector,
@@ -275,7 +279,12 @@ func (si *sharedInformer) statusLocked() Status {
 		Reason:        si.reason,
 		Since:         si.since,
 		Objects:       len(si.informer.GetStore().ListKeys()),
+		HandlerPanics: si.handlerPanics,
 	}
+	if si.lastPanic != nil {
+		st.LastHandlerPanic = si.lastPanic
+	}
+	return st
 }
 
 func (si *sharedInformer) status() Status {
