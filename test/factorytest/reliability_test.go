@@ -128,10 +128,13 @@ func startConfigMapInformer(t *testing.T, ctx context.Context, ns string) (dynam
 // after the restart all reach the cache and the handler.
 func TestConvergesAcrossAPIServerRestart(t *testing.T) {
 	ctx := ctxT(t, 6*time.Minute)
+	sc := scenario(t)
+	sc.Injected("kube-apiserver stopped and restarted on the same etcd; 60 random configmap writes before, 60 right after")
 	ns := unique("restart")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	leaks := snapshotGoroutines()
 	f, h, rec := startConfigMapInformer(t, ctx, ns)
 	defer f.Shutdown()
 	w := &writer{kube: cp.Kube(), ns: ns, rnd: rand.New(rand.NewSource(1))}
@@ -147,6 +150,9 @@ func TestConvergesAcrossAPIServerRestart(t *testing.T) {
 	n := converged(t, ctx, h, rec, ns)
 	_, adds, updates, deletes := rec.snapshot()
 	t.Logf("converged on %d objects after restart (handler: %d adds, %d updates, %d deletes; status %s)", n, adds, updates, deletes, statusOf(h).State)
+	f.Shutdown()
+	verifyNoLeaks(t, leaks)
+	sc.Held("converged: %d objects, cache = server = handler; handler saw %d adds, %d updates, %d deletes; no goroutine leak", n, adds, updates, deletes)
 }
 
 // TestRelistAfterCompactionDeliversDeletes: the informer's connection is
@@ -155,6 +161,8 @@ func TestConvergesAcrossAPIServerRestart(t *testing.T) {
 // the deletes reach the handler (as DeletedFinalStateUnknown).
 func TestRelistAfterCompactionDeliversDeletes(t *testing.T) {
 	ctx := ctxT(t, 6*time.Minute)
+	sc := scenario(t)
+	sc.Injected("informer's connection stalled; 10 of 20 configmaps deleted; etcd compacted; connection cut and restored (watch gets 410 Gone, relist)")
 	ns := unique("compact")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -165,6 +173,7 @@ func TestRelistAfterCompactionDeliversDeletes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	leaks := snapshotGoroutines()
 	f, h, rec := startConfigMapInformer(t, ctx, ns)
 	defer f.Shutdown()
 	converged(t, ctx, h, rec, ns)
@@ -187,16 +196,21 @@ func TestRelistAfterCompactionDeliversDeletes(t *testing.T) {
 	if n != 10 || deletes != 10 {
 		t.Fatalf("after compaction: %d objects, %d deletes; want 10 and 10", n, deletes)
 	}
+	f.Shutdown()
+	verifyNoLeaks(t, leaks)
+	sc.Held("converged: %d objects; the %d deletes made during the gap reached the handler (as DeletedFinalStateUnknown); no goroutine leak", n, deletes)
 }
 
 // TestConvergesThroughConnectionCuts: for a bounded time the proxy cuts,
 // stalls and refuses connections at random while writes continue.
 func TestConvergesThroughConnectionCuts(t *testing.T) {
 	ctx := ctxT(t, 6*time.Minute)
+	sc := scenario(t)
 	ns := unique("cuts")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	leaks := snapshotGoroutines()
 	f, h, rec := startConfigMapInformer(t, ctx, ns)
 	defer f.Shutdown()
 	w := &writer{kube: kubernetes.NewForConfigOrDie(cp.DirectConfig()), ns: ns, rnd: rand.New(rand.NewSource(2))}
@@ -228,4 +242,9 @@ func TestConvergesThroughConnectionCuts(t *testing.T) {
 	cp.Proxy().SetRefuse(false)
 	n := converged(t, ctx, h, rec, ns)
 	t.Logf("converged on %d objects after %d writes and faults %v", n, w.n, faults)
+	_, adds, updates, deletes := rec.snapshot()
+	f.Shutdown()
+	verifyNoLeaks(t, leaks)
+	sc.Injected("15 s of random proxy faults while writing: %d cuts, %d stalls (≤0.5 s), %d refusals (≤0.5 s); %d writes", faults["cut"], faults["stall"], faults["refuse"], w.n)
+	sc.Held("converged: %d objects; handler saw %d adds, %d updates, %d deletes; no goroutine leak", n, adds, updates, deletes)
 }
