@@ -46,6 +46,18 @@
 // namespace and merges them into one informer. Because a merged watch
 // cannot resume from one resourceVersion, every watch restart relists.
 //
+// # Handlers
+//
+// client-go gives each handler its own goroutine and an unbounded buffer:
+// a slow handler never delays another, but its buffer grows with every
+// event it has not consumed, and a panicking handler crashes the process.
+// InformerHandle.AddEventHandler recovers handler panics and counts them
+// in Status (HandlerPanics, LastHandlerPanic); RecoverPanics does the same
+// for any handler (those added to Informer() directly are not covered
+// otherwise). Coalescing wraps a level-triggered handler so that memory is
+// bounded by the number of distinct objects, not events: one pending
+// entry per key with the latest state, deletes kept as deletes.
+//
 // # Concurrency and ownership
 //
 // Factories and handles are safe for concurrent use. Objects in caches,

@@ -43,7 +43,10 @@ var (
 	// errors, connection failures); the cause is wrapped.
 	ErrWatch = errors.New("list/watch error")
 
-	errNilHandler = errors.New("nil handler")
+	// ErrNilHandler: a nil event handler was given.
+	ErrNilHandler = errors.New("nil handler")
+
+	errNilHandler = ErrNilHandler
 )
 
 // classify maps an error seen by list or watch to one of the package's

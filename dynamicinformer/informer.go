@@ -116,6 +116,10 @@ type sharedInformer struct {
 	removalSince time.Time     // when removal was set
 	lastErrKind  error         // to log an error class once, not on every retry
 	wake         chan struct{} // nudges the sync monitor
+
+	// Guarded by mu too: panics recovered from AddEventHandler handlers.
+	handlerPanics int64
+	lastPanic     *HandlerPanicError
 }
 
 func newSharedInformer(f *factory, key string, gvr schema.GroupVersionResource, cfg resourceConfig, open bool) (*sharedInformer, error) {
@@ -387,7 +391,7 @@ func (si *sharedInformer) setStateLocked(s State, err error, reason string) {
 }
 
 func (si *sharedInformer) statusLocked() Status {
-	return Status{
+	st := Status{
 		GVR:           si.currentGVR(),
 		Namespaces:    append([]string(nil), si.cfg.namespaces...),
 		LabelSelector: si.cfg.labelSelector,
@@ -398,7 +402,12 @@ func (si *sharedInformer) statusLocked() Status {
 		Reason:        si.reason,
 		Since:         si.since,
 		Objects:       len(si.informer.GetStore().ListKeys()),
+		HandlerPanics: si.handlerPanics,
 	}
+	if si.lastPanic != nil {
+		st.LastHandlerPanic = si.lastPanic
+	}
+	return st
 }
 
 func (si *sharedInformer) status() Status {

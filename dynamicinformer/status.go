@@ -50,6 +50,12 @@ type Status struct {
 	Since time.Time
 	// Objects is the number of objects in the cache at snapshot time.
 	Objects int
+	// HandlerPanics counts panics recovered from handlers added with
+	// InformerHandle.AddEventHandler; LastHandlerPanic is the last one
+	// (a *HandlerPanicError, errors.Is ErrHandlerPanic), nil if none.
+	// A panic does not change State: the informer itself is healthy.
+	HandlerPanics    int64
+	LastHandlerPanic error
 }
 
 // statusNotifier delivers status changes to subscribers in order, from one

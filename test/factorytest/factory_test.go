@@ -1,7 +1,6 @@
 package factorytest
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
 
-	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
@@ -291,44 +289,6 @@ func TestSideBySideWithClientGo(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestForNameErrors: bad names and options are typed errors, not hangs.
-func TestForNameErrors(t *testing.T) {
-	ctx := ctxT(t, time.Minute)
-	f := newFactory(t, cp.Config())
-	defer f.Shutdown()
-	if _, err := f.ForName(ctx, "nosuchresourceanywhere"); !errors.Is(err, discoveryresolver.ErrNotFound) {
-		t.Fatalf("unknown name: %v", err)
-	}
-	if _, err := f.ForName(ctx, "pods/status"); err == nil {
-		t.Fatal("subresource accepted")
-	}
-	if _, err := f.ForName(ctx, "namespaces", dynamicinformer.InNamespaces("default")); !errors.Is(err, dynamicinformer.ErrNamespaceOnClusterScoped) {
-		t.Fatalf("namespace on cluster-scoped: %v", err)
-	}
-	if _, err := f.ForName(ctx, "configmaps", dynamicinformer.WithLabelSelector("a in (")); !errors.Is(err, dynamicinformer.ErrInvalidSelector) {
-		t.Fatalf("invalid selector: %v", err)
-	}
-	if _, err := f.ForName(ctx, "bindings"); !errors.Is(err, discoveryresolver.ErrNotWatchable) {
-		t.Fatalf("non-watchable: %v", err)
-	}
-	h, err := f.ForName(ctx, "cm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Release()
-	f.Shutdown()
-	dead := f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})
-	st := dead.(*dynamicinformer.InformerHandle).Status()
-	if st.State != dynamicinformer.Stopped || !errors.Is(st.Err, dynamicinformer.ErrShutdown) {
-		t.Fatalf("ForResource after Shutdown: %+v", st)
-	}
-	if _, err := f.ForName(ctx, "cm"); !errors.Is(err, dynamicinformer.ErrShutdown) {
-		t.Fatalf("ForName after Shutdown: %v", err)
-	}
-	f.Start(ctx) // after Shutdown: no-op, no panic
-	dead.Release()
 }
 
 // TestShutdownLeavesNoGoroutines runs a factory with several informers,

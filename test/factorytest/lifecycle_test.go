@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
@@ -133,35 +129,6 @@ func TestCRDRemovedAndRestored(t *testing.T) {
 		objs, _, _, _ := rec.snapshot()
 		return len(objs) == 2
 	})
-}
-
-// TestForbiddenIsReported: a user without RBAC for a resource gets a
-// Failed status with ErrForbidden within seconds, while an allowed
-// resource syncs.
-func TestForbiddenIsReported(t *testing.T) {
-	ctx := ctxT(t, 2*time.Minute)
-	ns := unique("forbid")
-	if err := cp.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	user := unique("user")
-	if err := cp.Grant(ctx, user, ns, "cm", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}}); err != nil {
-		t.Fatal(err)
-	}
-	f := newFactory(t, cp.UserConfig(user))
-	defer f.Shutdown()
-	allowed := f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, dynamicinformer.InNamespaces(ns))
-	denied := f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, dynamicinformer.InNamespaces(ns))
-	start := time.Now()
-	f.Start(ctx)
-	eventually(t, ctx, "allowed informer synced", func() bool { return statusOf(allowed).State == dynamicinformer.Synced })
-	eventually(t, ctx, "forbidden reported", func() bool { return statusOf(denied).State == dynamicinformer.Failed })
-	st := statusOf(denied)
-	// Both the informerkit kind and the API error are reachable.
-	if !errors.Is(st.Err, dynamicinformer.ErrForbidden) || !apierrors.IsForbidden(st.Err) {
-		t.Fatalf("status error %v, want ErrForbidden wrapping the API error", st.Err)
-	}
-	t.Logf("forbidden reported after %v", time.Since(start).Round(time.Millisecond))
 }
 
 // TestCRDCycleNoGoroutineGrowth: 20 delete/re-create cycles of a watched

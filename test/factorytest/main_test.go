@@ -28,7 +28,12 @@ var cp *controlplane.ControlPlane
 // Without the watch cache for configmaps, a watch from a compacted
 // revision reaches etcd and gets 410 Gone (the reliability tests need it).
 func TestMain(m *testing.M) {
-	os.Exit(controlplane.RunTests(m, controlplane.Options{ExtraFlags: []string{"--watch-cache-sizes=configmaps#0"}}, &cp))
+	code := controlplane.RunTests(m, controlplane.Options{ExtraFlags: []string{"--watch-cache-sizes=configmaps#0"}}, &cp)
+	if err := writeReport(); err != nil {
+		fmt.Fprintf(os.Stderr, "reliability report: %v\n", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 var seq struct {

@@ -1,0 +1,139 @@
+package factorytest
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// reportEnv names the file the reliability report is written to. With it
+// set, every scenario that calls scenario() adds a row; rows of scenarios
+// not run this time are kept from the existing file, so the report can be
+// produced by several runs (e.g. the long load tests on their own).
+const reportEnv = "INFORMERKIT_RELIABILITY_REPORT"
+
+// reportRow is one scenario's line in docs/RELIABILITY.md.
+type reportRow struct {
+	Scenario string // the test name
+	Injected string // what the test did to the system
+	Held     string // what it checked, with counts
+	Result   string // PASS or FAIL
+	Took     time.Duration
+}
+
+var reliabilityReport struct {
+	sync.Mutex
+	rows map[string]reportRow
+}
+
+// scenarioRecord collects one scenario's row; fill Injected and Held as
+// the test goes (Held is usually set last, with the counts).
+type scenarioRecord struct {
+	mu       sync.Mutex
+	injected string
+	held     []string
+}
+
+// Injected sets what was injected.
+func (s *scenarioRecord) Injected(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.injected = fmt.Sprintf(format, args...)
+}
+
+// Held adds a fact that held (with its numbers).
+func (s *scenarioRecord) Held(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = append(s.held, fmt.Sprintf(format, args...))
+}
+
+// scenario starts the report row of the running test; the row is recorded
+// when the test ends, marked FAIL if it failed.
+func scenario(t *testing.T) *scenarioRecord {
+	s := &scenarioRecord{}
+	start := time.Now()
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		result := "PASS"
+		if t.Failed() {
+			result = "FAIL"
+		}
+		reliabilityReport.Lock()
+		defer reliabilityReport.Unlock()
+		if reliabilityReport.rows == nil {
+			reliabilityReport.rows = map[string]reportRow{}
+		}
+		reliabilityReport.rows[t.Name()] = reportRow{
+			Scenario: t.Name(), Injected: s.injected, Held: strings.Join(s.held, "; "),
+			Result: result, Took: time.Since(start).Round(time.Second),
+		}
+	})
+	return s
+}
+
+const reportHeader = `# Reliability
+
+Produced by the reliability scenarios in ` + "`test/factorytest`" + ` against a
+real kube-apiserver + etcd in the test process, under ` + "`-race`" + `:
+
+    INFORMERKIT_RELIABILITY_REPORT=$PWD/docs/RELIABILITY.md \
+      flock /tmp/ik-apiserver.lock go test -race -count=1 -timeout 60m \
+      -run 'Test(Converges|Relist|SlowAndPanicking|CoalescingUnderBurst|RBAC|BadInput|ManyCRDs|ManyObjects|StorageVersion)' ./test/factorytest/
+
+Each row is one test; every fault scenario ends with the convergence check
+(the cache holds exactly the server's objects at the server's
+resourceVersions, and the handler's last-seen state per object equals the
+server's). Rows of tests not run in the last run are kept from the previous
+file. Numbers are from one run on the CI machine (2 cores, shared) and vary.
+
+| scenario | injected | what held | result | took |
+|---|---|---|---|---|
+`
+
+// writeReport writes the rows (merged with the existing file's rows) when
+// reportEnv is set.
+func writeReport() error {
+	path := os.Getenv(reportEnv)
+	if path == "" {
+		return nil
+	}
+	reliabilityReport.Lock()
+	defer reliabilityReport.Unlock()
+	rows := map[string]string{}
+	if f, err := os.Open(path); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "| `Test") {
+				name := strings.TrimPrefix(strings.SplitN(line, "|", 3)[1], " `")
+				name = strings.TrimSuffix(strings.TrimSpace(name), "`")
+				rows[name] = line
+			}
+		}
+		f.Close()
+	}
+	esc := func(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+	for name, r := range reliabilityReport.rows {
+		rows[name] = fmt.Sprintf("| `%s` | %s | %s | %s | %s |", r.Scenario, esc(r.Injected), esc(r.Held), r.Result, r.Took)
+	}
+	names := make([]string, 0, len(rows))
+	for n := range rows {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(reportHeader)
+	for _, n := range names {
+		b.WriteString(rows[n])
+		b.WriteString("\n")
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
