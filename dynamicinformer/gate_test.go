@@ -147,12 +147,7 @@ func eventSummary(evs []watch.Event) []string {
 func TestGateRemovalAndReturnInStream(t *testing.T) {
 	lw, inner, hooks := newTestGate(true)
 	ctx := context.Background()
-	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"}); err != nil {
-		t.Fatal(err)
-	}
+	listAndWatch(t, lw).Stop() // the reflector stops a watch it leaves
 	lists, watches := inner.lists, inner.watches
 	// The resource goes away: the next watch delivers a delete per cached
 	// object and a bookmark at the synthetic version, then ends.

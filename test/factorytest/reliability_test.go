@@ -214,7 +214,7 @@ func TestRelistAfterCompactionDeliversDeletes(t *testing.T) {
 	}
 	f.Shutdown()
 	leaks.VerifyNoLeaks(t)
-	sc.Held("converged: %d objects; the %d deletes made during the gap reached the handler (as DeletedFinalStateUnknown); no goroutine leak", n, deletes)
+	sc.Held("converged: %d objects; the %d deletes made during the gap reached the handler as deletes; no goroutine leak", n, deletes)
 }
 
 // TestConvergesThroughConnectionCuts: for a bounded time the proxy cuts,
