@@ -81,6 +81,8 @@ func TestPendingUntilCRDInstalled(t *testing.T) {
 // it again brings the informer back with the same handlers.
 func TestCRDRemovedAndRestored(t *testing.T) {
 	ctx := ctxT(t, 4*time.Minute)
+	sc := scenario(t)
+	sc.Injected("CRD with 6 objects deleted while watched, 10 s idle, then re-created and 2 objects written")
 	gvr, name := installCRD(t, ctx)
 	ns := unique("rm")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
@@ -129,6 +131,8 @@ func TestCRDRemovedAndRestored(t *testing.T) {
 		objs, _, _, _ := rec.snapshot()
 		return len(objs) == 2
 	})
+	_, adds, _, deletes := rec.snapshot()
+	sc.Held("a delete per object (%d), cache empty, state Removed (ErrNotServed), 0 list/watch requests in 10 s; same informer and handler Synced again after re-creation (%d adds in all)", deletes, adds)
 }
 
 // TestCRDCycleNoGoroutineGrowth: 20 delete/re-create cycles of a watched
@@ -138,6 +142,8 @@ func TestCRDCycleNoGoroutineGrowth(t *testing.T) {
 		t.Skip("long: 20 CRD cycles")
 	}
 	ctx := ctxT(t, 20*time.Minute)
+	sc := scenario(t)
+	sc.Injected("a watched CRD deleted and re-created 20 times in a row")
 	gvr, name := installCRD(t, ctx)
 	f := newFactory(t, cp.Config())
 	defer f.Shutdown()
@@ -178,6 +184,9 @@ func TestCRDCycleNoGoroutineGrowth(t *testing.T) {
 		t.Fatalf("informer goroutines grew from %d to %d over 20 CRD cycles", base, now)
 	}
 	t.Logf("informer goroutines: %d before, %d after 20 cycles", base, now)
+	sc.Held("Removed then Synced in every cycle: delete→Removed median %v (max %v), served→Synced median %v (max %v); informer goroutines %d before, %d after",
+		removal[10].Round(time.Millisecond), removal[19].Round(time.Millisecond),
+		resume[10].Round(time.Millisecond), resume[19].Round(time.Millisecond), base, now)
 }
 
 // informerGoroutines counts goroutines running informerkit code or a

@@ -23,6 +23,8 @@ import (
 // a reason.
 func TestForNameFollowsPreferredVersion(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
+	sc := scenario(t)
+	sc.Injected("CRD v1 → v2 (v2 served and storage, v1 no longer served) under an informer by name and one pinned to v1")
 	group := unique("follow") + ".factory.example.com"
 	crd := controlplane.NewCRD(group, "Widget", "widgets")
 	if err := cp.InstallCRD(ctx, crd); err != nil {
@@ -120,6 +122,7 @@ func TestForNameFollowsPreferredVersion(t *testing.T) {
 	}
 	slices.Sort(keys)
 	t.Logf("after following v1 -> v2: handler holds %v (adds %d, updates %d, deletes %d)", keys, adds, updates, deletes)
+	sc.Held("by name: followed v2, Synced, %d objects at v2 (handler: %d adds, %d updates, %d deletes); pinned: Removed with ErrNotServed and an empty cache", len(keys), adds, updates, deletes)
 	// Removed is published only once the cache is empty.
 	if n := removedWith.Load(); n != 0 {
 		t.Fatalf("Removed was published with %d objects in the cache (want 0)", n)
