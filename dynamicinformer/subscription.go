@@ -2,8 +2,10 @@ package dynamicinformer
 
 import (
 	"context"
+	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,6 +54,7 @@ type Subscription struct {
 	handler func(Event)
 
 	handlerMu sync.Mutex // serializes handler calls
+	panics    atomic.Int64
 
 	mu      sync.Mutex // guards members
 	members map[schema.GroupVersionResource]*member
@@ -79,8 +82,9 @@ type member struct {
 // subscriber receives the existing objects of every matching resource as
 // Added with IsInitialList. When a resource stops matching or stops being
 // served, the handler receives a Deleted event for every object it last saw
-// of it. The subscription runs until ctx ends, Stop, or Shutdown; it needs a
-// resolver (WithDiscovery / NewForConfig).
+// of it. A panic in handler is recovered: that event is skipped and
+// counted (Subscription.Panics). The subscription runs until ctx ends,
+// Stop, or Shutdown; it needs a resolver (WithDiscovery / NewForConfig).
 func (f *factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter, handler func(Event), opts ...ResourceOption) (*Subscription, error) {
 	if f.cfg.resolver == nil {
 		return nil, ErrNoResolver
@@ -263,11 +267,27 @@ func (s *Subscription) releaseAll() {
 	}
 }
 
+// deliver calls the handler, one call at a time, recovering a panic: the
+// event is skipped, counted (Panics) and, the first time, logged.
 func (s *Subscription) deliver(e Event) {
 	s.handlerMu.Lock()
 	defer s.handlerMu.Unlock()
+	defer func() {
+		if v := recover(); v != nil {
+			p := &HandlerPanicError{Event: handlerEvent[e.Type], Key: objectKey(e.Object), Value: v, Stack: debug.Stack()}
+			if s.panics.Add(1) == 1 {
+				s.f.cfg.logger.Error(p, "subscription handler panicked; the event was skipped (later panics are counted by Panics, not logged)",
+					"gvr", e.GVR.String(), "stack", string(p.Stack))
+			}
+		}
+	}()
 	s.handler(e)
 }
+
+var handlerEvent = map[EventType]string{Added: "add", Updated: "update", Deleted: "delete"}
+
+// Panics counts the handler calls that panicked (each event skipped).
+func (s *Subscription) Panics() int64 { return s.panics.Load() }
 
 func objectKey(obj interface{}) string {
 	m, err := meta.Accessor(obj)
