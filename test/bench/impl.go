@@ -351,4 +351,3 @@ func seqOf(obj interface{}) (int, bool) {
 	}
 	return n, true
 }
-
