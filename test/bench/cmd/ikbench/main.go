@@ -23,6 +23,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +52,8 @@ func main() {
 	rate := flag.Float64("write-rate", 50, "writes per second in the latency scenario")
 	consumers := flag.String("consumers", "1,10,100", "consumer counts K of the sharing scenario")
 	out := flag.String("o", "", "also write the table to this file")
+	only := flag.String("impls", "", "comma-separated implementation names to run (default all; see bench.DefaultImpls)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measuring process to this file")
 	flag.Parse()
 	if *serve {
 		runServer()
@@ -60,14 +64,32 @@ func main() {
 		LatencyWrites: *writes, WriteRate: *rate, Consumers: ints(*consumers),
 		Logf: func(f string, a ...any) { log.Printf(f, a...) },
 	}
+	for _, im := range bench.DefaultImpls() {
+		if *only == "" || slices.Contains(strings.Split(*only, ","), im.Name) {
+			cfg.Impls = append(cfg.Impls, im)
+		}
+	}
+	if len(cfg.Impls) == 0 {
+		log.Fatalf("-impls %q matches no implementation", *only)
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 	rc, stop, err := startChild(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+	}
 	start := time.Now()
 	res, err := bench.Run(ctx, rc, cfg)
+	pprof.StopCPUProfile()
 	stop()
 	if err != nil {
 		log.Printf("run failed: %v", err)
