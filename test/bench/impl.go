@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/go-logr/logr"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +17,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/dynamicinformer"
@@ -241,7 +244,12 @@ type crInstance struct {
 	ctx       context.Context
 }
 
+// silenceControllerRuntime gives controller-runtime a logger, which it
+// otherwise complains about (with a stack trace) on first use.
+var silenceControllerRuntime sync.Once
+
 func newControllerRuntime(cfg *rest.Config) (Instance, error) {
+	silenceControllerRuntime.Do(func() { crlog.SetLogger(logr.Discard()) })
 	c, err := crcache.New(cfg, crcache.Options{})
 	if err != nil {
 		return nil, err
