@@ -2,11 +2,10 @@ package bench
 
 import (
 	"context"
-
 	"fmt"
-	"github.com/go-logr/logr"
 	"sync"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
