@@ -301,15 +301,17 @@ func measureLatency(ctx context.Context, cfg *rest.Config, c Config, res *Result
 	writes := c.LatencyWrites
 	sent := make([]atomic.Int64, writes) // UnixNano before each write's call
 	type record struct {
-		seen []bool
-		lat  []time.Duration
-		got  atomic.Int64
+		seen  []bool
+		lat   []time.Duration
+		got   atomic.Int64
+		calls atomic.Int64 // every add or update, the initial list's included
 	}
 	recs := make([]*record, handlers)
 	for h := range recs {
 		rec := &record{seen: make([]bool, writes)}
 		recs[h] = rec
 		err := inst.AddHandler(r, func(obj interface{}) {
+			rec.calls.Add(1)
 			seq, ok := seqOf(obj)
 			if !ok || seq < 0 || seq >= writes || rec.seen[seq] {
 				return
@@ -338,6 +340,18 @@ func measureLatency(ctx context.Context, cfg *rest.Config, c Config, res *Result
 	if _, err := startSynced(ctx, inst); err != nil {
 		return err
 	}
+	// Steady state: every handler has been through the initial list (a
+	// handler that decodes, like compact mode's, may lag the cache by a
+	// second at N=10k; that is start-up cost, not event latency).
+	deadline := time.Now().Add(5 * time.Minute)
+	for _, rec := range recs {
+		for rec.calls.Load() < int64(n) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%w: a handler saw %d initial adds, want %d", ErrSanity, rec.calls.Load(), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -354,7 +368,7 @@ func measureLatency(ctx context.Context, cfg *rest.Config, c Config, res *Result
 			return fmt.Errorf("write %d: %w", i, err)
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline = time.Now().Add(time.Minute)
 	for {
 		done := true
 		for _, rec := range recs {
