@@ -50,6 +50,9 @@ type Config struct {
 	Impls []Impl
 	// Logf receives progress lines. Nil discards them.
 	Logf func(format string, args ...any)
+	// Progress, if set, is called with the results so far after every
+	// implementation's turn (so a long run that dies leaves its numbers).
+	Progress func(*Results)
 }
 
 // Defaults returns c with every zero field set to its default.
@@ -86,6 +89,9 @@ func (c Config) Defaults() Config {
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
+	}
+	if c.Progress == nil {
+		c.Progress = func(*Results) {}
 	}
 	return c
 }
@@ -136,6 +142,7 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 					return res, fmt.Errorf("%s N=%d: %w", im.Name, n, err)
 				}
 				if si != 0 {
+					c.Progress(res)
 					continue
 				}
 				for _, h := range c.Handlers {
@@ -144,10 +151,11 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 					}
 				}
 				for _, k := range c.Consumers {
-					if err := measureSharing(ctx, cfg, res, im, r, n, k); err != nil {
+					if err := measureSharing(ctx, cfg, c, res, im, r, n, k); err != nil {
 						return res, fmt.Errorf("%s sharing K=%d: %w", im.Name, k, err)
 					}
 				}
+				c.Progress(res)
 			}
 			c.Logf("N=%d run %d done", n, run+1)
 		}
@@ -166,6 +174,7 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 			if err := measureMany(ctx, cfg, c, res, im, many); err != nil {
 				return res, fmt.Errorf("%s many resources: %w", im.Name, err)
 			}
+			c.Progress(res)
 		}
 		c.Logf("many resources run %d done", run+1)
 	}
@@ -423,7 +432,7 @@ func cleanLatency(ctx context.Context, dyn dynamic.Interface, r Resource) error 
 
 // measureSharing registers K consumers with a handler each and counts the
 // list and watch requests the implementation sends for the resource.
-func measureSharing(ctx context.Context, cfg *rest.Config, res *Results, im Impl, r Resource, n, k int) error {
+func measureSharing(ctx context.Context, cfg *rest.Config, c Config, res *Results, im Impl, r Resource, n, k int) error {
 	counted, counter := controlplane.CountRequests(cfg)
 	base := heap()
 	inst, err := im.New(counted)
@@ -468,7 +477,9 @@ func measureSharing(ctx context.Context, cfg *rest.Config, res *Results, im Impl
 	cs := fmt.Sprintf("K=%d, N=%d", k, n)
 	res.add(RowSharing, cs, "watches", "count", im.Name, float64(watches))
 	res.add(RowSharing, cs, "lists", "count", im.Name, float64(lists))
-	res.add(RowSharing, cs, "heap", "MiB", im.Name, delta(heap(), base)/(1<<20))
+	mib := delta(heap(), base) / (1 << 20)
+	res.add(RowSharing, cs, "heap", "MiB", im.Name, mib)
+	c.Logf("%-28s sharing K=%-3d watches %d lists %d heap %.1f MiB", im.Name, k, watches, lists, mib)
 	return nil
 }
 
@@ -522,6 +533,7 @@ func measureMany(ctx context.Context, cfg *rest.Config, c Config, res *Results, 
 	res.add(RowMany, cs, "all synced", "ms", im.Name, float64(d.Microseconds())/1000)
 	res.add(RowMany, cs, "heap per informer", "KiB", im.Name, delta(heap(), base)/m/1024)
 	res.add(RowMany, cs, "goroutines per informer", "count", im.Name, float64(goruntime.NumGoroutine()-g0)/m)
-	c.Logf("%-28s many: synced in %v", im.Name, d.Round(time.Millisecond))
+	c.Logf("%-28s many: synced in %v, %.0f KiB and %.1f goroutines per informer", im.Name, d.Round(time.Millisecond),
+		delta(heap(), base)/m/1024, float64(goruntime.NumGoroutine()-g0)/m)
 	return nil
 }

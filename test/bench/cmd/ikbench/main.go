@@ -64,6 +64,9 @@ func main() {
 		LatencyWrites: *writes, WriteRate: *rate, Consumers: ints(*consumers),
 		Logf: func(f string, a ...any) { log.Printf(f, a...) },
 	}
+	if *out != "" {
+		cfg.Progress = func(r *bench.Results) { _ = os.WriteFile(*out+".partial", []byte(r.Markdown()), 0o644) }
+	}
 	for _, im := range bench.DefaultImpls() {
 		if *only == "" || slices.Contains(strings.Split(*only, ","), im.Name) {
 			cfg.Impls = append(cfg.Impls, im)
