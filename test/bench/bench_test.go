@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+// TestBenchShort runs the whole suite at N=2000, once, against a real API
+// server in this process, so the benchmark code cannot rot. It asserts the
+// facts the numbers rest on, never timings: every informer synced exactly N
+// objects and every handler saw every write (Run's sanity checks), one watch
+// per GVR however many consumers, latencies recorded, every ratio computed,
+// and no goroutine of the suite left behind.
+func TestBenchShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+
+	const n = 2000
+	// Scaled down to stay near three minutes under -race: one handler
+	// count, K=1 and K=100, five CRDs.
+	cfg := Config{
+		Sizes: []int{n}, Runs: 1,
+		LatencyWrites: 20, WriteRate: 40, Handlers: []int{1},
+		Consumers: []int{1, 100},
+		ManyCRDs:  5, ManyObjects: 10,
+		Logf: t.Logf,
+	}
+	res, err := Run(ctx, cp.Config(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	impls := cfg.Defaults().Impls
+
+	for _, k := range []string{"K=1", "K=100"} {
+		cs := k + ", N=2000"
+		for _, im := range impls {
+			w, ok := res.Median(RowSharing, cs, "watches", im.Name)
+			if !ok {
+				t.Errorf("%s %s: no watch count", im.Name, cs)
+				continue
+			}
+			if !im.Peer && w != 1 {
+				t.Errorf("%s %s: %v watches, want exactly 1", im.Name, cs, w)
+			}
+			t.Logf("%s %s: %v watches", im.Name, cs, w)
+		}
+	}
+	for _, cs := range []string{"1 handler(s), N=2000"} {
+		for _, im := range impls {
+			for _, m := range []string{"p50", "p99"} {
+				if v, ok := res.Median(RowLatency, cs, m, im.Name); !ok || !(v > 0) {
+					t.Errorf("%s %s %s latency = %v (recorded %v), want > 0", im.Name, cs, m, v, ok)
+				}
+			}
+		}
+	}
+	// Every informerkit figure has a ratio to every peer (counts that a
+	// peer may legitimately have as 0, such as lists, aside).
+	seen := map[[3]string]bool{}
+	for _, s := range res.Samples {
+		key := [3]string{s.Row, s.Case, s.Metric}
+		if seen[key] || s.Metric == "lists" {
+			continue
+		}
+		seen[key] = true
+		for _, im := range impls {
+			if im.Peer {
+				continue
+			}
+			for _, p := range impls {
+				if !p.Peer {
+					continue
+				}
+				if x, ok := res.Ratio(s.Row, s.Case, s.Metric, im.Name, p.Name); !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+					t.Errorf("no ratio %s / %s for %v", im.Name, p.Name, key)
+				}
+			}
+		}
+	}
+	md := res.Markdown()
+	for _, row := range []string{RowSync, RowMemory, RowLatency, RowQuery, RowSharing, RowMany} {
+		if !strings.Contains(md, row) {
+			t.Errorf("table lacks %q", row)
+		}
+	}
+	t.Log("\n" + md)
+	checkNoLeftovers(t)
+}
+
+// checkNoLeftovers fails if goroutines running the suite's or
+// informerkit's code outlive Run (the API server's own come and go).
+func checkNoLeftovers(t *testing.T) {
+	t.Helper()
+	var left []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left = left[:0]
+		buf := make([]byte, 1<<22)
+		buf = buf[:runtime.Stack(buf, true)]
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, "testing.tRunner") || strings.Contains(g, "testing.(*T).Run") {
+				continue
+			}
+			if strings.Contains(g, "informerkit/informerkit/test/bench.") ||
+				strings.Contains(g, "informerkit/informerkit/dynamicinformer.") {
+				left = append(left, g)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, g := range left {
+		t.Errorf("goroutine left behind:\n%s", g)
+	}
+}
+
+func TestResultsMedianAndRatio(t *testing.T) {
+	r := &Results{Impls: []Impl{{Name: "a"}, {Name: "b", Peer: true}}}
+	for _, v := range []float64{3, 1, 2} {
+		r.add("row", "case", "m", "ms", "a", v)
+	}
+	for _, v := range []float64{4, 8} {
+		r.add("row", "case", "m", "ms", "b", v)
+	}
+	if m, ok := r.Median("row", "case", "m", "a"); !ok || m != 2 {
+		t.Errorf("median a = %v, %v; want 2", m, ok)
+	}
+	if m, ok := r.Median("row", "case", "m", "b"); !ok || m != 6 {
+		t.Errorf("median b = %v, %v; want 6", m, ok)
+	}
+	if x, ok := r.Ratio("row", "case", "m", "a", "b"); !ok || math.Abs(x-1.0/3) > 1e-9 {
+		t.Errorf("ratio = %v, %v; want 1/3", x, ok)
+	}
+	if _, ok := r.Ratio("row", "case", "m", "a", "missing"); ok {
+		t.Error("ratio to a missing implementation reported ok")
+	}
+	md := r.Markdown()
+	if !strings.Contains(md, "| a | 2.00 · 0.33× |") || !strings.Contains(md, "| b | 6.00 |") {
+		t.Errorf("unexpected table:\n%s", md)
+	}
+}

@@ -1,0 +1,196 @@
+// Command ikbench runs informerkit's performance suite (package
+// test/bench) against a real kube-apiserver and etcd and prints a markdown
+// table of medians with informerkit's ratio to client-go's dynamicinformer
+// and controller-runtime's cache.
+//
+//	go run ./test/bench/cmd/ikbench                 # N=10k,50k, 3 runs
+//	go run ./test/bench/cmd/ikbench -sizes 2000 -runs 1 -many 10
+//
+// The control plane runs in a child process (this program started with
+// -serve), so its heap, goroutines and garbage collection stay out of the
+// measured process; both share the machine's CPUs.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/informerkit/informerkit/test/bench"
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+// serverInfo is what the child prints for the parent: how to reach its API
+// server directly (no proxy).
+type serverInfo struct {
+	Host  string `json:"host"`
+	Token string `json:"token"`
+}
+
+func main() {
+	serve := flag.Bool("serve", false, "internal: run the control plane and print how to reach it")
+	sizes := flag.String("sizes", "10000,50000", "object counts N, ascending")
+	runs := flag.Int("runs", 3, "runs per scenario (tables show medians)")
+	many := flag.Int("many", 100, "CRDs in the many-resources scenario (-1 skips it)")
+	manyObjects := flag.Int("many-objects", 100, "objects per CRD in the many-resources scenario")
+	writes := flag.Int("latency-writes", 400, "writes per latency measurement")
+	rate := flag.Float64("write-rate", 50, "writes per second in the latency scenario")
+	consumers := flag.String("consumers", "1,10,100", "consumer counts K of the sharing scenario")
+	out := flag.String("o", "", "also write the table to this file")
+	only := flag.String("impls", "", "comma-separated implementation names to run (default all; see bench.DefaultImpls)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measuring process to this file")
+	flag.Parse()
+	if *serve {
+		runServer()
+		return
+	}
+	cfg := bench.Config{
+		Sizes: ints(*sizes), Runs: *runs, ManyCRDs: *many, ManyObjects: *manyObjects,
+		LatencyWrites: *writes, WriteRate: *rate, Consumers: ints(*consumers),
+		Logf: func(f string, a ...any) { log.Printf(f, a...) },
+	}
+	if *out != "" {
+		cfg.Progress = func(r *bench.Results) { _ = os.WriteFile(*out+".partial", []byte(r.Markdown()), 0o644) }
+	}
+	for _, im := range bench.DefaultImpls() {
+		if *only == "" || slices.Contains(strings.Split(*only, ","), im.Name) {
+			cfg.Impls = append(cfg.Impls, im)
+		}
+	}
+	if len(cfg.Impls) == 0 {
+		log.Fatalf("-impls %q matches no implementation", *only)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	rc, stop, err := startChild(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+	}
+	start := time.Now()
+	res, err := bench.Run(ctx, rc, cfg)
+	pprof.StopCPUProfile()
+	stop()
+	if err != nil {
+		log.Printf("run failed: %v", err)
+	}
+	if res == nil {
+		os.Exit(1)
+	}
+	table := fmt.Sprintf("ikbench %s: GOMAXPROCS=%d, sizes=%s, runs=%d, many=%d×%d, latency %d writes at %.0f/s; took %v\n\n%s",
+		time.Now().Format("2006-01-02"), runtime.GOMAXPROCS(0), *sizes, *runs, *many, *manyObjects, *writes, *rate,
+		time.Since(start).Round(time.Second), res.Markdown())
+	fmt.Println(table)
+	if *out != "" {
+		if werr := os.WriteFile(*out, []byte(table), 0o644); werr != nil {
+			log.Print(werr)
+		}
+	}
+	if err != nil {
+		os.Exit(1)
+	}
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			log.Fatalf("bad number %q", f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// runServer is the child: start the control plane, print serverInfo, run
+// until stdin closes (the parent exited or stopped us).
+func runServer() {
+	cp, err := controlplane.Start(context.Background(), controlplane.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	direct := cp.DirectConfig()
+	info := serverInfo{Host: direct.Host, Token: cp.Config().BearerToken}
+	if err := json.NewEncoder(os.Stdout).Encode(info); err != nil {
+		log.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	cp.Stop()
+}
+
+// startChild starts this program with -serve and returns a client config
+// for its API server and a function that stops it.
+func startChild(ctx context.Context) (*rest.Config, func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, "-serve")
+	cmd.Stderr = io.Discard
+	if os.Getenv("IKBENCH_SERVER_LOG") != "" {
+		cmd.Stderr = os.Stderr
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	stop := func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	line, err := bufio.NewReader(stdout).ReadBytes('\n')
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("control plane did not start: %w", err)
+	}
+	var info serverInfo
+	if err := json.Unmarshal(line, &info); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return &rest.Config{
+		Host:            info.Host,
+		BearerToken:     info.Token,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		QPS:             1000,
+		Burst:           2000,
+	}, stop, nil
+}

@@ -1,0 +1,360 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	cgdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	ikcache "github.com/informerkit/informerkit/cache"
+	"github.com/informerkit/informerkit/dynamicinformer"
+)
+
+// Resource is one benchmarked resource: its GVR for informerkit and
+// client-go, its GVK for controller-runtime.
+type Resource struct {
+	GVR schema.GroupVersionResource
+	GVK schema.GroupVersionKind
+}
+
+// Handler receives every added or updated object as the implementation's
+// handler sees it (decoded for compact mode).
+type Handler func(obj interface{})
+
+// Instance is one implementation's informers over some resources. Watch and
+// AddHandler act as one consumer each: they ask the implementation's
+// public entry point for the resource's informer (sharing whatever it
+// shares) before Start. Stop tears everything down; an Instance is used
+// once. Methods other than Start, Stop and Synced are not called
+// concurrently.
+type Instance interface {
+	// Watch registers one consumer of r without a handler.
+	Watch(r Resource) error
+	// AddHandler registers one consumer of r with handler h.
+	AddHandler(r Resource, h Handler) error
+	// Start starts every registered informer.
+	Start(ctx context.Context)
+	// Synced reports whether every registered informer has synced.
+	Synced() bool
+	// Len is the number of objects cached for r.
+	Len(r Resource) int
+	// Get, ListNamespace and ListSelector read the cache through the
+	// implementation's usual reader and return the number of objects.
+	Get(r Resource, ns, name string) error
+	ListNamespace(r Resource, ns string) (int, error)
+	ListSelector(r Resource, sel labels.Selector) (int, error)
+	// Stop stops every informer and waits for what it can wait for.
+	Stop()
+}
+
+// Impl is an implementation under test.
+type Impl struct {
+	// Name labels the implementation's rows ("informerkit", "client-go", ...).
+	Name string
+	// Peer is true for the implementations informerkit is compared with.
+	Peer bool
+	// New builds an Instance on cfg.
+	New func(cfg *rest.Config) (Instance, error)
+}
+
+// Names of the implementations DefaultImpls returns.
+const (
+	InformerKit         = "informerkit"
+	InformerKitStripped = "ik StripManagedFields"
+	InformerKitCompact  = "ik CompactTransform"
+	InformerKitMetadata = "ik MetadataOnly"
+	ClientGo            = "client-go dynamicinformer"
+	ControllerRuntime   = "controller-runtime cache"
+)
+
+// DefaultImpls are informerkit's factory with default options and with each
+// memory option, client-go's dynamicinformer and controller-runtime's cache
+// reading Unstructured objects.
+func DefaultImpls() []Impl {
+	ik := func(name string, opts ...dynamicinformer.ResourceOption) Impl {
+		return Impl{Name: name, New: func(cfg *rest.Config) (Instance, error) {
+			f, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithDefaults(opts...))
+			if err != nil {
+				return nil, err
+			}
+			compact := name == InformerKitCompact
+			return &ikInstance{factory: f, compact: compact, handles: map[schema.GroupVersionResource][]dynamicinformer.GenericInformer{}}, nil
+		}}
+	}
+	return []Impl{
+		ik(InformerKit),
+		ik(InformerKitStripped, dynamicinformer.Transform(ikcache.StripManagedFields)),
+		ik(InformerKitCompact, dynamicinformer.Transform(ikcache.CompactTransform)),
+		ik(InformerKitMetadata, dynamicinformer.MetadataOnly()),
+		{Name: ClientGo, Peer: true, New: newClientGo},
+		{Name: ControllerRuntime, Peer: true, New: newControllerRuntime},
+	}
+}
+
+// informerkit
+
+type ikInstance struct {
+	factory dynamicinformer.Factory
+	compact bool // wrap handlers in cache.DecodingHandler
+	handles map[schema.GroupVersionResource][]dynamicinformer.GenericInformer
+}
+
+func (i *ikInstance) handle(r Resource) dynamicinformer.GenericInformer {
+	h := i.factory.ForResource(r.GVR)
+	i.handles[r.GVR] = append(i.handles[r.GVR], h)
+	return h
+}
+
+func (i *ikInstance) Watch(r Resource) error { i.handle(r); return nil }
+
+func (i *ikInstance) AddHandler(r Resource, h Handler) error {
+	var eh toolscache.ResourceEventHandler = handlerFuncs(h)
+	if i.compact {
+		eh = ikcache.DecodingHandler(eh)
+	}
+	_, err := i.handle(r).Informer().AddEventHandler(eh)
+	return err
+}
+
+func (i *ikInstance) Start(ctx context.Context) { i.factory.Start(ctx) }
+
+func (i *ikInstance) Synced() bool {
+	for _, hs := range i.handles {
+		for _, h := range hs {
+			if !h.Informer().HasSynced() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (i *ikInstance) first(r Resource) dynamicinformer.GenericInformer { return i.handles[r.GVR][0] }
+
+func (i *ikInstance) Len(r Resource) int { return len(i.first(r).Informer().GetStore().ListKeys()) }
+
+func (i *ikInstance) Get(r Resource, ns, name string) error {
+	_, err := i.first(r).Lister().ByNamespace(ns).Get(name)
+	return err
+}
+
+func (i *ikInstance) ListNamespace(r Resource, ns string) (int, error) {
+	objs, err := i.first(r).Lister().ByNamespace(ns).List(labels.Everything())
+	return len(objs), err
+}
+
+func (i *ikInstance) ListSelector(r Resource, sel labels.Selector) (int, error) {
+	objs, err := i.first(r).Lister().List(sel)
+	return len(objs), err
+}
+
+func (i *ikInstance) Stop() { i.factory.Shutdown() }
+
+// client-go
+
+type clientGoInstance struct {
+	factory cgdynamicinformer.DynamicSharedInformerFactory
+	used    map[schema.GroupVersionResource]bool
+	cancel  context.CancelFunc
+}
+
+func newClientGo(cfg *rest.Config) (Instance, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clientGoInstance{
+		factory: cgdynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
+		used:    map[schema.GroupVersionResource]bool{},
+	}, nil
+}
+
+func (c *clientGoInstance) Watch(r Resource) error {
+	c.factory.ForResource(r.GVR).Informer()
+	c.used[r.GVR] = true
+	return nil
+}
+
+func (c *clientGoInstance) AddHandler(r Resource, h Handler) error {
+	c.used[r.GVR] = true
+	_, err := c.factory.ForResource(r.GVR).Informer().AddEventHandler(handlerFuncs(h))
+	return err
+}
+
+func (c *clientGoInstance) Start(ctx context.Context) {
+	ctx, c.cancel = context.WithCancel(ctx)
+	c.factory.Start(ctx.Done())
+}
+
+func (c *clientGoInstance) Synced() bool {
+	for gvr := range c.used {
+		if !c.factory.ForResource(gvr).Informer().HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *clientGoInstance) Len(r Resource) int {
+	return len(c.factory.ForResource(r.GVR).Informer().GetStore().ListKeys())
+}
+
+func (c *clientGoInstance) Get(r Resource, ns, name string) error {
+	_, err := c.factory.ForResource(r.GVR).Lister().ByNamespace(ns).Get(name)
+	return err
+}
+
+func (c *clientGoInstance) ListNamespace(r Resource, ns string) (int, error) {
+	objs, err := c.factory.ForResource(r.GVR).Lister().ByNamespace(ns).List(labels.Everything())
+	return len(objs), err
+}
+
+func (c *clientGoInstance) ListSelector(r Resource, sel labels.Selector) (int, error) {
+	objs, err := c.factory.ForResource(r.GVR).Lister().List(sel)
+	return len(objs), err
+}
+
+func (c *clientGoInstance) Stop() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.factory.Shutdown()
+}
+
+// controller-runtime
+
+type crInstance struct {
+	cache     crcache.Cache
+	informers map[schema.GroupVersionKind]crcache.Informer
+	cancel    context.CancelFunc
+	done      sync.WaitGroup
+	ctx       context.Context
+}
+
+// silenceControllerRuntime gives controller-runtime a logger, which it
+// otherwise complains about (with a stack trace) on first use.
+var silenceControllerRuntime sync.Once
+
+func newControllerRuntime(cfg *rest.Config) (Instance, error) {
+	silenceControllerRuntime.Do(func() { crlog.SetLogger(logr.Discard()) })
+	c, err := crcache.New(cfg, crcache.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &crInstance{cache: c, informers: map[schema.GroupVersionKind]crcache.Informer{}, ctx: context.Background()}, nil
+}
+
+func (c *crInstance) informer(r Resource) (crcache.Informer, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(r.GVK)
+	inf, err := c.cache.GetInformer(c.ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	c.informers[r.GVK] = inf
+	return inf, nil
+}
+
+func (c *crInstance) Watch(r Resource) error { _, err := c.informer(r); return err }
+
+func (c *crInstance) AddHandler(r Resource, h Handler) error {
+	inf, err := c.informer(r)
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(handlerFuncs(h))
+	return err
+}
+
+func (c *crInstance) Start(ctx context.Context) {
+	ctx, c.cancel = context.WithCancel(ctx)
+	c.done.Add(1)
+	go func() {
+		defer c.done.Done()
+		_ = c.cache.Start(ctx)
+	}()
+}
+
+func (c *crInstance) Synced() bool {
+	for _, inf := range c.informers {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *crInstance) Len(r Resource) int {
+	si, ok := c.informers[r.GVK].(toolscache.SharedIndexInformer)
+	if !ok {
+		return -1
+	}
+	return len(si.GetStore().ListKeys())
+}
+
+func (c *crInstance) Get(r Resource, ns, name string) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(r.GVK)
+	return c.cache.Get(c.ctx, crclient.ObjectKey{Namespace: ns, Name: name}, u)
+}
+
+func (c *crInstance) list(r Resource, opts ...crclient.ListOption) (int, error) {
+	ul := &unstructured.UnstructuredList{}
+	ul.SetGroupVersionKind(r.GVK.GroupVersion().WithKind(r.GVK.Kind + "List"))
+	if err := c.cache.List(c.ctx, ul, opts...); err != nil {
+		return 0, err
+	}
+	return len(ul.Items), nil
+}
+
+func (c *crInstance) ListNamespace(r Resource, ns string) (int, error) {
+	return c.list(r, crclient.InNamespace(ns))
+}
+
+func (c *crInstance) ListSelector(r Resource, sel labels.Selector) (int, error) {
+	return c.list(r, crclient.MatchingLabelsSelector{Selector: sel})
+}
+
+func (c *crInstance) Stop() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.done.Wait()
+}
+
+func handlerFuncs(h Handler) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { h(obj) },
+		UpdateFunc: func(_, obj interface{}) { h(obj) },
+	}
+}
+
+// seqOf reads the benchmark's sequence annotation from any object an
+// implementation hands a handler.
+func seqOf(obj interface{}) (int, bool) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return 0, false
+	}
+	s, ok := m.GetAnnotations()[seqAnnotation]
+	if !ok {
+		return 0, false
+	}
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		return 0, false
+	}
+	return n, true
+}
