@@ -197,6 +197,16 @@ func (lw *gatedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 		lw.forceRelist = false
 	}
 	lw.mu.Unlock()
+	if watchList && !open && !listed && !synthetic {
+		// Never listed (Pending): wait for the resource here, as List
+		// would, so that the first sync streams (watch-list) instead of
+		// falling back to one large LIST.
+		lw.hooks.waiting(reason)
+		if err := lw.gate.waitOpen(ctx); err != nil {
+			return nil, err
+		}
+		open = true
+	}
 	switch {
 	case open && relist:
 		return nil, apierrors.NewResourceExpired("informerkit: relisting at a new version")

@@ -340,3 +340,33 @@ func TestGateRelistEndsStreamExpired(t *testing.T) {
 		t.Fatalf("relist: %v, resourceVersion %q sent (want a fresh list)", err, inner.lastRV)
 	}
 }
+
+func TestGatePendingWatchListWaitsThenStreams(t *testing.T) {
+	lw, inner, hooks := newTestGate(false)
+	yes := true
+	type result struct {
+		w   watch.Interface
+		err error
+	}
+	done := make(chan result)
+	go func() {
+		w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: &yes})
+		done <- result{w, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("watch-list returned while pending: %v", r.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if hooks.last() != "waiting" || inner.watches != 0 {
+		t.Fatalf("hooks %v, watches %d", hooks.events, inner.watches)
+	}
+	// Served: the first sync streams (a watch-list request), it does not
+	// fall back to a LIST.
+	lw.gate.set(true, "")
+	r := <-done
+	if r.err != nil || inner.watches != 1 || inner.lists != 0 {
+		t.Fatalf("err %v, watches %d, lists %d", r.err, inner.watches, inner.lists)
+	}
+	r.w.Stop()
+}
