@@ -2,6 +2,7 @@ package discoveryresolver
 
 import (
 	"context"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,8 @@ type fakeDiscovery struct {
 
 	calls   atomic.Int32
 	entered chan struct{} // receives (non-blocking) when a round starts
+
+	own map[schema.GroupVersion]*metav1.APIResourceList // guarded by mu; see setOwn
 }
 
 func newFake(groups ...fakeGroup) *fakeDiscovery {
@@ -217,3 +220,36 @@ func withClock(c *fakeClock) Option {
 }
 
 type discoveryErrGroupFailed = discovery.ErrGroupDiscoveryFailed
+
+// setOwn sets what gv's own endpoint (/apis/group/version) answers; nil
+// makes it answer 404. Without setOwn the endpoint answers from the
+// aggregated data.
+func (f *fakeDiscovery) setOwn(gv schema.GroupVersion, l *metav1.APIResourceList) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.own == nil {
+		f.own = map[schema.GroupVersion]*metav1.APIResourceList{}
+	}
+	f.own[gv] = l
+}
+
+func (f *fakeDiscovery) ServerResourcesForGroupVersionWithContext(_ context.Context, groupVersion string) (*metav1.APIResourceList, error) {
+	gv, err := schema.ParseGroupVersion(groupVersion)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l, ok := f.own[gv]; ok {
+		if l == nil {
+			return nil, apierrors.NewNotFound(schema.GroupResource{}, groupVersion)
+		}
+		return l.DeepCopy(), nil
+	}
+	for _, l := range f.lists {
+		if l.GroupVersion == groupVersion {
+			return l.DeepCopy(), nil
+		}
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{}, groupVersion)
+}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 )
@@ -41,8 +43,9 @@ type Resolver struct {
 	failedKeys string     // failing group-versions of the latest round, for logging changes only
 	listeners  []listener
 	nextID     int
-	pending    []Change // changes not yet delivered, in order
-	delivering bool     // a goroutine is delivering pending changes
+	pending    []Change                     // changes not yet delivered, in order
+	delivering bool                         // a goroutine is delivering pending changes
+	direct     map[schema.GroupVersion]bool // read from their own endpoints until aggregated discovery agrees; guarded by mu
 }
 
 type round struct {
@@ -207,6 +210,119 @@ func (r *Resolver) Refresh(ctx context.Context) error {
 // Lookup never refreshes.
 func (r *Resolver) Invalidate() {
 	r.stale.Store(true)
+}
+
+// InvalidateGroupVersions is Invalidate, and also makes the next rounds
+// read gvs from their own discovery endpoints (/apis/group/version), not
+// only from the aggregated discovery document, until the document agrees.
+// Call it when a CustomResourceDefinition of the group changed: the
+// aggregated document can lag behind a resource added to a group-version
+// that already existed (minutes were observed with Kubernetes 1.37), while
+// the group-version's own endpoint is served by apiextensions-apiserver
+// from the CRDs themselves. A caching discovery client answers those reads
+// from its cache, so give the resolver a non-caching one.
+func (r *Resolver) InvalidateGroupVersions(gvs ...schema.GroupVersion) {
+	r.mu.Lock()
+	if r.direct == nil {
+		r.direct = map[schema.GroupVersion]bool{}
+	}
+	for _, gv := range gvs {
+		r.direct[gv] = true
+	}
+	r.mu.Unlock()
+	r.Invalidate()
+}
+
+// readDirect reads the group-versions marked by InvalidateGroupVersions
+// from their own endpoints and puts what they serve in place of the
+// aggregated document's entries; a group-version is unmarked once the
+// aggregated document says the same (the same resource names, or both
+// without it).
+func (r *Resolver) readDirect(ctx context.Context, groups []*metav1.APIGroup, lists []*metav1.APIResourceList, failed map[schema.GroupVersion]error) ([]*metav1.APIGroup, []*metav1.APIResourceList, map[schema.GroupVersion]error) {
+	r.mu.Lock()
+	gvs := make([]schema.GroupVersion, 0, len(r.direct))
+	for gv := range r.direct {
+		gvs = append(gvs, gv)
+	}
+	r.mu.Unlock()
+	if len(gvs) == 0 {
+		return groups, lists, failed
+	}
+	lists = slices.Clone(lists)
+	byGV := map[schema.GroupVersion]int{}
+	for i, l := range lists {
+		if l == nil {
+			continue
+		}
+		if gv, err := schema.ParseGroupVersion(l.GroupVersion); err == nil {
+			byGV[gv] = i
+		}
+	}
+	for _, gv := range gvs {
+		own, err := r.client.ServerResourcesForGroupVersionWithContext(ctx, gv.String())
+		i, listed := byGV[gv]
+		switch {
+		case apierrors.IsNotFound(err):
+			if !listed || len(lists[i].APIResources) == 0 {
+				r.undirect(gv)
+			} else {
+				lists[i] = nil // gone, whatever the aggregated document says
+			}
+		case err != nil || own == nil:
+			continue // keep the aggregated document's answer
+		case listed:
+			if sameResourceNames(lists[i], own) {
+				r.undirect(gv)
+			}
+			lists[i] = own
+		default:
+			lists = append(lists, own)
+			groups = withGroupVersion(groups, gv)
+		}
+		if failed != nil && err == nil {
+			failed = copyGroupErrors(failed)
+			delete(failed, gv)
+		}
+	}
+	return groups, lists, failed
+}
+
+func (r *Resolver) undirect(gv schema.GroupVersion) {
+	r.mu.Lock()
+	delete(r.direct, gv)
+	r.mu.Unlock()
+}
+
+func sameResourceNames(a, b *metav1.APIResourceList) bool {
+	names := func(l *metav1.APIResourceList) []string {
+		out := make([]string, 0, len(l.APIResources))
+		for _, res := range l.APIResources {
+			out = append(out, res.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(names(a), names(b))
+}
+
+// withGroupVersion returns groups with gv in it (copies, never modifies
+// what discovery returned).
+func withGroupVersion(groups []*metav1.APIGroup, gv schema.GroupVersion) []*metav1.APIGroup {
+	v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+	out := slices.Clone(groups)
+	for i, g := range out {
+		if g == nil || g.Name != gv.Group {
+			continue
+		}
+		if slices.ContainsFunc(g.Versions, func(x metav1.GroupVersionForDiscovery) bool { return x.Version == gv.Version }) {
+			return out
+		}
+		c := g.DeepCopy()
+		c.Versions = append(c.Versions, v)
+		out[i] = c
+		return out
+	}
+	return append(out, &metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
 }
 
 // OnChange registers f to be called with the differences found by every
@@ -380,6 +496,7 @@ func (r *Resolver) runRound(ctx context.Context) (*Change, error) {
 			return nil, err
 		}
 	}
+	groups, lists, failed = r.readDirect(ctx, groups, lists, failed)
 	prev := r.snap.Load()
 	s := buildSnapshot(discoveryData{groups: groups, lists: lists, failed: failed}, prev, r.opts.serverGroupOrder)
 	r.snap.Store(s)

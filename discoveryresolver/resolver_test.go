@@ -853,3 +853,57 @@ func TestPanickingClientDoesNotStrandWaiters(t *testing.T) {
 		t.Fatal("waiter stranded")
 	}
 }
+
+// TestInvalidateGroupVersionsReadsOwnEndpoint: the aggregated discovery
+// document can lag behind a CRD added to an existing group-version; after
+// InvalidateGroupVersions the resolver reads the group-version's own
+// endpoint until the document agrees.
+func TestInvalidateGroupVersionsReadsOwnEndpoint(t *testing.T) {
+	ctx := context.Background()
+	gv := schema.GroupVersion{Group: "stable.example.com", Version: "v1"}
+	f := newFake(group(gv.Group, version("v1", res("gadgets", "Gadget"))))
+	r := New(f)
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	both := &metav1.APIResourceList{GroupVersion: gv.String(), APIResources: []metav1.APIResource{res("gadgets", "Gadget"), res("doohickeys", "Doohickey")}}
+	f.setOwn(gv, both)
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Lookup(gv.WithResource("doohickeys")); ok {
+		t.Fatal("the stale aggregated document alone cannot show the new resource")
+	}
+	r.InvalidateGroupVersions(gv)
+	if _, err := r.Resolve(ctx, "doohickeys"); err != nil {
+		t.Fatalf("after InvalidateGroupVersions: %v", err)
+	}
+	// A group-version the aggregated document does not have at all.
+	gv2 := schema.GroupVersion{Group: "new.example.com", Version: "v1"}
+	f.setOwn(gv2, &metav1.APIResourceList{GroupVersion: gv2.String(), APIResources: []metav1.APIResource{res("widgets", "Widget")}})
+	r.InvalidateGroupVersions(gv2)
+	if res, err := r.Resolve(ctx, "widgets.new.example.com"); err != nil || res.GVR != gv2.WithResource("widgets") {
+		t.Fatalf("new group-version: %v %v", res, err)
+	}
+	// The aggregated document catches up: gv is no longer read directly.
+	f.set(group(gv.Group, version("v1", res("gadgets", "Gadget"), res("doohickeys", "Doohickey"))))
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	direct := r.direct[gv]
+	r.mu.Unlock()
+	if direct {
+		t.Fatal("still reading gv directly after the aggregated document agreed")
+	}
+	// The group-version's own endpoint says it is gone while the aggregated
+	// document still lists it: gone.
+	f.setOwn(gv, nil)
+	r.InvalidateGroupVersions(gv)
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Lookup(gv.WithResource("gadgets")); ok {
+		t.Fatal("a group-version its own endpoint calls gone is still served")
+	}
+}

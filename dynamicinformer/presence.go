@@ -246,7 +246,21 @@ func (p *presence) crdChanged(obj interface{}, deleted bool) {
 			}
 		}
 	}
+	// The group-versions discovery must re-read: every version the CRD
+	// names and every version it served before.
+	var gvs []schema.GroupVersion
+	versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+	for _, v := range versions {
+		if vm, ok := v.(map[string]interface{}); ok {
+			if name, _ := vm["name"].(string); name != "" {
+				gvs = append(gvs, schema.GroupVersion{Group: group, Version: name})
+			}
+		}
+	}
 	p.mu.Lock()
+	for v := range p.crdVersions[gr] {
+		gvs = append(gvs, schema.GroupVersion{Group: group, Version: v})
+	}
 	if old, ok := p.crdByName[u.GetName()]; ok && old != gr {
 		p.crdVersions[old] = map[string]bool{}
 	}
@@ -254,7 +268,9 @@ func (p *presence) crdChanged(obj interface{}, deleted bool) {
 	p.crdVersions[gr] = served
 	p.mu.Unlock()
 	if p.resolver != nil {
-		p.resolver.Invalidate()
+		// The aggregated discovery document can lag behind CRD changes
+		// for minutes; the group-versions' own endpoints do not.
+		p.resolver.InvalidateGroupVersions(gvs...)
 	}
 	p.reevaluateGR(gr, fmt.Sprintf("CRD %s changed", u.GetName()))
 	p.mu.Lock()
