@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -46,37 +42,8 @@ func installCRD(ctx context.Context, cfg *rest.Config, group, kind, plural strin
 		return Resource{}, fmt.Errorf("create CRD %s: %w", crd.Name, err)
 	}
 	gvr := controlplane.GVR(crd)
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
+	if err := controlplane.WaitForCRDAt(ctx, cfg, crd); err != nil {
 		return Resource{}, err
-	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := c.Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		established := false
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				established = true
-			}
-		}
-		if !established {
-			return false, nil
-		}
-		rl, err := disc.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-		if err != nil {
-			return false, nil
-		}
-		for _, r := range rl.APIResources {
-			if r.Name == plural {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return Resource{}, fmt.Errorf("CRD %s not served: %w", crd.Name, err)
 	}
 	return Resource{GVR: gvr, GVK: gvr.GroupVersion().WithKind(kind)}, nil
 }

@@ -11,12 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 )
 
 // CRDOption adjusts a CRD built by NewCRD.
@@ -120,9 +122,24 @@ func (cp *ControlPlane) InstallCRD(ctx context.Context, crd *apiextensionsv1.Cus
 // WaitForCRD waits until the CRD is Established and its served versions are
 // in discovery (and its unserved versions are not).
 func (cp *ControlPlane) WaitForCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
-	c := cp.APIExtensions().ApiextensionsV1().CustomResourceDefinitions()
-	disc := discovery.NewDiscoveryClientForConfigOrDie(cp.Config())
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	return WaitForCRDAt(ctx, cp.Config(), crd)
+}
+
+// WaitForCRDAt is WaitForCRD against any API server cfg reaches (for
+// programs that run the control plane in another process). Discovery is
+// read per group-version (/apis/group/version), which apiextensions-apiserver
+// serves from the CRDs themselves.
+func WaitForCRDAt(ctx context.Context, cfg *rest.Config, crd *apiextensionsv1.CustomResourceDefinition) error {
+	ext, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	c := ext.ApiextensionsV1().CustomResourceDefinitions()
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := c.Get(ctx, crd.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
