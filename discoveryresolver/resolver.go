@@ -258,6 +258,7 @@ func (r *Resolver) readDirect(ctx context.Context, groups []*metav1.APIGroup, li
 			byGV[gv] = i
 		}
 	}
+	copied := false // failed is the caller's until copied
 	for _, gv := range gvs {
 		own, err := r.client.ServerResourcesForGroupVersionWithContext(ctx, gv.String())
 		i, listed := byGV[gv]
@@ -279,8 +280,10 @@ func (r *Resolver) readDirect(ctx context.Context, groups []*metav1.APIGroup, li
 			lists = append(lists, own)
 			groups = withGroupVersion(groups, gv)
 		}
-		if failed != nil && err == nil {
-			failed = copyGroupErrors(failed)
+		if _, bad := failed[gv]; bad && err == nil {
+			if !copied {
+				failed, copied = copyGroupErrors(failed), true
+			}
 			delete(failed, gv)
 		}
 	}

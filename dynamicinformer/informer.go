@@ -308,7 +308,7 @@ func (si *sharedInformer) monitorSync(ctx context.Context) {
 		// Removed once the cache is empty, or (objects whose deletes were
 		// lost with a stopped stream; they go when the resource returns)
 		// after removalGrace.
-		if removal != "" && (len(si.informer.GetStore().ListKeys()) == 0 || time.Since(removalSince) > removalGrace) {
+		if removal != "" && (si.cacheEmpty() || time.Since(removalSince) > removalGrace) {
 			si.mu.Lock()
 			if si.removal == removal {
 				si.removal = ""
@@ -340,6 +340,14 @@ func (si *sharedInformer) monitorSync(ctx context.Context) {
 		case <-si.wake:
 		}
 	}
+}
+
+// cacheEmpty reports whether the cache holds no object, without listing
+// its keys (it is polled while a removal drains): the namespace index,
+// always installed, drops a value when its last object goes.
+func (si *sharedInformer) cacheEmpty() bool {
+	values := si.informer.GetIndexer().ListIndexFuncValues(toolscache.NamespaceIndex)
+	return len(values) == 0
 }
 
 // removalGrace bounds how long Removed waits for the cache to empty.
