@@ -177,7 +177,10 @@ func transformed(make func(int) interface{}, t toolscache.TransformFunc) func(in
 // "labelindex-relabel" also changes one label value on every update.
 // "labelindex-plain" uses the stateless LabelIndexFunc, which builds every
 // "key=value" string afresh (what LabelIndexers installed before it kept
-// its strings), to show what the string table saves.
+// its strings), to show what the string table saves. "keyindex" is the
+// factory's default after selector Lists on all four keys: the
+// AutoLabelKeyIndex marker and a per-key index of every label
+// (LabelKeyIndexers).
 func BenchmarkIndexerWrite(b *testing.B) {
 	const n = 10000
 	type version [2]interface{}
@@ -201,6 +204,7 @@ func BenchmarkIndexerWrite(b *testing.B) {
 	withLabels := LabelIndexers()
 	withLabels[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 	plain := toolscache.Indexers{LabelIndex: LabelIndexFunc, toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
+	keys := keyIndexers()
 	cases := []struct {
 		name     string
 		indexers toolscache.Indexers
@@ -209,9 +213,11 @@ func BenchmarkIndexerWrite(b *testing.B) {
 		{"clientgo", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, same},
 		{"labelindex", withLabels, same},
 		{"labelindex-plain", plain, same},
+		{"keyindex", keys, same},
 		{"clientgo-relabel", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, relabeled},
 		{"labelindex-relabel", withLabels, relabeled},
 		{"labelindex-plain-relabel", plain, relabeled},
+		{"keyindex-relabel", keys, relabeled},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -253,7 +259,9 @@ func (l *benchLW) IsWatchListSemanticsUnSupported() bool { return true }
 // with pre-decoded objects (decoding, which a real informer also pays, is
 // left out so the index's share is not understated). One op is one event
 // seen by the handler. "clientgo" has the namespace index; "labelindex"
-// adds LabelIndex; "labelindex-plain" uses the stateless LabelIndexFunc.
+// adds LabelIndex; "labelindex-plain" uses the stateless LabelIndexFunc;
+// "keyindex" has the factory's default after selector Lists on all four
+// label keys (the AutoLabelKeyIndex marker and four per-key indexes).
 func BenchmarkInformerWrite(b *testing.B) {
 	const n = 10000
 	var versions [2][]*unstructured.Unstructured
@@ -277,6 +285,7 @@ func BenchmarkInformerWrite(b *testing.B) {
 		{"clientgo", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
 		{"labelindex", withLabels},
 		{"labelindex-plain", toolscache.Indexers{LabelIndex: LabelIndexFunc, toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
+		{"keyindex", keyIndexers()},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			lw := &benchLW{list: list, w: watch.NewFakeWithChanSize(1024, false)}
@@ -308,4 +317,16 @@ func BenchmarkInformerWrite(b *testing.B) {
 			b.StopTimer()
 		})
 	}
+}
+
+// keyIndexers is the factory's default indexer set after selector Lists on
+// all four labels of the benchmark objects: namespace index, the
+// AutoLabelKeyIndex marker and a per-key index per label.
+func keyIndexers() toolscache.Indexers {
+	out := AutoLabelKeyIndexers()
+	for k, v := range LabelKeyIndexers("app", "tier", "env", "instance") {
+		out[k] = v
+	}
+	out[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
+	return out
 }

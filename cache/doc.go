@@ -5,11 +5,24 @@
 //
 // # Indexes
 //
-// LabelIndexers adds an inverted label index (LabelIndex): every object is
-// indexed under each of its label keys and each key=value pair, and the
-// indexer keeps it current on add, update and delete. genericlister uses it
-// automatically for label selectors, which turns client-go's linear scan
-// into work proportional to the matches.
+// Label indexes turn client-go's linear scan for a label selector into work
+// proportional to the matches; genericlister uses them automatically. Two
+// kinds answer the same queries:
+//
+//   - Per-key indexes (LabelKeyIndexers, LabelKeyIndexName): one index per
+//     label key, one value per object. Nearly free on writes, because
+//     client-go skips an index whose single value did not change. With the
+//     AutoLabelKeyIndex marker (AutoLabelKeyIndexers, informerkit's
+//     factory default), listers add the index of a key the first time a
+//     selector needs it (EnsureLabelKeyIndex, at most MaxAutoLabelKeys).
+//   - The inverted index over every label (LabelIndexers, LabelIndex):
+//     every object under each of its keys and key=value pairs. It answers
+//     any key at once, but client-go re-indexes every label of an object on
+//     each update, which halves write throughput (docs/PERFORMANCE.md).
+//
+// Use HasIndex, not GetIndexers, to ask whether a running informer's
+// indexer has an index: client-go returns its own map from GetIndexers
+// without a lock, and indexes may be added while it runs.
 //
 // FieldIndexers builds indexes from field paths ("spec.nodeName",
 // "status.phase", "metadata.ownerReferences[*].uid") so that callers write

@@ -37,6 +37,31 @@ func ExampleLabelIndexFunc() {
 	// Output: [app app=web tier tier=front]
 }
 
+// Per-key label indexes: one for "app" up front, and one for "tier" added
+// on demand through the AutoLabelKeyIndex marker (genericlister's List
+// calls EnsureLabelKeyIndex itself).
+func ExampleLabelKeyIndexers() {
+	indexers := ikcache.LabelKeyIndexers("app")
+	for k, v := range ikcache.AutoLabelKeyIndexers() {
+		indexers[k] = v
+	}
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	_ = indexer.Add(pod("web-1", "n1", map[string]interface{}{"app": "web", "tier": "front"}))
+	_ = indexer.Add(pod("db-1", "n1", map[string]interface{}{"app": "db", "tier": "back"}))
+
+	web, _ := indexer.IndexKeys(ikcache.LabelKeyIndexName("app"), "web")
+	fmt.Println(web)
+	fmt.Println(ikcache.HasIndex(indexer, ikcache.LabelKeyIndexName("tier")))
+	fmt.Println(ikcache.EnsureLabelKeyIndex(indexer, "tier"))
+	back, _ := indexer.IndexKeys(ikcache.LabelKeyIndexName("tier"), "back")
+	fmt.Println(back)
+	// Output:
+	// [default/web-1]
+	// false
+	// true
+	// [default/db-1]
+}
+
 // Field indexes come from a field path; no IndexFunc to write.
 func ExampleFieldIndexers() {
 	indexers, err := ikcache.FieldIndexers("spec.nodeName")

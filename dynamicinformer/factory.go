@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
 )
 
@@ -152,16 +153,16 @@ func (f *factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 	if si, ok := f.informers[key]; ok {
 		si.refs++
 		if len(cfg.indexers) > 0 {
-			missing := toolscache.Indexers{}
-			have := si.informer.GetIndexer().GetIndexers()
+			// HasIndex, not GetIndexers: client-go returns its indexer
+			// map unlocked, and listers may add label indexes meanwhile
+			// (so one at a time: a lost race on one name is not an error).
+			indexer := si.informer.GetIndexer()
 			for name, fn := range cfg.indexers {
-				if _, ok := have[name]; !ok {
-					missing[name] = fn
+				if ikcache.HasIndex(indexer, name) {
+					continue
 				}
-			}
-			if len(missing) > 0 {
-				if err := si.informer.AddIndexers(missing); err != nil {
-					si.logger.Error(err, "cannot add indexers to a shared informer")
+				if err := si.informer.AddIndexers(toolscache.Indexers{name: fn}); err != nil && !ikcache.HasIndex(indexer, name) {
+					si.logger.Error(err, "cannot add an indexer to a shared informer", "index", name)
 				}
 			}
 		}

@@ -169,7 +169,7 @@ func newSharedInformer(f *factory, key string, gvr schema.GroupVersionResource, 
 	}
 	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
 	if cfg.labelIndex == nil || *cfg.labelIndex {
-		for k, v := range ikcache.LabelIndexers() {
+		for k, v := range ikcache.AutoLabelKeyIndexers() {
 			indexers[k] = v
 		}
 	}

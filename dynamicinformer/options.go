@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
 )
 
@@ -190,11 +191,26 @@ func ResyncPeriod(d time.Duration) ResourceOption {
 	return func(c *resourceConfig) { c.resync = &d }
 }
 
-// LabelIndex turns the inverted label index (informerkit cache.LabelIndex)
-// on or off for the informer. Default on: label-selector Lists through the
-// Lister use it.
+// LabelIndex turns label indexing on demand on or off for the informer.
+// Default on: the informer's indexer carries the cache.AutoLabelKeyIndex
+// marker, so the first label-selector List through a Lister that needs an
+// index for label key k adds a per-key index of k (cache.LabelKeyIndexName,
+// at most cache.MaxAutoLabelKeys keys); later selector Lists on k are
+// answered from it. A per-key index costs next to nothing on updates that
+// leave the label alone (docs/PERFORMANCE.md, "Write throughput with the
+// label index"). Off: selector Lists scan, as client-go's do, unless an
+// index was added explicitly (LabelIndexKeys, or WithIndexers with
+// cache.LabelIndexers() for the inverted index over every label).
 func LabelIndex(on bool) ResourceOption {
 	return func(c *resourceConfig) { c.labelIndex = &on }
+}
+
+// LabelIndexKeys adds per-key label indexes for keys up front
+// (cache.LabelKeyIndexers), so the first selector List on them is indexed
+// too. Like WithIndexers, it does not make an informer distinct; asking a
+// shared informer for further keys adds them to it.
+func LabelIndexKeys(keys ...string) ResourceOption {
+	return WithIndexers(ikcache.LabelKeyIndexers(keys...))
 }
 
 // MetadataOnly makes the informer hold *metav1.PartialObjectMetadata from

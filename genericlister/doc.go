@@ -4,14 +4,17 @@
 // cache.GenericLister, and a typed view that converts cached objects to a
 // Go struct.
 //
-// Lists use the label index of informerkit's cache package
-// (cache.LabelIndex) and client-go's namespace index whenever the indexer
-// has them: a selector such as "app=web" or "app in (a,b),tier" is answered
-// from index sets, in time proportional to the matching objects rather than
-// to the cache size. Without the indexes every query still works, by
-// scanning. The answer never depends on which indexes exist.
+// Lists use informerkit's label indexes (per-key indexes, see
+// cache.LabelKeyIndexName, or the inverted cache.LabelIndex) and client-go's
+// namespace index whenever the indexer has them: a selector such as
+// "app=web" or "app in (a,b),tier" is answered from index sets, in time
+// proportional to the matching objects rather than to the cache size. When
+// the indexer carries cache.AutoLabelKeyIndex (informerkit's factory
+// default), the first List that needs an index for a label key adds it.
+// Without any index every query still works, by scanning. The answer never
+// depends on which indexes exist.
 //
-//	informer.AddIndexers(cache.LabelIndexers())
+//	informer.AddIndexers(cache.LabelKeyIndexers("app"))
 //	lister := genericlister.New(informer.GetIndexer(), gvr.GroupResource())
 //	web, err := lister.Namespace("prod").List(labels.SelectorFromSet(labels.Set{"app": "web"}))
 //

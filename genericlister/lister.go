@@ -41,9 +41,10 @@ type Lister struct {
 }
 
 // New returns a Lister over indexer (typically informer.GetIndexer()).
-// resource names the resource in NotFound errors. The Lister uses
-// cache.LabelIndex and toolscache.NamespaceIndex automatically when the
-// indexer has them; it works without them, by scanning.
+// resource names the resource in NotFound errors. The Lister uses the label
+// indexes of informerkit's cache package and toolscache.NamespaceIndex
+// automatically when the indexer has them; it works without them, by
+// scanning.
 func New(indexer toolscache.Indexer, resource schema.GroupResource) *Lister {
 	return &Lister{indexer: indexer, resource: resource}
 }
@@ -57,8 +58,12 @@ func (l *Lister) Indexer() toolscache.Indexer { return l.indexer }
 // List returns the objects, in all namespaces, whose labels match selector
 // (nil means everything), shared with the cache and unordered.
 //
-// With cache.LabelIndex in the indexer, the requirements "key=value",
-// "key==value", "key in (v1,v2)" and "key" are answered from the index:
+// The requirements "key=value", "key==value", "key in (v1,v2)" and "key"
+// are answered from an index when one covers the key: the key's per-key
+// index (cache.LabelKeyIndexName), else cache.LabelIndex, else a per-key
+// index that List adds when the indexer allows it
+// (cache.AutoLabelKeyIndex, cache.EnsureLabelKeyIndex; adding one indexes
+// every object once, under the indexer's write lock). From the indexes,
 // the candidate sets of the indexable requirements are compared and only
 // the smallest is examined, against the whole selector (so "!=", "notin",
 // "!key", "gt" and "lt" requirements are checked on that narrowed set). A
@@ -200,7 +205,7 @@ func get(indexer toolscache.Indexer, resource schema.GroupResource, key, name st
 
 func byField(indexer toolscache.Indexer, namespace, path, value string) ([]*unstructured.Unstructured, error) {
 	indexName := ikcache.FieldIndexName(path)
-	if _, ok := indexer.GetIndexers()[indexName]; ok {
+	if ikcache.HasIndex(indexer, indexName) {
 		objs, err := indexer.ByIndex(indexName, value)
 		if err != nil {
 			return nil, err

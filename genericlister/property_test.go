@@ -125,15 +125,32 @@ func keysOf[T runtime.Object](t *testing.T, objs []T) []string {
 
 // indexerVariants are the indexer configurations the lister must answer
 // identically from: both indexes, both over compact-mode objects, label
-// index only, namespace index only, none (scan).
+// index only, per-key indexes for some keys (alone, with the namespace
+// index, with the inverted index for the other keys), per-key indexes
+// added on demand (cache.AutoLabelKeyIndex: indexes appear while the test
+// runs, after objects exist), namespace index only, none (scan).
 func indexerVariants() map[string]toolscache.Indexer {
+	merge := func(all ...toolscache.Indexers) toolscache.Indexers {
+		out := toolscache.Indexers{}
+		for _, m := range all {
+			for k, v := range m {
+				out[k] = v
+			}
+		}
+		return out
+	}
 	ns := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
-	both := ikcache.LabelIndexers()
-	both[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
+	both := merge(ikcache.LabelIndexers(), ns)
+	someKeys := ikcache.LabelKeyIndexers("k0", "k2", "k5", "empty")
 	return map[string]toolscache.Indexer{
 		"label+namespace": toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, both),
 		"compact":         toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, both),
 		"label":           toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, ikcache.LabelIndexers()),
+		"keys":            toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, someKeys),
+		"keys+namespace":  toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, merge(someKeys, ns)),
+		"keys+label":      toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, merge(someKeys, ikcache.LabelIndexers())),
+		"auto+namespace":  toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, merge(ikcache.AutoLabelKeyIndexers(), ns)),
+		"auto+compact":    toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, merge(ikcache.AutoLabelKeyIndexers(), ns)),
 		"namespace":       toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, ns),
 		"none":            toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{}),
 	}
@@ -157,7 +174,7 @@ func TestListMatchesBruteForce(t *testing.T) {
 		w[key] = u
 		for name, idx := range variants {
 			var obj interface{} = u
-			if name == "compact" {
+			if strings.HasSuffix(name, "compact") {
 				obj, _ = ikcache.CompactTransform(u)
 			}
 			if err := idx.Update(obj); err != nil {
@@ -236,6 +253,16 @@ func TestListMatchesBruteForce(t *testing.T) {
 		add(newObject(fmt.Sprintf("ns%d", r.IntN(nNamespaces)), fmt.Sprintf("new%d", i), randomLabels(r)))
 	}
 	check("after updates", nSelectors)
+
+	// The on-demand variants must have answered from per-key indexes they
+	// added, not by scanning: every key the selectors used has its index.
+	for _, name := range []string{"auto+namespace", "auto+compact"} {
+		for k := 0; k < nKeys; k++ {
+			if !ikcache.HasIndex(variants[name], ikcache.LabelKeyIndexName(fmt.Sprintf("k%d", k))) {
+				t.Errorf("%s: no per-key index for k%d after %d selectors", name, k, 2*nSelectors)
+			}
+		}
+	}
 }
 
 // TestGenericListerPartialObjectMetadata runs the same comparison over an

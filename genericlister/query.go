@@ -22,11 +22,13 @@ const namespaceSetThreshold = 1024
 
 // selectObjects calls appendFn for every object in indexer that is in
 // namespace (all namespaces when "") and matches selector, in no particular
-// order. It narrows with cache.LabelIndex and toolscache.NamespaceIndex
-// when the indexer has them (see Lister.List for the rules) and otherwise
-// scans. Every object passed to appendFn has been checked against the whole
-// selector and the namespace, so an index only ever makes the answer
-// faster, never different.
+// order. It narrows with the label indexes (per-key, see
+// cache.LabelKeyIndexName, or the inverted cache.LabelIndex) and
+// toolscache.NamespaceIndex when the indexer has them, adding per-key
+// indexes on demand where the indexer allows it (cache.AutoLabelKeyIndex),
+// and otherwise scans. Every object passed to appendFn has been checked
+// against the whole selector and the namespace, so an index only ever
+// makes the answer faster, never different.
 func selectObjects(indexer toolscache.Indexer, namespace string, selector labels.Selector, appendFn func(interface{})) error {
 	if selector == nil {
 		selector = labels.Everything()
@@ -34,9 +36,7 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 	if labels.MatchesNothing(selector) {
 		return nil
 	}
-	indexers := indexer.GetIndexers()
-	_, hasLabel := indexers[ikcache.LabelIndex]
-	_, hasNS := indexers[toolscache.NamespaceIndex]
+	hasNS := namespace != "" && ikcache.HasIndex(indexer, toolscache.NamespaceIndex)
 
 	matches := func(obj interface{}) bool {
 		if namespace != "" && objectNamespace(obj) != namespace {
@@ -49,7 +49,7 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 		return ok && selector.Matches(l)
 	}
 
-	if !selector.Empty() && hasLabel {
+	if !selector.Empty() {
 		if reqs, ok := selector.Requirements(); ok {
 			if done, err := selectByLabelIndex(indexer, namespace, hasNS, reqs, matches, appendFn); done || err != nil {
 				return err
@@ -59,7 +59,7 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 
 	// No usable label requirement: namespace index, or a full scan.
 	var items []interface{}
-	if namespace != "" && hasNS {
+	if hasNS {
 		var err error
 		if items, err = indexer.ByIndex(toolscache.NamespaceIndex, namespace); err != nil {
 			return err
@@ -75,37 +75,107 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 	return nil
 }
 
-// selectByLabelIndex answers from the label index when at least one
-// requirement can use it (=, ==, in, exists) and reports whether it did.
+// indexQuery is one indexable requirement translated to an index: the
+// objects it allows are the union of the index's sets of vals (disjoint
+// sets, since an object has one value per label key).
+type indexQuery struct {
+	index string
+	vals  []string
+}
+
+// labelIndexes finds, per label key, the index that answers requirements on
+// it: the key's own index (cache.LabelKeyIndexName), else the inverted
+// cache.LabelIndex, else a per-key index added on demand
+// (cache.EnsureLabelKeyIndex). It asks the indexer at most once per key.
+type labelIndexes struct {
+	indexer  toolscache.Indexer
+	full     int // 0 unknown, 1 yes, 2 no
+	resolved map[string]string
+}
+
+// forKey returns the index name for key and whether it is a per-key index,
+// or "" when no index can answer.
+func (li *labelIndexes) forKey(key string) (string, bool) {
+	if name, ok := li.resolved[key]; ok {
+		_, perKey := ikcache.LabelKeyOfIndex(name)
+		return name, perKey
+	}
+	name := ""
+	perKey := false
+	keyIndex := ikcache.LabelKeyIndexName(key)
+	switch {
+	case ikcache.HasIndex(li.indexer, keyIndex):
+		name, perKey = keyIndex, true
+	case li.hasFull():
+		name = ikcache.LabelIndex
+	case ikcache.EnsureLabelKeyIndex(li.indexer, key):
+		name, perKey = keyIndex, true
+	}
+	if li.resolved == nil {
+		li.resolved = map[string]string{}
+	}
+	li.resolved[key] = name
+	return name, perKey
+}
+
+func (li *labelIndexes) hasFull() bool {
+	if li.full == 0 {
+		li.full = 2
+		if ikcache.HasIndex(li.indexer, ikcache.LabelIndex) {
+			li.full = 1
+		}
+	}
+	return li.full == 1
+}
+
+// selectByLabelIndex answers from the label indexes when at least one
+// requirement can use one (=, ==, in, exists) and reports whether it did.
 //
 // Plan: one candidate set per indexable requirement — the union of the
-// index sets of its values (disjoint, since an object has one value per
-// key) — plus the namespace's set. Sets are fetched cheapest-looking first
-// (equality and in before namespace before exists), stopping once the
-// smallest so far is small; the namespace's set is fetched only when the
-// label sets are large, and exists sets only when nothing else narrows.
-// The objects of the smallest set are then
-// checked against the full selector, which is the intersection with the
-// other sets and the check of the non-indexable requirements (!=, notin,
-// !key, gt, lt) at once.
+// index sets of its values — plus the namespace's set. Sets are fetched
+// cheapest-looking first (equality and in before namespace before exists),
+// stopping once the smallest so far is small; the namespace's set is
+// fetched only when the label sets are large, and exists sets only when
+// nothing else narrows. The objects of the smallest set are then checked
+// against the full selector, which is the intersection with the other sets
+// and the check of the non-indexable requirements (!=, notin, !key, gt, lt)
+// at once.
 func selectByLabelIndex(indexer toolscache.Indexer, namespace string, hasNS bool, reqs labels.Requirements, matches func(interface{}) bool, appendFn func(interface{})) (bool, error) {
-	var equal, exists [][]string // index values of each indexable requirement
+	li := &labelIndexes{indexer: indexer}
+	var equal, exists []indexQuery
 	for i := range reqs {
 		r := &reqs[i]
-		switch r.Operator() {
-		case selection.Equals, selection.DoubleEquals, selection.In:
-			vals := r.ValuesUnsorted()
-			iv := make([]string, 0, len(vals))
-			for j, v := range vals {
-				if containsString(vals[:j], v) {
-					continue // "in (a,a)": each set once, so no duplicates
-				}
+		op := r.Operator()
+		if op != selection.Equals && op != selection.DoubleEquals && op != selection.In && op != selection.Exists {
+			continue
+		}
+		index, perKey := li.forKey(r.Key())
+		if index == "" {
+			continue
+		}
+		if op == selection.Exists {
+			q := indexQuery{index: index, vals: []string{r.Key()}}
+			if perKey {
+				// Every value of the key's own index is one set of
+				// objects carrying the key.
+				q.vals = indexer.ListIndexFuncValues(index)
+			}
+			exists = append(exists, q)
+			continue
+		}
+		vals := r.ValuesUnsorted()
+		iv := make([]string, 0, len(vals))
+		for j, v := range vals {
+			if containsString(vals[:j], v) {
+				continue // "in (a,a)": each set once, so no duplicates
+			}
+			if perKey {
+				iv = append(iv, v)
+			} else {
 				iv = append(iv, ikcache.LabelIndexValue(r.Key(), v))
 			}
-			equal = append(equal, iv)
-		case selection.Exists:
-			exists = append(exists, []string{r.Key()})
 		}
+		equal = append(equal, indexQuery{index: index, vals: iv})
 	}
 	if len(equal) == 0 && len(exists) == 0 {
 		return false, nil
@@ -114,15 +184,15 @@ func selectByLabelIndex(indexer toolscache.Indexer, namespace string, hasNS bool
 	// Common case: one indexable requirement (an equality or in, or an
 	// exists without a namespace to narrow with): fetch its objects
 	// directly, under one lock per value, and check the rest on them.
-	if len(equal)+len(exists) == 1 && (len(equal) == 1 || namespace == "" || !hasNS) {
-		var vals []string
+	if len(equal)+len(exists) == 1 && (len(equal) == 1 || !hasNS) {
+		var q indexQuery
 		if len(equal) == 1 {
-			vals = equal[0]
+			q = equal[0]
 		} else {
-			vals = exists[0]
+			q = exists[0]
 		}
-		for _, v := range vals {
-			objs, err := indexer.ByIndex(ikcache.LabelIndex, v)
+		for _, v := range q.vals {
+			objs, err := indexer.ByIndex(q.index, v)
 			if err != nil {
 				return false, err
 			}
@@ -137,10 +207,10 @@ func selectByLabelIndex(indexer toolscache.Indexer, namespace string, hasNS bool
 
 	var best []string
 	found := false
-	consider := func(indexName string, vals []string) error {
+	consider := func(q indexQuery) error {
 		var keys []string
-		for _, v := range vals {
-			k, err := indexer.IndexKeys(indexName, v)
+		for _, v := range q.vals {
+			k, err := indexer.IndexKeys(q.index, v)
 			if err != nil {
 				return err
 			}
@@ -156,30 +226,30 @@ func selectByLabelIndex(indexer toolscache.Indexer, namespace string, hasNS bool
 		return nil
 	}
 	small := func() bool { return found && len(best) <= smallCandidateSet }
-	for _, vals := range equal {
+	for _, q := range equal {
 		if small() {
 			break
 		}
-		if err := consider(ikcache.LabelIndex, vals); err != nil {
+		if err := consider(q); err != nil {
 			return false, err
 		}
 	}
 	// The namespace's set is fetched only when the label sets are large:
 	// below that, checking each candidate's namespace costs less than
 	// copying the namespace's keys.
-	if namespace != "" && hasNS && (!found || len(best) > namespaceSetThreshold) {
-		if err := consider(toolscache.NamespaceIndex, []string{namespace}); err != nil {
+	if hasNS && (!found || len(best) > namespaceSetThreshold) {
+		if err := consider(indexQuery{index: toolscache.NamespaceIndex, vals: []string{namespace}}); err != nil {
 			return false, err
 		}
 	}
-	for _, vals := range exists {
+	for _, q := range exists {
 		// A "key exists" set is usually broad (every object carrying a
 		// common label): once an equality set or the namespace's set is in
 		// hand, checking the key on its objects beats copying the set.
 		if found {
 			break
 		}
-		if err := consider(ikcache.LabelIndex, vals); err != nil {
+		if err := consider(q); err != nil {
 			return false, err
 		}
 	}

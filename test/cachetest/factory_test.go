@@ -116,8 +116,8 @@ func TestFactoryReducedObjects(t *testing.T) {
 		if st.State != dynamicinformer.Synced || st.Err != nil || st.Objects != 45 {
 			t.Errorf("%s: status %+v, want Synced with 45 objects", name, st)
 		}
-		if _, ok := h.Informer().GetIndexer().GetIndexers()[ikcache.LabelIndex]; !ok {
-			t.Errorf("%s: the factory did not install the label index", name)
+		if !ikcache.HasIndex(h.Informer().GetIndexer(), ikcache.AutoLabelKeyIndex) {
+			t.Errorf("%s: the factory did not install on-demand label indexing", name)
 		}
 	}
 	if !meta.Status().MetadataOnly {
@@ -221,6 +221,15 @@ func TestFactoryReducedObjects(t *testing.T) {
 	}
 	for _, l := range listers {
 		waitEqual(t, f, l)
+	}
+	// The selector Lists added per-key indexes on demand, and the lists
+	// after the label changes below are answered from them.
+	for name, h := range map[string]*dynamicinformer.InformerHandle{"projected": projected, "meta": meta, "compact": compact} {
+		for _, key := range []string{"app", "tier"} {
+			if !ikcache.HasIndex(h.Informer().GetIndexer(), ikcache.LabelKeyIndexName(key)) {
+				t.Errorf("%s: no per-key index for %q after selector Lists", name, key)
+			}
+		}
 	}
 
 	// Label changes and deletes reach the index and the handlers.
