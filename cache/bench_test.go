@@ -177,10 +177,9 @@ func transformed(make func(int) interface{}, t toolscache.TransformFunc) func(in
 // "labelindex-relabel" also changes one label value on every update.
 // "labelindex-plain" uses the stateless LabelIndexFunc, which builds every
 // "key=value" string afresh (what LabelIndexers installed before it kept
-// its strings), to show what the string table saves. "keyindex" is the
-// factory's default after selector Lists on all four keys: the
-// AutoLabelKeyIndex marker and a per-key index of every label
-// (LabelKeyIndexers).
+// its strings), to show what the string table saves. "keyindex-K" is the
+// factory's default after selector Lists on K label keys: the
+// AutoLabelKeyIndex marker and K per-key indexes (K=4: every label).
 func BenchmarkIndexerWrite(b *testing.B) {
 	const n = 10000
 	type version [2]interface{}
@@ -204,7 +203,6 @@ func BenchmarkIndexerWrite(b *testing.B) {
 	withLabels := LabelIndexers()
 	withLabels[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 	plain := toolscache.Indexers{LabelIndex: LabelIndexFunc, toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
-	keys := keyIndexers()
 	cases := []struct {
 		name     string
 		indexers toolscache.Indexers
@@ -213,11 +211,13 @@ func BenchmarkIndexerWrite(b *testing.B) {
 		{"clientgo", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, same},
 		{"labelindex", withLabels, same},
 		{"labelindex-plain", plain, same},
-		{"keyindex", keys, same},
+		{"keyindex-1", keyIndexers(1), same},
+		{"keyindex-2", keyIndexers(2), same},
+		{"keyindex-4", keyIndexers(4), same},
 		{"clientgo-relabel", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, relabeled},
 		{"labelindex-relabel", withLabels, relabeled},
 		{"labelindex-plain-relabel", plain, relabeled},
-		{"keyindex-relabel", keys, relabeled},
+		{"keyindex-4-relabel", keyIndexers(4), relabeled},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -260,8 +260,9 @@ func (l *benchLW) IsWatchListSemanticsUnSupported() bool { return true }
 // left out so the index's share is not understated). One op is one event
 // seen by the handler. "clientgo" has the namespace index; "labelindex"
 // adds LabelIndex; "labelindex-plain" uses the stateless LabelIndexFunc;
-// "keyindex" has the factory's default after selector Lists on all four
-// label keys (the AutoLabelKeyIndex marker and four per-key indexes).
+// "keyindex-K" has the factory's default after selector Lists on K label
+// keys (the AutoLabelKeyIndex marker and K per-key indexes; K=4: every
+// label of the objects).
 func BenchmarkInformerWrite(b *testing.B) {
 	const n = 10000
 	var versions [2][]*unstructured.Unstructured
@@ -285,7 +286,9 @@ func BenchmarkInformerWrite(b *testing.B) {
 		{"clientgo", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
 		{"labelindex", withLabels},
 		{"labelindex-plain", toolscache.Indexers{LabelIndex: LabelIndexFunc, toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
-		{"keyindex", keyIndexers()},
+		{"keyindex-1", keyIndexers(1)},
+		{"keyindex-2", keyIndexers(2)},
+		{"keyindex-4", keyIndexers(4)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			lw := &benchLW{list: list, w: watch.NewFakeWithChanSize(1024, false)}
@@ -320,12 +323,12 @@ func BenchmarkInformerWrite(b *testing.B) {
 }
 
 // keyIndexers is the factory's default indexer set after selector Lists on
-// all four labels of the benchmark objects: namespace index, the
-// AutoLabelKeyIndex marker and a per-key index per label.
-func keyIndexers() toolscache.Indexers {
+// the first k of the benchmark objects' four label keys: namespace index,
+// the AutoLabelKeyIndex marker and k per-key indexes.
+func keyIndexers(k int) toolscache.Indexers {
 	out := AutoLabelKeyIndexers()
-	for k, v := range LabelKeyIndexers("app", "tier", "env", "instance") {
-		out[k] = v
+	for name, f := range LabelKeyIndexers([]string{"app", "tier", "env", "instance"}[:k]...) {
+		out[name] = f
 	}
 	out[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 	return out

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -34,12 +35,32 @@ func LabelKeyOfIndex(indexName string) (string, bool) {
 
 // LabelKeyIndexFunc returns the IndexFunc of LabelKeyIndexName(key): for an
 // object carrying the label it returns that one value, otherwise none. It
-// reads labels in place, as ObjectLabels does (so a label map holding a
-// non-string value counts as no labels), accepts every object ObjectLabels
-// accepts and returns no values and no error for anything else. It is safe
-// for concurrent use and does not modify obj.
+// reads labels in place and accepts every object ObjectLabels accepts,
+// returning no values and no error for anything else. It is safe for
+// concurrent use and does not modify obj.
+//
+// For *unstructured.Unstructured it reads only the key's own entry (it is
+// called twice per update of every object, so it does the least work it
+// can): a null value reads as "", a non-string value as no label. Where
+// ObjectLabels treats a label map holding a non-string value under another
+// key as no labels at all, this index still lists the object under key; a
+// lister checks every candidate against the selector, so such an object
+// (which the API server never stores) is never returned for it.
 func LabelKeyIndexFunc(key string) toolscache.IndexFunc {
 	return func(obj interface{}) ([]string, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			md, _ := u.Object["metadata"].(map[string]interface{})
+			l, _ := md["labels"].(map[string]interface{})
+			switch v := l[key].(type) {
+			case string:
+				return []string{v}, nil
+			case nil:
+				if _, present := l[key]; present {
+					return []string{""}, nil
+				}
+			}
+			return nil, nil
+		}
 		l, ok := ObjectLabels(obj)
 		if !ok {
 			return nil, nil
