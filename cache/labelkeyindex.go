@@ -3,6 +3,7 @@ package cache
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -47,16 +48,17 @@ func LabelKeyOfIndex(indexName string) (string, bool) {
 // lister checks every candidate against the selector, so such an object
 // (which the API server never stores) is never returned for it.
 func LabelKeyIndexFunc(key string) toolscache.IndexFunc {
+	vals := &valueSlices{}
 	return func(obj interface{}) ([]string, error) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			md, _ := u.Object["metadata"].(map[string]interface{})
 			l, _ := md["labels"].(map[string]interface{})
 			switch v := l[key].(type) {
 			case string:
-				return []string{v}, nil
+				return vals.get(v), nil
 			case nil:
 				if _, present := l[key]; present {
-					return []string{""}, nil
+					return vals.get(""), nil
 				}
 			}
 			return nil, nil
@@ -69,8 +71,38 @@ func LabelKeyIndexFunc(key string) toolscache.IndexFunc {
 		if !ok {
 			return nil, nil
 		}
-		return []string{v}, nil
+		return vals.get(v), nil
 	}
+}
+
+// maxValueSlices bounds a valueSlices table.
+const maxValueSlices = 4096
+
+// valueSlices hands out one shared single-element slice per label value, so
+// that the index function, called twice per update of every object,
+// allocates nothing for values seen before. Sharing is safe because
+// client-go's indexer only reads the slices an index function returns
+// (client-go v0.37 tools/cache thread_safe_store.go: updateSingleIndex,
+// getKeysFromIndex). At most maxValueSlices values are kept; further ones
+// get a fresh slice per call, so a label with unbounded cardinality (a
+// unique value per object) costs a bounded table and nothing more than
+// before.
+type valueSlices struct {
+	m sync.Map // string -> []string
+	n atomic.Int32
+}
+
+func (t *valueSlices) get(v string) []string {
+	if s, ok := t.m.Load(v); ok {
+		return s.([]string)
+	}
+	s := []string{v}
+	if t.n.Load() < maxValueSlices {
+		if _, loaded := t.m.LoadOrStore(v, s); !loaded {
+			t.n.Add(1)
+		}
+	}
+	return s
 }
 
 // LabelKeyIndexers returns one per-key label index for each key, ready for
