@@ -292,3 +292,59 @@ func TestVersionPinned(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelIndexOptions: by default a selector List through the handle's
+// Lister adds the per-key index of the selected key and answers from it;
+// LabelIndexKeys adds indexes up front (also to an informer already shared
+// and running); LabelIndex(false) leaves selector Lists scanning with no
+// index added.
+func TestLabelIndexOptions(t *testing.T) {
+	before := runtime.NumGoroutine()
+	client := fakeClient(widget("a", "w1", map[string]string{"tier": "web", "app": "x"}), widget("a", "w2", nil), widget("b", "w3", map[string]string{"tier": "web"}))
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	def := f.ForResource(widgets).(*InformerHandle)
+	off := f.ForResource(widgets, InNamespaces("a"), LabelIndex(false)).(*InformerHandle)
+	f.Start(ctx)
+	waitFor(t, def.Informer().HasSynced)
+	waitFor(t, off.Informer().HasSynced)
+
+	tierIndex := ikcache.LabelKeyIndexName("tier")
+	if ikcache.HasIndex(def.Informer().GetIndexer(), tierIndex) {
+		t.Fatal("per-key index present before any selector List")
+	}
+	for _, h := range []*InformerHandle{def, off} {
+		objs, err := h.UnstructuredLister().List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2
+		if h == off {
+			want = 1 // namespace a only
+		}
+		if len(objs) != want {
+			t.Fatalf("tier=web: %d objects, want %d", len(objs), want)
+		}
+	}
+	if !ikcache.HasIndex(def.Informer().GetIndexer(), tierIndex) {
+		t.Fatal("the default informer's selector List added no per-key index")
+	}
+	if keys, _ := def.Informer().GetIndexer().IndexKeys(tierIndex, "web"); len(keys) != 2 {
+		t.Fatalf("tier index holds %v, want 2 keys", keys)
+	}
+	if ikcache.HasIndex(off.Informer().GetIndexer(), tierIndex) || ikcache.HasIndex(off.Informer().GetIndexer(), ikcache.AutoLabelKeyIndex) {
+		t.Fatal("LabelIndex(false) informer got label indexing")
+	}
+
+	// Asking the shared, running default informer for more keys adds them.
+	again := f.ForResource(widgets, LabelIndexKeys("app", "tier")).(*InformerHandle)
+	if again.Informer() != def.Informer() {
+		t.Fatal("LabelIndexKeys split the informer")
+	}
+	if keys, err := again.Informer().GetIndexer().IndexKeys(ikcache.LabelKeyIndexName("app"), "x"); err != nil || len(keys) != 1 {
+		t.Fatalf("app index: %v, %v", keys, err)
+	}
+	f.Shutdown()
+	checkNoLeaks(t, before)
+}
