@@ -96,7 +96,9 @@ func heapInUse() uint64 {
 // ("B/obj", after GC) for each form an informer can keep, with objects
 // decoded from server-shaped JSON (serverJSON) and stored in a client-go
 // indexer with the namespace index, as an informer stores them. The
-// "+labelindex" rows add LabelIndex. Time per op is meaningless here.
+// "+labelindex" rows add LabelIndex; "+keyindex" rows add per-key indexes
+// of all four labels (the factory default after selector Lists on every
+// key). Time per op is meaningless here.
 func BenchmarkHeapPerObject(b *testing.B) {
 	const n = 5000
 	ns := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
@@ -117,13 +119,16 @@ func BenchmarkHeapPerObject(b *testing.B) {
 	}{
 		{"unstructured", ns, decodeU},
 		{"unstructured+labelindex", withLabels, decodeU},
+		{"unstructured+keyindex", keyIndexers(4), decodeU},
 		{"unstructured-stripped", ns, transformed(decodeU, StripManagedFields)},
 		{"unstructured-stripped+labelindex", withLabels, transformed(decodeU, StripManagedFields)},
+		{"unstructured-stripped+keyindex", keyIndexers(4), transformed(decodeU, StripManagedFields)},
 		{"unstructured-stripped-interned", ns, transformed(decodeU, Chain(StripManagedFields, InternKeys))},
 		{"unstructured-projected", ns, transformed(decodeU, Project("spec.field00"))},
 		{"compact", ns, transformed(decodeU, CompactTransform)},
 		{"compact-stripped", ns, transformed(decodeU, Chain(StripManagedFields, CompactTransform))},
 		{"compact-stripped+labelindex", withLabels, transformed(decodeU, Chain(StripManagedFields, CompactTransform))},
+		{"compact-stripped+keyindex", keyIndexers(4), transformed(decodeU, Chain(StripManagedFields, CompactTransform))},
 		{"metadata-only", ns, func(i int) interface{} { return decodePartial(raw[i]) }},
 		{"metadata-only-stripped", ns, transformed(func(i int) interface{} { return decodePartial(raw[i]) }, StripManagedFields)},
 		{"json-bytes", nil, func(i int) interface{} { return append([]byte(nil), raw[i]...) }},
