@@ -28,9 +28,10 @@
 // object. Both transitions happen inside watch streams, so client-go's
 // relist backoff never delays them. This is the fix for client-go informers
 // that relist a deleted CRD against 404 forever (kubernetes#79610). An
-// informer obtained by ForName without a version follows its resource to
-// the preferred served version instead of going Removed when its version
-// stops being served.
+// informer obtained by ForName without a version follows its resource's
+// preferred served version: it moves when a higher version is served
+// beside its own, and instead of going Removed when its version stops
+// being served.
 //
 // # Status
 //

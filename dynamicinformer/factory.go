@@ -33,11 +33,13 @@ type SharedInformerFactory interface {
 	// ForName resolves a kubectl-style name ("ct", "deployments.apps",
 	// "Deployment.v1.apps") through discovery and returns an informer for
 	// it, as ForResource does. If the name gives no version, the informer
-	// follows the resource: when its version stops being served (a CRD
-	// version unserved, an API version removed) it moves to the preferred
-	// served version of the same group-resource instead of going Removed;
-	// handlers then receive an update per object (with the new apiVersion),
-	// and GVR and Status report the new version. Such informers are shared
+	// follows the resource's preferred version: when another version
+	// becomes preferred (a CRD gains a higher version, e.g. v2 beside v1)
+	// or its version stops being served (a CRD version unserved, an API
+	// version removed), it moves to the preferred served version of the
+	// same group-resource instead of going Removed; handlers then receive
+	// an update per object (with the new apiVersion), and GVR and Status
+	// report the new version. Such informers are shared
 	// only with other ForName informers without a version. Unknown, ambiguous, non-watchable names and subresources are
 	// discoveryresolver errors (errors.Is ErrNotFound, ErrNotWatchable,
 	// ErrSubresource; errors.As *AmbiguousError); a namespace option on a

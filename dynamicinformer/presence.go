@@ -404,11 +404,12 @@ func (p *presence) reevaluate(gvr schema.GroupVersionResource, why string) {
 	p.setGates(sis, open, reason, why)
 }
 
-// followersLocked splits off, when gvr is known not to be served but its
-// group-resource is served at another version, the informers that follow
-// the preferred version. p.mu must be held.
+// followersLocked splits off the informers that follow the preferred
+// version when gvr's group-resource is known to prefer another version than
+// gvr's: because gvr is no longer served, or because a version that ranks
+// higher is now served alongside it (a CRD gaining v2). p.mu must be held.
 func (p *presence) followersLocked(gvr schema.GroupVersionResource, sis []*sharedInformer, open, known bool) (stay, moves []*sharedInformer, version string) {
-	if open || !known {
+	if !known {
 		return sis, nil, ""
 	}
 	v := p.preferredVersionLocked(gvr.GroupResource())
@@ -452,6 +453,10 @@ func (p *presence) preferredVersionLocked(gr schema.GroupResource) string {
 // move switches following informers to version v and opens their gates
 // (v is served).
 func (p *presence) move(sis []*sharedInformer, v, reason string) {
+	if reason == "" {
+		// The old version is still served; v now ranks higher.
+		reason = "version " + v + " is now the preferred version"
+	}
 	for _, si := range sis {
 		si.switchVersion(v, reason)
 	}

@@ -16,15 +16,16 @@ import (
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
-// TestForNameFollowsPreferredVersion: when a CRD stops serving the version
-// an informer watches, an informer obtained by name without a version moves
-// to the served version (same handlers, objects re-read at the new
-// apiVersion), while one asked for the explicit version goes Removed with
-// a reason.
+// TestForNameFollowsPreferredVersion: an informer obtained by name without
+// a version follows the CRD's preferred version. When v2 is served beside
+// v1 it moves to v2 (same handlers, objects re-read at the new apiVersion)
+// while an informer pinned to v1 stays Synced at v1; when v1 then stops
+// being served, the pinned one goes Removed with a reason and the follower
+// stays on v2.
 func TestForNameFollowsPreferredVersion(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
-	sc.Injected("CRD v1 → v2 (v2 served and storage, v1 no longer served) under an informer by name and one pinned to v1")
+	sc.Injected("CRD v1 → v2 served beside v1 → v1 no longer served, under an informer by name and one pinned to v1")
 	group := unique("follow") + ".factory.example.com"
 	crd := controlplane.NewCRD(group, "Widget", "widgets")
 	if err := cp.InstallCRD(ctx, crd); err != nil {
@@ -67,28 +68,46 @@ func TestForNameFollowsPreferredVersion(t *testing.T) {
 		return statusOf(byName).State == dynamicinformer.Synced && statusOf(pinned).State == dynamicinformer.Synced
 	})
 
-	// Serve v2 (the new storage version) and stop serving v1.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := cp.APIExtensions().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
+	setVersions := func(v1Served bool) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := cp.APIExtensions().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			next := controlplane.NewCRD(group, "Widget", "widgets", controlplane.Versions("v2", "v1"))
+			next.Spec.Versions[1].Served = v1Served
+			cur.Spec.Versions = next.Spec.Versions
+			_, err = cp.APIExtensions().ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{})
 			return err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		next := controlplane.NewCRD(group, "Widget", "widgets", controlplane.Versions("v2", "v1"))
-		next.Spec.Versions[1].Served = false
-		cur.Spec.Versions = next.Spec.Versions
-		_, err = cp.APIExtensions().ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 
+	// Serve v2 (the new storage version) beside v1: v2 is now preferred.
+	setVersions(true)
 	h := byName.(*dynamicinformer.InformerHandle)
-	eventually(t, ctx, "the by-name informer follows v2 and is Synced", func() bool {
+	eventually(t, ctx, "the by-name informer follows v2 (served beside v1) and is Synced", func() bool {
 		st := h.Status()
 		return h.GVR() == v2 && st.GVR == v2 && st.State == dynamicinformer.Synced
 	})
+	if st := statusOf(pinned); st.State != dynamicinformer.Synced || st.GVR != v1 || len(pinned.Informer().GetStore().ListKeys()) != 3 {
+		t.Fatalf("pinned informer moved or lost objects while v1 is still served: %+v", st)
+	}
+	eventually(t, ctx, "the handler got an update per object at the switch", func() bool {
+		_, _, u, _ := rec.snapshot()
+		return u >= 3
+	})
+	_, _, updatesAtSwitch, deletesAtSwitch := rec.snapshot()
+
+	// Stop serving v1.
+	setVersions(false)
 	eventually(t, ctx, "the pinned informer is Removed", func() bool { return statusOf(pinned).State == dynamicinformer.Removed })
+	if st := h.Status(); h.GVR() != v2 || st.State != dynamicinformer.Synced {
+		t.Fatalf("the follower left v2 when v1 went away: %v %+v", h.GVR(), st)
+	}
 	st := statusOf(pinned)
 	if !errors.Is(st.Err, dynamicinformer.ErrNotServed) || !strings.Contains(st.Reason, "does not serve version v1") {
 		t.Fatalf("pinned informer: err %v, reason %q; want ErrNotServed and the version named", st.Err, st.Reason)
@@ -122,7 +141,10 @@ func TestForNameFollowsPreferredVersion(t *testing.T) {
 	}
 	slices.Sort(keys)
 	t.Logf("after following v1 -> v2: handler holds %v (adds %d, updates %d, deletes %d)", keys, adds, updates, deletes)
-	sc.Held("by name: followed v2, Synced, %d objects at v2 (handler: %d adds, %d updates, %d deletes); pinned: Removed with ErrNotServed and an empty cache", len(keys), adds, updates, deletes)
+	if updatesAtSwitch < 3 || deletesAtSwitch != 0 || deletes != 0 {
+		t.Fatalf("handler at the switch: %d updates, %d deletes (want an update per object, no deletes); at the end %d deletes", updatesAtSwitch, deletesAtSwitch, deletes)
+	}
+	sc.Held("by name: followed v2 as soon as it was served beside v1 (%d updates, 0 deletes at the switch), Synced, %d objects at v2 (handler: %d adds, %d updates, %d deletes); pinned: Synced at v1 while v1 was served, then Removed with ErrNotServed and an empty cache", updatesAtSwitch, len(keys), adds, updates, deletes)
 	// Removed is published only once the cache is empty.
 	if n := removedWith.Load(); n != 0 {
 		t.Fatalf("Removed was published with %d objects in the cache (want 0)", n)
