@@ -178,7 +178,7 @@ func (f *factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: err, Err: err}), err
 	}
 	si.follow = follow
-	si.gate.set(f.presence.register(si), "not served")
+	si.gate.set(f.presence.register(si), "not served", false)
 	si.refs = 1
 	f.informers[key] = si
 	if f.started {

@@ -46,10 +46,12 @@ func newGate(open bool) *gate {
 }
 
 // set opens or closes the gate; it reports whether anything changed.
-func (g *gate) set(open bool, reason string) bool {
+// keepReason leaves the reason of an already closed gate alone (a 404
+// must not replace the reason an authoritative source gave).
+func (g *gate) set(open bool, reason string, keepReason bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !open {
+	if !open && !(keepReason && !g.open) {
 		g.reason = reason
 	}
 	if g.open == open {

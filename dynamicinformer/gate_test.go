@@ -100,7 +100,7 @@ func TestGatePendingListBlocksUntilOpen(t *testing.T) {
 	if hooks.last() != "waiting" || inner.lists != 0 {
 		t.Fatalf("hooks %v, lists %d", hooks.events, inner.lists)
 	}
-	lw.gate.set(true, "")
+	lw.gate.set(true, "", false)
 	o := <-done
 	if rv, _ := metaListRV(o); rv != "10" {
 		t.Fatalf("got list rv %q, want the server's", rv)
@@ -151,7 +151,7 @@ func TestGateRemovalAndReturnInStream(t *testing.T) {
 	lists, watches := inner.lists, inner.watches
 	// The resource goes away: the next watch delivers a delete per cached
 	// object and a bookmark at the synthetic version, then ends.
-	lw.gate.set(false, "CRD deleted")
+	lw.gate.set(false, "CRD deleted", false)
 	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestGateRemovalAndReturnInStream(t *testing.T) {
 	// Served again: the waiting watch lists (without the synthetic
 	// resourceVersion), delivers an add per object and a bookmark at the
 	// list's version, then forwards the server's watch.
-	lw.gate.set(true, "")
+	lw.gate.set(true, "", false)
 	r := <-watchDone
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -212,10 +212,10 @@ func TestGateInterruptedRefillRelists(t *testing.T) {
 	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	lw.gate.set(false, "gone")
+	lw.gate.set(false, "gone", false)
 	w, _ := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
 	drain(t, w, -1)
-	lw.gate.set(true, "")
+	lw.gate.set(true, "", false)
 	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: syntheticRV})
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestGateRelistWhileClosedAfterRemovalWaits(t *testing.T) {
 	}
 	// A relist (say after a watch error) while the gate is closed answers
 	// the synthetic empty list once, then waits.
-	lw.gate.set(false, "gone")
+	lw.gate.set(false, "gone", false)
 	o, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +246,7 @@ func TestGateRelistWhileClosedAfterRemovalWaits(t *testing.T) {
 	if hooks.last() != "emptied" || inner.lists != 1 {
 		t.Fatalf("hooks %v, lists %d", hooks.events, inner.lists)
 	}
-	lw.gate.set(true, "")
+	lw.gate.set(true, "", false)
 	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: syntheticRV}); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ type closingHooks struct {
 	g *gate
 }
 
-func (c *closingHooks) notFound(err error) { c.hookLog.notFound(err); c.g.set(false, "404") }
+func (c *closingHooks) notFound(err error) { c.hookLog.notFound(err); c.g.set(false, "404", true) }
 
 // listAndWatch lists through lw and opens a watch from the list.
 func listAndWatch(t *testing.T, lw *gatedListerWatcher) watch.Interface {
@@ -300,7 +300,7 @@ func TestGateClosingFinishesTheOpenStream(t *testing.T) {
 	// The gate closes while the stream is open (young, no events: ending
 	// it empty would be a "very short watch" to the reflector): the stream
 	// delivers the removal and ends.
-	lw.gate.set(false, "CRD deleted")
+	lw.gate.set(false, "CRD deleted", false)
 	lw.gateClosed("CRD deleted")
 	got := eventSummary(drain(t, w, -1))
 	if want := []string{"DELETED:w1@", "BOOKMARK:@" + syntheticRV}; !slices.Equal(got, want) {
@@ -322,7 +322,7 @@ func TestGateClosingFinishesTheOpenStream(t *testing.T) {
 		t.Fatal("watch returned while removed")
 	case <-time.After(100 * time.Millisecond):
 	}
-	lw.gate.set(true, "")
+	lw.gate.set(true, "", false)
 	<-done
 }
 
@@ -363,7 +363,7 @@ func TestGatePendingWatchListWaitsThenStreams(t *testing.T) {
 	}
 	// Served: the first sync streams (a watch-list request), it does not
 	// fall back to a LIST.
-	lw.gate.set(true, "")
+	lw.gate.set(true, "", false)
 	r := <-done
 	if r.err != nil || inner.watches != 1 || inner.lists != 0 {
 		t.Fatalf("err %v, watches %d, lists %d", r.err, inner.watches, inner.lists)

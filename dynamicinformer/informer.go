@@ -465,6 +465,24 @@ func (si *sharedInformer) emptied(reason string) {
 	si.nudge()
 }
 
+// refineRemoval: the gate, already closed, learned why from an
+// authoritative source (the CRD's versions, discovery) after a bare 404
+// closed it. A removal not yet published, or a published Removed status,
+// takes the new reason; nothing else changes.
+func (si *sharedInformer) refineRemoval(reason string) {
+	if reason == "" {
+		return
+	}
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	switch {
+	case si.removal != "":
+		si.removal = reason
+	case si.state == Removed && si.reason != reason:
+		si.setStateLocked(Removed, &InformerError{GVR: si.currentGVR(), Kind: ErrNotServed, Err: errors.New(reason)}, reason)
+	}
+}
+
 func (si *sharedInformer) waiting(reason string) {
 	si.mu.Lock()
 	defer si.mu.Unlock()

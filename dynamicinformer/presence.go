@@ -475,14 +475,21 @@ func (p *presence) informersLocked(gvr schema.GroupVersionResource) []*sharedInf
 
 func (p *presence) setGates(sis []*sharedInformer, open bool, reason, why string) {
 	for _, si := range sis {
-		if si.gate.set(open, reason) {
+		if si.gate.set(open, reason, why == notFoundTrigger) {
 			si.logger.V(2).Info("resource presence changed", "served", open, "reason", reason, "trigger", why)
 			if !open {
 				si.lw.gateClosed(reason)
 			}
+		} else if !open && why != notFoundTrigger {
+			// Already closed, often by a 404 that raced the CRD event:
+			// the authoritative source's reason replaces the bare 404.
+			si.refineRemoval(reason)
 		}
 	}
 }
+
+// notFoundTrigger is setGates' why for a gate closed by a 404 answer.
+const notFoundTrigger = "request"
 
 // observedNotFound: a list or watch of gvr answered 404. Close its gates,
 // ask discovery again, and re-check after a backoff.
@@ -506,7 +513,7 @@ func (p *presence) observedNotFound(gvr schema.GroupVersionResource) {
 	}
 	sis := p.informersLocked(gvr)
 	p.mu.Unlock()
-	p.setGates(sis, false, "the API server answered 404 Not Found", "request")
+	p.setGates(sis, false, "the API server answered 404 Not Found", notFoundTrigger)
 	if p.resolver != nil {
 		p.resolver.Invalidate()
 	}
