@@ -41,6 +41,18 @@
 // watch-error handler and from the gate, never from parsing logs. The
 // factory lists all statuses and notifies changes (OnStatusChange).
 //
+// # Liveness
+//
+// client-go's reflector cannot tell a quiet resource from a server that
+// stopped serving it: when the API server's watch cache stops (an object
+// it cannot read from storage), open watches go silent and new ones are
+// answered 429, which the reflector retries forever without relisting or
+// reporting. Each informer therefore bounds the server's silence
+// (WithWatchIdleTimeout, default 3 minutes, three bookmark intervals):
+// past it, the watch ends and the informer relists with a consistent,
+// paginated probe list, whose error (ErrStoreRead for that case) sets the
+// state Failed until a list succeeds again.
+//
 // # Several namespaces
 //
 // InNamespaces with more than one namespace lists and watches each

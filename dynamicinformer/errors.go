@@ -35,9 +35,11 @@ var (
 	// fails every LIST of the resource (500, reason StorageReadError, the
 	// storage keys in the message and the status causes) and no informer of
 	// it can resync until those objects are removed, e.g. by a delete with
-	// ignoreStoreReadErrorWithClusterBreakingPotential. The informer keeps
-	// the objects it had, its state is Failed, it retries at the
-	// reflector's backoff and recovers by itself. See docs/DESIGN.md.
+	// ignoreStoreReadErrorWithClusterBreakingPotential. An informer whose
+	// watch was open sees nothing until its liveness bound runs out
+	// (WithWatchIdleTimeout); then it keeps the objects it had, its state
+	// is Failed, it retries at the reflector's backoff and recovers by
+	// itself. See docs/DESIGN.md.
 	ErrStoreRead = errors.New("server cannot read objects from its storage")
 	// ErrWatch: any other error the reflector saw (decode errors, server
 	// errors, connection failures); the cause is wrapped.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +23,18 @@ const syntheticRV = "1"
 // plain List (which the gate answers) while the resource is not served.
 // client-go logs that fallback at V(4) only.
 var errNotServedFallback = errors.New("informerkit: resource not served; falling back to list")
+
+// errProbeFallback makes a reflector in watch-list mode fall back to a
+// plain List when a liveness probe is due: a watch-list stream is served
+// from the server's watch cache, which is what may be stuck.
+var errProbeFallback = errors.New("informerkit: no sign of life from the server; checking with a list")
+
+// probePageSize is the page size of a liveness probe list, client-go's
+// default for its own consistent lists. A paginated consistent list is
+// answered from storage when the server's watch cache is not ready
+// (KEP 4568), so it reports what keeps the cache from initializing
+// instead of a 429 "storage is (re)initializing".
+const probePageSize = 500
 
 // gate tracks whether the resource behind one informer is served, as far as
 // the factory knows. While it is closed the gated ListerWatcher keeps the
@@ -96,6 +110,9 @@ type gateHooks interface {
 	emptied(reason string)
 	// waiting: the informer waits for the resource to be served (Pending).
 	waiting(reason string)
+	// silent: nothing came from the server for the idle timeout; the
+	// informer relists to check (see gatedListerWatcher.idleTimeout).
+	silent(idle time.Duration, where string)
 }
 
 // gatedListerWatcher wraps the real ListerWatcher of one informer with its
@@ -115,11 +132,27 @@ type gatedListerWatcher struct {
 	// noWatchList is true when the client cannot stream lists (client-go's
 	// fake clients); the reflector then uses list+watch.
 	noWatchList bool
+	// idleTimeout is the liveness bound (0: off). When nothing has come
+	// from the server for that long — no event or bookmark on the open
+	// stream, or a watch request that has not been answered (client-go
+	// retries 429s inside one request) — the stream ends with "expired"
+	// and the next list is a probe: a consistent, paginated list that
+	// stays due until one succeeds. A server that cannot serve the
+	// resource any more (e.g. its watch cache cannot initialize) then
+	// answers with its error, which the reflector's error handler
+	// reports; a healthy one answers with a list, at most once per idle
+	// period. See WithWatchIdleTimeout.
+	idleTimeout time.Duration
+	// lastLife is when the server last showed life (see alive): a list or
+	// watch request answered, an event or bookmark received (streams
+	// publish theirs when they end).
+	lastLife atomic.Int64
 
-	mu            sync.Mutex      // guards listedOnce, lastSynthetic, forceRelist, activeWatch
+	mu            sync.Mutex      // guards listedOnce, lastSynthetic, forceRelist, probe, activeWatch
 	listedOnce    bool            // a real list has succeeded since the informer started
 	lastSynthetic bool            // the last list answered was the synthetic empty one
 	forceRelist   bool            // the next watch must give way to a fresh list (relist)
+	probe         bool            // a liveness probe list is due (cleared by a successful list)
 	activeWatch   watch.Interface // the open stream, finished when the gate closes
 }
 
@@ -128,6 +161,9 @@ var _ toolscache.ListerWatcherWithContext = (*gatedListerWatcher)(nil)
 func (lw *gatedListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	if opts.Continue != "" {
 		// A later page of a paginated list: the gate was checked on page one.
+		if opts.Limit == 0 {
+			opts.Limit = probePageSize // the first page was a probe's
+		}
 		return lw.inner.ListWithContext(ctx, opts)
 	}
 	for {
@@ -151,13 +187,18 @@ func (lw *gatedListerWatcher) ListWithContext(ctx context.Context, opts metav1.L
 			continue
 		}
 		lw.mu.Lock()
-		if lw.lastSynthetic || lw.forceRelist {
+		if lw.lastSynthetic || lw.forceRelist || lw.probe {
 			// The reflector would ask for "not older than" our synthetic
-			// version (or the old version's); ask the server for a fresh
+			// version (or the old version's, or the one a silent watch
+			// stopped at, which the server's watch cache answers from
+			// whatever state it is stuck in); ask the server for a fresh
 			// consistent list instead.
 			opts.ResourceVersion = ""
 			opts.ResourceVersionMatch = ""
 			lw.forceRelist = false
+			if lw.probe && opts.Limit == 0 {
+				opts.Limit = probePageSize
+			}
 		}
 		lw.mu.Unlock()
 		lw.hooks.listStarted()
@@ -176,10 +217,69 @@ func (lw *gatedListerWatcher) ListWithContext(ctx context.Context, opts metav1.L
 		lw.mu.Lock()
 		lw.listedOnce = true
 		lw.lastSynthetic = false
+		lw.probe = false
 		lw.mu.Unlock()
+		lw.alive(time.Now())
 		lw.hooks.listSucceeded(rv)
 		return obj, nil
 	}
+}
+
+// monoBase anchors lastLife to the monotonic clock.
+var monoBase = time.Now()
+
+// alive records that the server showed life at t.
+func (lw *gatedListerWatcher) alive(t time.Time) {
+	n := int64(t.Sub(monoBase)) + 1 // 0 means never
+	for {
+		old := lw.lastLife.Load()
+		if old >= n || lw.lastLife.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// idleLeft is how long the server may stay silent from now before a
+// liveness probe is due (<= 0: due now). Before the server first
+// answered it is a full idleTimeout (0 when the bound is off).
+func (lw *gatedListerWatcher) idleLeft(now time.Time) time.Duration {
+	last := lw.lastLife.Load()
+	if lw.idleTimeout <= 0 || last == 0 {
+		return lw.idleTimeout
+	}
+	return lw.idleTimeout - (now.Sub(monoBase) - time.Duration(last-1))
+}
+
+// probeDue reports whether a liveness probe is due, and marks it due if
+// the server has been silent for the idle timeout.
+func (lw *gatedListerWatcher) probeDue() bool {
+	if lw.idleTimeout <= 0 {
+		return false
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if !lw.probe && lw.listedOnce && !lw.lastSynthetic && lw.idleLeft(time.Now()) <= 0 {
+		lw.probe = true
+	}
+	return lw.probe
+}
+
+// startProbe marks a liveness probe due because nothing came from the
+// server for the idle timeout (where: on the open stream or while a watch
+// request waited) and returns the error that makes the reflector list.
+func (lw *gatedListerWatcher) startProbe(watchList bool, where string) error {
+	lw.mu.Lock()
+	lw.probe = true
+	lw.mu.Unlock()
+	lw.hooks.silent(lw.idleTimeout, where)
+	return probeError(watchList)
+}
+
+func probeError(watchList bool) error {
+	if watchList {
+		return errProbeFallback
+	}
+	return apierrors.NewResourceExpired("informerkit: no sign of life from the server; relisting")
 }
 
 // WatchWithContext watches through the gate. Transitions of the resource
@@ -208,6 +308,11 @@ func (lw *gatedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 			return nil, err
 		}
 		open = true
+	}
+	if open && lw.probeDue() {
+		// A probe is due (the server was silent, or the last probe
+		// failed): list instead of watching.
+		return nil, probeError(watchList)
 	}
 	switch {
 	case open && relist:
@@ -239,7 +344,10 @@ func (lw *gatedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 	if watchList {
 		lw.hooks.listStarted()
 	}
-	w, err := lw.inner.WatchWithContext(ctx, opts)
+	w, release, err := lw.openWatch(ctx, opts)
+	if errors.Is(err, errIdleOpen) {
+		return nil, lw.startProbe(watchList, "waiting for a watch request to be answered")
+	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			lw.hooks.notFound(err) // closes the gate
@@ -259,7 +367,55 @@ func (lw *gatedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 		lw.mu.Unlock()
 		lw.hooks.listSucceeded("")
 	}
-	return lw.track(newGateWatch(nil, w, nil)), nil
+	return lw.track(lw.serverWatch(nil, w, release, nil)), nil
+}
+
+// errIdleOpen: a watch request was not answered within the idle timeout.
+var errIdleOpen = errors.New("informerkit: watch request not answered within the idle timeout")
+
+// openWatch sends the watch request. With an idle timeout, a request not
+// answered before the server has been silent for that long is cancelled
+// (errIdleOpen): client-go retries 429 answers inside one request, honouring
+// Retry-After, for minutes. release must be called once the stream is done.
+func (lw *gatedListerWatcher) openWatch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, func(), error) {
+	if lw.idleTimeout <= 0 {
+		w, err := lw.inner.WatchWithContext(ctx, opts)
+		return w, func() {}, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	var timedOut atomic.Bool
+	left := max(lw.idleLeft(time.Now()), 0)
+	bound := time.AfterFunc(left, func() {
+		timedOut.Store(true)
+		cancel()
+	})
+	w, err := lw.inner.WatchWithContext(wctx, opts)
+	if !bound.Stop() && timedOut.Load() && ctx.Err() == nil {
+		if w != nil {
+			w.Stop()
+		}
+		cancel()
+		return nil, nil, errIdleOpen
+	}
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	lw.alive(time.Now())
+	return w, cancel, nil
+}
+
+// serverWatch wraps a server stream (after prefix events) with the
+// liveness bound: when the stream has been silent for the idle timeout it
+// ends with "expired" and a probe is due.
+func (lw *gatedListerWatcher) serverWatch(prefix []watch.Event, inner watch.Interface, release func(), interrupted func()) *gateWatch {
+	w := &gateWatch{prefix: prefix, inner: inner, interrupted: interrupted, release: release}
+	if inner != nil && lw.idleTimeout > 0 {
+		w.idle = lw.idleTimeout
+		w.onIdle = func() { lw.startProbe(false, "on the open watch") }
+		w.lastEvent = lw.alive
+	}
+	return w.start()
 }
 
 // removalWatch empties the cache of a resource no longer served: a delete
@@ -305,10 +461,17 @@ func (lw *gatedListerWatcher) relistWatch(ctx context.Context, opts metav1.ListO
 			wopts := opts
 			wopts.ResourceVersion, wopts.ResourceVersionMatch, wopts.SendInitialEvents = rv, "", nil
 			var w watch.Interface
-			if w, err = lw.inner.WatchWithContext(ctx, wopts); err == nil {
+			var release func()
+			if w, release, err = lw.openWatch(ctx, wopts); errors.Is(err, errIdleOpen) {
+				// Listed, but the watch request was not answered: the
+				// next watch refills the cache again from a new list.
+				lw.hooks.silent(lw.idleTimeout, "waiting for a watch request to be answered")
+				return nil, probeError(false)
+			} else if err == nil {
 				lw.mu.Lock()
-				lw.listedOnce, lw.lastSynthetic, lw.forceRelist = true, false, false
+				lw.listedOnce, lw.lastSynthetic, lw.forceRelist, lw.probe = true, false, false, false
 				lw.mu.Unlock()
+				lw.alive(time.Now())
 				lw.hooks.listSucceeded(rv)
 				events := make([]watch.Event, 0, len(items)+1)
 				listed := make(map[string]bool, len(items))
@@ -329,7 +492,7 @@ func (lw *gatedListerWatcher) relistWatch(ctx context.Context, opts metav1.ListO
 					}
 				}
 				events = append(events, watch.Event{Type: watch.Bookmark, Object: lw.bookmark(rv)})
-				return lw.track(newGateWatch(events, w, func() {
+				return lw.track(lw.serverWatch(events, w, release, func() {
 					lw.mu.Lock()
 					lw.forceRelist = true
 					lw.mu.Unlock()
@@ -359,11 +522,19 @@ func (lw *gatedListerWatcher) track(w *gateWatch) watch.Interface {
 // finish makes it deliver final events instead of anything further, then
 // end: that is how a gate closing empties the cache inside the stream.
 // interrupted, if set, is called when the stream is stopped or finished
-// before all of prefix went out.
+// before all of prefix went out. With idle set, a server stream that
+// delivers nothing for that long (waiting on the server, not on the
+// consumer) ends with the error event onIdle returns; lastEvent, if set,
+// is told when the last server event came when the stream ends. release,
+// if set, is called once the server stream is stopped.
 type gateWatch struct {
 	prefix      []watch.Event
 	inner       watch.Interface
 	interrupted func()
+	release     func()
+	idle        time.Duration
+	onIdle      func()
+	lastEvent   func(time.Time)
 	result      chan watch.Event
 	stop        chan struct{} // closed by Stop (the consumer)
 	stopOnce    sync.Once
@@ -375,8 +546,12 @@ type gateWatch struct {
 }
 
 func newGateWatch(prefix []watch.Event, inner watch.Interface, interrupted func()) *gateWatch {
-	w := &gateWatch{prefix: prefix, inner: inner, interrupted: interrupted,
-		result: make(chan watch.Event), stop: make(chan struct{}), finished: make(chan struct{})}
+	w := &gateWatch{prefix: prefix, inner: inner, interrupted: interrupted}
+	return w.start()
+}
+
+func (w *gateWatch) start() *gateWatch {
+	w.result, w.stop, w.finished = make(chan watch.Event), make(chan struct{}), make(chan struct{})
 	go w.forward()
 	return w
 }
@@ -406,7 +581,12 @@ func (w *gateWatch) end() bool {
 func (w *gateWatch) forward() {
 	defer close(w.result)
 	if w.inner != nil {
-		defer w.inner.Stop()
+		defer func() {
+			w.inner.Stop()
+			if w.release != nil {
+				w.release()
+			}
+		}()
 	}
 	defer func() {
 		if !w.end() {
@@ -440,12 +620,54 @@ func (w *gateWatch) forward() {
 	if w.inner == nil {
 		return
 	}
+	if w.idle <= 0 {
+		w.forwardServer(nil, time.Time{}, new(time.Time))
+		return
+	}
+	// The idle timer is not reset per event (that costs more than reading
+	// the clock): when it fires early, it is re-armed for what is left.
+	t := time.NewTimer(w.idle)
+	defer t.Stop()
+	var last time.Time // when the last server event was delivered
+	w.forwardServer(t, time.Now(), &last)
+	if w.lastEvent != nil && !last.IsZero() {
+		w.lastEvent(last)
+	}
+}
+
+// forwardServer forwards the server's events until the stream ends, is
+// stopped or finished, or (t set) nothing is received for w.idle since
+// from or the last event.
+func (w *gateWatch) forwardServer(t *time.Timer, from time.Time, last *time.Time) {
 	in := w.inner.ResultChan()
+	var idle <-chan time.Time
+	if t != nil {
+		idle = t.C
+	}
 	for {
 		select {
 		case <-w.stop:
 			return
 		case <-w.finished:
+			return
+		case <-idle:
+			if !last.IsZero() {
+				from = *last
+			}
+			if left := w.idle - time.Since(from); left > 0 {
+				t.Reset(left)
+				continue
+			}
+			if w.end() {
+				return // finished meanwhile: the final events go out
+			}
+			w.onIdle()
+			status := apierrors.NewResourceExpired("informerkit: no event or bookmark from the server for " +
+				w.idle.String() + "; relisting").Status()
+			select {
+			case w.result <- watch.Event{Type: watch.Error, Object: &status}:
+			case <-w.stop:
+			}
 			return
 		case ev, ok := <-in:
 			if !ok {
@@ -457,6 +679,9 @@ func (w *gateWatch) forward() {
 				return
 			case <-w.finished:
 				return
+			}
+			if t != nil {
+				*last = time.Now()
 			}
 		}
 	}

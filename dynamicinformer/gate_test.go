@@ -64,11 +64,12 @@ func (h *hookLog) last() string {
 	}
 	return h.events[len(h.events)-1]
 }
-func (h *hookLog) listStarted()         { h.add("listStarted") }
-func (h *hookLog) listSucceeded(string) { h.add("listSucceeded") }
-func (h *hookLog) notFound(error)       { h.add("notFound") }
-func (h *hookLog) emptied(string)       { h.add("emptied") }
-func (h *hookLog) waiting(string)       { h.add("waiting") }
+func (h *hookLog) listStarted()                 { h.add("listStarted") }
+func (h *hookLog) listSucceeded(string)         { h.add("listSucceeded") }
+func (h *hookLog) notFound(error)               { h.add("notFound") }
+func (h *hookLog) emptied(string)               { h.add("emptied") }
+func (h *hookLog) waiting(string)               { h.add("waiting") }
+func (h *hookLog) silent(time.Duration, string) { h.add("silent") }
 
 func newTestGate(open bool) (*gatedListerWatcher, *stubLW, *hookLog) {
 	inner := &stubLW{}

@@ -162,6 +162,7 @@ func newSharedInformer(f *factory, key string, gvr schema.GroupVersionResource, 
 	si.lw = &gatedListerWatcher{
 		inner: inner, gate: si.gate, hooks: si,
 		noWatchList: len(cfg.namespaces) > 1 || watchlist.DoesClientNotSupportWatchListSemantics(client),
+		idleTimeout: watchIdleTimeout(f.cfg.watchIdle, cfg),
 		emptyList:   func(rv string) runtime.Object { o, _ := empty(rv, nil); return o },
 		cached:      func() []interface{} { return si.informer.GetStore().List() },
 		asWatched:   asWatched(cfg.metadataOnly),
@@ -483,6 +484,22 @@ func (si *sharedInformer) refineRemoval(reason string) {
 	}
 }
 
+// silent: the liveness bound ran out; the next list is a probe.
+func (si *sharedInformer) silent(idle time.Duration, where string) {
+	si.logger.V(2).Info("nothing from the server; relisting to check it", "idle", idle.String(), "where", where)
+}
+
+// watchIdleTimeout is the liveness bound of an informer: the factory's,
+// except for informers over several namespaces (their merged watch asks
+// for no bookmarks, so a quiet one would be probed every period, and each
+// of their watch restarts relists anyway).
+func watchIdleTimeout(d time.Duration, cfg resourceConfig) time.Duration {
+	if d <= 0 || len(cfg.namespaces) > 1 {
+		return 0
+	}
+	return d
+}
+
 func (si *sharedInformer) waiting(reason string) {
 	si.mu.Lock()
 	defer si.mu.Unlock()
@@ -501,7 +518,7 @@ func (si *sharedInformer) waiting(reason string) {
 // failure): it records the error, typed, in the status, and logs a class
 // of error once until it changes.
 func (si *sharedInformer) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
-	if err == nil || errors.Is(err, errNotServedFallback) || errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, errNotServedFallback) || errors.Is(err, errProbeFallback) || errors.Is(err, context.Canceled) {
 		return
 	}
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {

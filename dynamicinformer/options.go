@@ -56,6 +56,7 @@ type factoryConfig struct {
 	metadataClient metadata.Interface
 	followCRDs     bool
 	rediscovery    time.Duration
+	watchIdle      time.Duration
 }
 
 // defaults is the one place where every default is set.
@@ -69,7 +70,43 @@ func defaults(defaultResync time.Duration) factoryConfig {
 		logger:      logr.Discard(),
 		followCRDs:  true,
 		rediscovery: 30 * time.Second,
+		watchIdle:   DefaultWatchIdleTimeout,
 	}
+}
+
+// DefaultWatchIdleTimeout is the default of WithWatchIdleTimeout: three
+// times the API server's bookmark interval. kube-apiserver's watch cache
+// sends each watch that asked for bookmarks (client-go's reflector does) one
+// about every minute once the resource's revision has moved past the
+// watch's (a 1.37 server did so every 60 s on a resource nobody wrote to;
+// one gap was 120 s), and one 2 s before the watch's timeout (5 to 10 min
+// for client-go's reflector).
+const DefaultWatchIdleTimeout = 3 * time.Minute
+
+// WithWatchIdleTimeout sets the informers' liveness bound: when nothing
+// has come from the server for d — no event or bookmark on the open watch,
+// or no answer to a watch request (client-go retries 429 answers inside
+// one request for minutes) — the watch ends and the informer relists to
+// check the server, with a consistent list paginated like client-go's own
+// (page size 500), which the server answers from storage when its watch
+// cache cannot initialize. Until such a list succeeds, every retry is one,
+// at the reflector's backoff (800 ms doubling to 30 s); the list's error
+// is reported as usual (for an object the server cannot read from its
+// storage: Failed, ErrStoreRead). The case it exists for: when the server
+// cannot decode an object in storage, its watch cache stops: open watches
+// get nothing (not even bookmarks), then are closed, and new watch
+// requests are answered 429 "storage is (re)initializing" — which
+// client-go's reflector retries forever without relisting or telling its
+// error handler, so without this bound the informer would stay Synced with
+// a cache that silently stops changing.
+//
+// A healthy resource costs one list per d only if its watch receives no
+// bookmark for d (servers whose watch cache does not advance on a quiet
+// resource). Default DefaultWatchIdleTimeout; zero or negative turns it
+// off. Informers over several namespaces do not use it (their merged
+// watch asks for no bookmarks, and each watch restart relists anyway).
+func WithWatchIdleTimeout(d time.Duration) Option {
+	return func(c *factoryConfig) { c.watchIdle = d }
 }
 
 // WithLogger sets the factory's logger. Informers log with the key "gvr".

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -26,25 +25,32 @@ import (
 // not decode never reaches a client: the server fails the whole LIST of
 // the resource (500, reason StorageReadError, naming the storage key;
 // Kubernetes 1.37 with AllowUnsafeMalformedObjectDeletion, on by default)
-// and the watch cache cannot initialize, so every informer of the resource
-// is stuck until the object is removed. The test shows what informerkit
-// does about it: the informer keeps the objects it had, reports the
-// problem as a typed error (errors.Is ErrStoreRead, errors.As
-// *apierrors.StatusError) in a Failed status, logs it once, retries at the
-// reflector's backoff (no request storm), and recovers by itself once the
-// object is deleted with ignoreStoreReadErrorWithClusterBreakingPotential:
-// the cache then equals the server and handlers get the delete.
+// and its watch cache stops. Measured against this server (a raw watch and
+// raw requests, 2026-11-29): open watches get nothing from the moment of
+// the corruption (a write to a healthy object is not delivered) and are
+// closed by the server ~31 s later, when its watch cache gives up retrying
+// (30 s) and reinitializes, which then fails every ~1 s; until then
+// consistent LISTs fail with 500 StorageReadError after ~3 s (the cache
+// waits for a fresh revision, then asks etcd), while LISTs "not older
+// than" a revision and new watches (watch-list too) are answered from the
+// stale cache; after it, every request the cache serves is answered 429
+// "storage is (re)initializing" (Retry-After 1 s growing to 30 s), which
+// client-go retries inside the request and its reflector retries forever
+// without relisting or telling its error handler — except a paginated
+// consistent LIST, which goes to etcd and fails with 500 StorageReadError
+// at once. A healthy idle watch got a bookmark every ~60 s (once the
+// first came after 120 s).
+//
+// So informerkit needs its liveness bound (WithWatchIdleTimeout, shortened
+// here): the silent stream ends, the informer relists with a consistent,
+// paginated probe list, and the test shows that the informer keeps the
+// objects it had, reports the problem as a typed error (errors.Is
+// ErrStoreRead, errors.As *apierrors.StatusError) in a Failed status, logs
+// it once, retries at the reflector's backoff (no request storm), and
+// recovers by itself once the object is deleted with
+// ignoreStoreReadErrorWithClusterBreakingPotential: the cache then equals
+// the server and handlers get the delete.
 func TestCorruptObjectInStorage(t *testing.T) {
-	// Gated (issue 7, open): the first run against the real server showed
-	// the LIST failing as expected (StorageReadError naming the key), but
-	// the informer whose watch was open before the corruption stayed
-	// Synced with no error for the whole minute the test waited: the
-	// server's watch cache loops reinitializing while the client's watch
-	// stays open and silent. informerkit cannot see that stall yet (see
-	// docs/DESIGN.md); run it with INFORMERKIT_CORRUPT=1 when working on it.
-	if os.Getenv("INFORMERKIT_CORRUPT") == "" {
-		t.Skip("known gap (issue 7): a silent watch after storage corruption; set INFORMERKIT_CORRUPT=1 to run")
-	}
 	const n = 10
 	group := "corrupt.cachetest.example.com"
 	f := setup(t, group, n)
@@ -60,7 +66,11 @@ func TestCorruptObjectInStorage(t *testing.T) {
 		logLines = append(logLines, prefix+" "+args)
 	}, funcr.Options{Verbosity: 1})
 	cfg, counter := controlplane.CountRequests(cp.Config())
-	fac, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithNamespace(f.ns), dynamicinformer.WithLogger(logger))
+	// Short, so that the test is short; a quiet healthy watch is probed
+	// (relisted) every idle period before the corruption, harmlessly.
+	const idle = 4 * time.Second
+	fac, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithNamespace(f.ns), dynamicinformer.WithLogger(logger),
+		dynamicinformer.WithWatchIdleTimeout(idle))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +121,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	if _, err := etcd.Put(ctx, etcdKey, "\x00 this is not JSON {"); err != nil {
 		t.Fatal(err)
 	}
+	corrupted := time.Now()
 	t.Logf("wrote garbage to etcd key %s", etcdKey)
 	// Never leave the corrupt object behind for the package's other tests
 	// (the server's watch cache loops on it).
@@ -152,7 +163,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("status never reported ErrStoreRead; last status %+v", st)
 	}
-	t.Logf("informer status: %s: %v", st.State, st.Err)
+	t.Logf("informer status %v after the corruption (idle timeout %v): %s: %v", st.Since.Sub(corrupted).Round(100*time.Millisecond), idle, st.State, st.Err)
 	var se *apierrors.StatusError
 	if st.State != dynamicinformer.Failed || !errors.As(st.Err, &se) || !apierrors.IsStoreReadError(se) || !strings.Contains(st.Err.Error(), bad) {
 		t.Errorf("status %s, err %v: want Failed, an *apierrors.StatusError with reason StorageReadError naming %s", st.State, st.Err, bad)
@@ -185,6 +196,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	if err := client.Delete(ctx, bad, metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: &yes}); err != nil {
 		t.Fatalf("unsafe delete of the corrupt object: %v", err)
 	}
+	deletedAt := time.Now()
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		st = h.Status()
 		if st.State != dynamicinformer.Synced || st.Err != nil {
@@ -199,6 +211,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("informer did not recover after the corrupt object was deleted; status %+v", st)
 	}
+	t.Logf("recovered (Synced, cache current) %v after the unsafe delete", time.Since(deletedAt).Round(100*time.Millisecond))
 	server, err := client.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
