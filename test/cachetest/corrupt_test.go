@@ -65,6 +65,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 		defer logMu.Unlock()
 		logLines = append(logLines, prefix+" "+args)
 	}, funcr.Options{Verbosity: 1})
+	sc := controlplane.Scenario(t)
 	cfg, counter := controlplane.CountRequests(cp.Config())
 	// Short, so that the test is short; a quiet healthy watch is probed
 	// (relisted) every idle period before the corruption, harmlessly.
@@ -163,7 +164,8 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("status never reported ErrStoreRead; last status %+v", st)
 	}
-	t.Logf("informer status %v after the corruption (idle timeout %v): %s: %v", st.Since.Sub(corrupted).Round(100*time.Millisecond), idle, st.State, st.Err)
+	failedAfter := st.Since.Sub(corrupted).Round(100 * time.Millisecond)
+	t.Logf("informer status %v after the corruption (idle timeout %v): %s: %v", failedAfter, idle, st.State, st.Err)
 	var se *apierrors.StatusError
 	if st.State != dynamicinformer.Failed || !errors.As(st.Err, &se) || !apierrors.IsStoreReadError(se) || !strings.Contains(st.Err.Error(), bad) {
 		t.Errorf("status %s, err %v: want Failed, an *apierrors.StatusError with reason StorageReadError naming %s", st.State, st.Err, bad)
@@ -211,7 +213,8 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("informer did not recover after the corrupt object was deleted; status %+v", st)
 	}
-	t.Logf("recovered (Synced, cache current) %v after the unsafe delete", time.Since(deletedAt).Round(100*time.Millisecond))
+	recovered := time.Since(deletedAt).Round(100 * time.Millisecond)
+	t.Logf("recovered (Synced, cache current) %v after the unsafe delete", recovered)
 	server, err := client.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -245,4 +248,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	cancel()
 	shutdown()
 	before.VerifyNoLeaks(t)
+	sc.Injected("garbage written to one of %d objects' etcd key while an informer watched (liveness bound %v); a healthy object updated; then the corrupt object removed with IgnoreStoreReadErrorWithClusterBreakingPotential", n, idle)
+	sc.Held("Failed with ErrStoreRead (*StatusError, StorageReadError naming the key) %v after the corruption, all %d objects kept; %d list requests in the next ~8 s, failure logged once; recovered %v after the unsafe delete: cache equals the server (the healthy update in), handler got exactly the one delete; no goroutine leak",
+		failedAfter, n, lists, recovered)
 }

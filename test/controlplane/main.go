@@ -26,5 +26,9 @@ func RunTests(m *testing.M, opts Options, cp **ControlPlane) int {
 	*cp = c
 	code := m.Run()
 	c.Stop()
+	if err := writeReport(); err != nil {
+		fmt.Fprintf(os.Stderr, "reliability report: %v\n", err)
+		code = 1
+	}
 	return code
 }

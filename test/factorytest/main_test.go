@@ -28,12 +28,7 @@ var cp *controlplane.ControlPlane
 // Without the watch cache for configmaps, a watch from a compacted
 // revision reaches etcd and gets 410 Gone (the reliability tests need it).
 func TestMain(m *testing.M) {
-	code := controlplane.RunTests(m, controlplane.Options{ExtraFlags: []string{"--watch-cache-sizes=configmaps#0"}}, &cp)
-	if err := writeReport(); err != nil {
-		fmt.Fprintf(os.Stderr, "reliability report: %v\n", err)
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(controlplane.RunTests(m, controlplane.Options{ExtraFlags: []string{"--watch-cache-sizes=configmaps#0"}}, &cp))
 }
 
 var seq struct {
