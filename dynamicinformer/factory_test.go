@@ -5,15 +5,18 @@ import (
 	"errors"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -345,6 +348,50 @@ func TestLabelIndexOptions(t *testing.T) {
 	if keys, err := again.Informer().GetIndexer().IndexKeys(ikcache.LabelKeyIndexName("app"), "x"); err != nil || len(keys) != 1 {
 		t.Fatalf("app index: %v, %v", keys, err)
 	}
+	f.Shutdown()
+	checkNoLeaks(t, before)
+}
+
+// TestRepeatedFailurePublishedOnce: a list that keeps failing the same way
+// is retried at the reflector's backoff, but the Failed status is
+// published once (not once per retry), and recovery publishes Synced.
+func TestRepeatedFailurePublishedOnce(t *testing.T) {
+	before := runtime.NumGoroutine()
+	client := fakeClient(widget("a", "w1", nil))
+	var lists atomic.Int32
+	var failing atomic.Bool
+	failing.Store(true)
+	client.PrependReactor("list", "widgets", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		lists.Add(1)
+		if failing.Load() {
+			return true, nil, apierrors.NewForbidden(widgets.GroupResource(), "", errors.New("no access"))
+		}
+		return false, nil, nil
+	})
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	var failed, synced atomic.Int32
+	f.OnStatusChange(func(s Status) {
+		switch s.State {
+		case Failed:
+			failed.Add(1)
+		case Synced:
+			synced.Add(1)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := f.ForResource(widgets).(*InformerHandle)
+	f.Start(ctx)
+	waitFor(t, func() bool { return lists.Load() >= 3 })
+	if st := h.Status(); st.State != Failed || !errors.Is(st.Err, ErrForbidden) {
+		t.Fatalf("status %+v, want Failed with ErrForbidden", st)
+	}
+	if n := failed.Load(); n != 1 {
+		t.Fatalf("Failed published %d times over %d failing lists, want once", n, lists.Load())
+	}
+	failing.Store(false)
+	waitFor(t, func() bool { return h.Status().State == Synced })
+	waitFor(t, func() bool { return synced.Load() == 1 })
 	f.Shutdown()
 	checkNoLeaks(t, before)
 }

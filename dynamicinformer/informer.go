@@ -538,6 +538,9 @@ func (si *sharedInformer) watchErrorHandler(ctx context.Context, r *toolscache.R
 	case si.state == Synced && errors.Is(kind, ErrWatch):
 		// A broken watch on a synced cache: the reflector resumes by itself.
 		si.err = ie
+	case si.state == Failed && si.err != nil && si.err.Error() == ie.Error():
+		// The same failure again (each retry carries a new error value):
+		// keep the status, and its Since, as published.
 	default:
 		si.setStateLocked(Failed, ie, kind.Error())
 	}
