@@ -57,7 +57,8 @@
 //
 // InNamespaces with more than one namespace lists and watches each
 // namespace and merges them into one informer. Because a merged watch
-// cannot resume from one resourceVersion, every watch restart relists.
+// cannot resume from one resourceVersion, every watch restart relists
+// (each namespace in pages of 500, as client-go's reflector lists).
 //
 // # Handlers
 //

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 )
 
 // listWatchFuncs is one namespace's list and watch (namespace "" = all).
@@ -108,7 +109,15 @@ func (lw *multiNamespaceListerWatcher) ListWithContext(ctx context.Context, o me
 	var items []runtime.Object
 	var maxRV uint64
 	for _, ns := range lw.namespaces {
-		obj, err := lw.funcs.list(ctx, ns, o)
+		// Each namespace in pages, as the reflector would list it: a
+		// paginated consistent list is answered from storage while the
+		// server's watch cache cannot initialize (an object it cannot
+		// read), so the list fails with that error (ErrStoreRead) instead
+		// of a 429 the reflector would retry forever.
+		p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return lw.funcs.list(ctx, ns, opts)
+		})
+		obj, _, err := p.List(ctx, o)
 		if err != nil {
 			return nil, err
 		}

@@ -104,7 +104,9 @@ const DefaultWatchIdleTimeout = 3 * time.Minute
 // bookmark for d (servers whose watch cache does not advance on a quiet
 // resource). Default DefaultWatchIdleTimeout; zero or negative turns it
 // off. Informers over several namespaces do not use it (their merged
-// watch asks for no bookmarks, and each watch restart relists anyway).
+// watch asks for no bookmarks); each of their watch restarts relists, in
+// pages, which meets the same server error once the server closes the
+// broken cache's watches (about 30 s after an object became unreadable).
 func WithWatchIdleTimeout(d time.Duration) Option {
 	return func(c *factoryConfig) { c.watchIdle = d }
 }

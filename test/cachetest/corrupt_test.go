@@ -86,6 +86,11 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	})()
 
 	h := fac.ForResource(f.gvr).(*dynamicinformer.InformerHandle)
+	// An informer over two namespaces: it has no idle bound (its merged
+	// watch asks for no bookmarks), but relists whenever its watch ends,
+	// in pages, so it meets the same error once the server closes the
+	// watches of the broken cache.
+	multi := fac.ForResource(f.gvr, dynamicinformer.InNamespaces(f.ns, "default")).(*dynamicinformer.InformerHandle)
 	var delMu sync.Mutex
 	var deleted []string
 	if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -99,7 +104,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	fac.Start(ctx)
-	if !toolscache.WaitForCacheSync(ctx.Done(), h.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), h.HasSynced, multi.HasSynced) {
 		t.Fatal("informer did not sync")
 	}
 
@@ -193,6 +198,21 @@ func TestCorruptObjectInStorage(t *testing.T) {
 		t.Errorf("logged %d list/watch failures, want 1 (once per class of error)", failures)
 	}
 
+	// The two-namespace informer: Failed with the same error once the
+	// server has closed the broken cache's watches (~30 s) and it relisted.
+	var mst dynamicinformer.Status
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		mst = multi.Status()
+		return errors.Is(mst.Err, dynamicinformer.ErrStoreRead), nil
+	}); err != nil {
+		t.Fatalf("the two-namespace informer never reported ErrStoreRead; last status %+v", mst)
+	}
+	multiFailedAfter := mst.Since.Sub(corrupted).Round(100 * time.Millisecond)
+	t.Logf("two-namespace informer: %s %v after the corruption: %v", mst.State, multiFailedAfter, mst.Err)
+	if mst.State != dynamicinformer.Failed || len(multi.Informer().GetStore().ListKeys()) != n {
+		t.Errorf("two-namespace informer: state %s with %d objects, want Failed keeping %d", mst.State, len(multi.Informer().GetStore().ListKeys()), n)
+	}
+
 	// Remove the object the only way the server allows, and recover.
 	yes := true
 	if err := client.Delete(ctx, bad, metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: &yes}); err != nil {
@@ -208,8 +228,15 @@ func TestCorruptObjectInStorage(t *testing.T) {
 		if err != nil || cached.GetLabels()["app"] != "relabeled" {
 			return false, nil
 		}
-		_, exists, _ := h.Informer().GetStore().GetByKey(f.ns + "/" + bad)
-		return !exists, nil
+		for _, inf := range []*dynamicinformer.InformerHandle{h, multi} {
+			if st := inf.Status(); st.State != dynamicinformer.Synced || st.Err != nil {
+				return false, nil
+			}
+			if _, exists, _ := inf.Informer().GetStore().GetByKey(f.ns + "/" + bad); exists {
+				return false, nil
+			}
+		}
+		return true, nil
 	}); err != nil {
 		t.Fatalf("informer did not recover after the corrupt object was deleted; status %+v", st)
 	}
@@ -223,13 +250,15 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	for _, u := range server.Items {
 		want[u.GetNamespace()+"/"+u.GetName()] = u.GetResourceVersion()
 	}
-	gotRV := map[string]string{}
-	for _, obj := range h.Informer().GetStore().List() {
-		m := obj.(metav1.Object)
-		gotRV[m.GetNamespace()+"/"+m.GetName()] = m.GetResourceVersion()
-	}
-	if fmt.Sprint(gotRV) != fmt.Sprint(want) {
-		t.Errorf("cache %v, server %v", gotRV, want)
+	for name, inf := range map[string]*dynamicinformer.InformerHandle{"one-namespace": h, "two-namespace": multi} {
+		gotRV := map[string]string{}
+		for _, obj := range inf.Informer().GetStore().List() {
+			m := obj.(metav1.Object)
+			gotRV[m.GetNamespace()+"/"+m.GetName()] = m.GetResourceVersion()
+		}
+		if fmt.Sprint(gotRV) != fmt.Sprint(want) {
+			t.Errorf("%s cache %v, server %v", name, gotRV, want)
+		}
 	}
 	delMu.Lock()
 	if fmt.Sprint(deleted) != fmt.Sprint([]string{f.ns + "/" + bad}) {
@@ -249,6 +278,6 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	shutdown()
 	before.VerifyNoLeaks(t)
 	sc.Injected("garbage written to one of %d objects' etcd key while an informer watched (liveness bound %v); a healthy object updated; then the corrupt object removed with IgnoreStoreReadErrorWithClusterBreakingPotential", n, idle)
-	sc.Held("Failed with ErrStoreRead (*StatusError, StorageReadError naming the key) %v after the corruption, all %d objects kept; %d list requests in the next ~8 s, failure logged once; recovered %v after the unsafe delete: cache equals the server (the healthy update in), handler got exactly the one delete; no goroutine leak",
-		failedAfter, n, lists, recovered)
+	sc.Held("Failed with ErrStoreRead (*StatusError, StorageReadError naming the key) %v after the corruption, all %d objects kept; %d list requests in the next ~8 s, failure logged once; a two-namespace informer (no idle bound) Failed with ErrStoreRead %v after; both recovered %v after the unsafe delete: caches equal the server (the healthy update in), handler got exactly the one delete; no goroutine leak",
+		failedAfter, n, lists, multiFailedAfter, recovered)
 }
