@@ -88,7 +88,8 @@ func (lw *optionsListerWatcher) WatchWithContext(ctx context.Context, o metav1.L
 // of the namespaces'); watches are merged. Because events of different
 // namespaces can arrive out of resourceVersion order, a merged watch cannot
 // safely resume from a resourceVersion: every new watch after the first one
-// of a list forces a relist ("expired"). Watch-list streaming is declined
+// of a list forces a relist ("expired"); relists are consistent and each
+// namespace is listed in pages (see ListWithContext). Watch-list streaming is declined
 // (the reflector falls back to list). This costs one list per namespace
 // each time a watch ends; for many namespaces prefer one informer per
 // namespace or a cluster-wide informer with a selector.
@@ -106,6 +107,14 @@ type multiNamespaceListerWatcher struct {
 func (lw *multiNamespaceListerWatcher) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	lw.cfg.apply(&o)
 	o.Limit, o.Continue = 0, ""
+	if o.ResourceVersion != "" && o.ResourceVersion != "0" {
+		// A relist after a watch ended asks for "not older than" the last
+		// version, which the server answers from its watch cache — with
+		// 429 "storage is (re)initializing" for as long as that cache
+		// cannot initialize. Ask for a consistent list instead (what a
+		// relist of several namespaces must cost anyway); see below.
+		o.ResourceVersion, o.ResourceVersionMatch = "", ""
+	}
 	var items []runtime.Object
 	var maxRV uint64
 	for _, ns := range lw.namespaces {
