@@ -62,13 +62,15 @@ var benchGVR = schema.GroupVersionResource{Group: "bench.example.com", Version: 
 // Selectors: "app=app-7"
 // (1% of objects); "app=app-7,tier!=back" (an indexed and a non-indexable
 // requirement); "app in (app-7,app-8),env" ; and namespace-scoped
-// "app=app-7" in ns-7 (0.1%).
+// "app=app-7" in ns-7 (0.1%); and everything in ns-7 (10%, through the
+// namespace index in both).
 func BenchmarkList(b *testing.B) {
 	selectors := []struct{ name, sel, ns string }{
 		{"eq", "app=app-7", ""},
 		{"eq+neq", "app=app-7,tier!=back", ""},
 		{"in+exists", "app in (app-7,app-8),env", ""},
 		{"ns+eq", "app=app-7", "ns-7"},
+		{"ns+all", "", "ns-7"},
 	}
 	for _, n := range []int{10000, 100000} {
 		idx := benchIndexer(n, ikcache.LabelIndexers())
