@@ -62,7 +62,9 @@ func (l *genericNamespaceLister) Get(name string) (runtime.Object, error) {
 func listObjects(indexer toolscache.Indexer, namespace string, selector labels.Selector) ([]runtime.Object, error) {
 	var out []runtime.Object
 	var convErr error
-	err := selectObjects(indexer, namespace, selector, func(obj interface{}) {
+	err := selectObjects(indexer, namespace, selector, func(n int) {
+		out = make([]runtime.Object, 0, n)
+	}, func(obj interface{}) {
 		ro, err := asObject(obj)
 		if err != nil {
 			if convErr == nil {

@@ -176,7 +176,9 @@ func (l *NamespaceLister) ByIndex(indexName, value string) ([]*unstructured.Unst
 func list(indexer toolscache.Indexer, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	var convErr error
-	err := selectObjects(indexer, namespace, selector, func(obj interface{}) {
+	err := selectObjects(indexer, namespace, selector, func(n int) {
+		out = make([]*unstructured.Unstructured, 0, n)
+	}, func(obj interface{}) {
 		u, err := toUnstructured(obj)
 		if err != nil {
 			if convErr == nil {

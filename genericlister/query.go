@@ -29,7 +29,11 @@ const namespaceSetThreshold = 1024
 // and otherwise scans. Every object passed to appendFn has been checked
 // against the whole selector and the namespace, so an index only ever
 // makes the answer faster, never different.
-func selectObjects(indexer toolscache.Indexer, namespace string, selector labels.Selector, appendFn func(interface{})) error {
+//
+// expect, if not nil, is called before appendFn with the number of objects
+// that will follow when that is known in advance (a list without a
+// selector), so that the caller can size its result once.
+func selectObjects(indexer toolscache.Indexer, namespace string, selector labels.Selector, expect func(int), appendFn func(interface{})) error {
 	if selector == nil {
 		selector = labels.Everything()
 	}
@@ -67,6 +71,9 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 		// only the selector is checked — and with none, objects are not
 		// read at all (reading each one's metadata costs a cache miss per
 		// object, which doubled the time of a namespace list).
+		if selector.Empty() && expect != nil {
+			expect(len(items))
+		}
 		for _, obj := range items {
 			if selector.Empty() {
 				appendFn(obj)
@@ -76,7 +83,11 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 		}
 		return nil
 	}
-	for _, obj := range indexer.List() {
+	items := indexer.List()
+	if selector.Empty() && namespace == "" && expect != nil {
+		expect(len(items))
+	}
+	for _, obj := range items {
 		if matches(obj) {
 			appendFn(obj)
 		}
