@@ -34,10 +34,7 @@ func (s *stubLW) ListWithContext(_ context.Context, o metav1.ListOptions) (krunt
 	if s.err != nil {
 		return nil, s.err
 	}
-	l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "List"}}
-	l.SetResourceVersion("10")
-	l.Items = []unstructured.Unstructured{*widget("a", "w1", nil)}
-	return l, nil
+	return oneWidgetList(), nil
 }
 
 func (s *stubLW) WatchWithContext(context.Context, metav1.ListOptions) (watch.Interface, error) {
@@ -370,4 +367,13 @@ func TestGatePendingWatchListWaitsThenStreams(t *testing.T) {
 		t.Fatalf("err %v, watches %d, lists %d", r.err, inner.watches, inner.lists)
 	}
 	r.w.Stop()
+}
+
+// oneWidgetList is the list the stub ListerWatchers answer: w1 at
+// resourceVersion 10.
+func oneWidgetList() *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "List"}}
+	l.SetResourceVersion("10")
+	l.Items = []unstructured.Unstructured{*widget("a", "w1", nil)}
+	return l
 }

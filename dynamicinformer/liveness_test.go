@@ -34,10 +34,7 @@ func (s *liveLW) ListWithContext(_ context.Context, o metav1.ListOptions) (krunt
 	if s.listErr != nil {
 		return nil, s.listErr
 	}
-	l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "List"}}
-	l.SetResourceVersion("10")
-	l.Items = []unstructured.Unstructured{*widget("a", "w1", nil)}
-	return l, nil
+	return oneWidgetList(), nil
 }
 
 func (s *liveLW) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -294,14 +291,7 @@ func TestLivenessCallerCancelIsNotSilence(t *testing.T) {
 // Without an idle timeout a silent stream stays open.
 func TestLivenessOff(t *testing.T) {
 	lw, _, _ := newLiveGate(0)
-	ctx := context.Background()
-	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := listAndWatch(t, lw)
 	defer w.Stop()
 	select {
 	case ev := <-w.ResultChan():
