@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -27,12 +26,6 @@ const labelKeyIndexPrefix = "informerkit.io/label:"
 // client-go re-indexes all of them on every update (docs/PERFORMANCE.md,
 // "Write throughput with the label index").
 func LabelKeyIndexName(key string) string { return labelKeyIndexPrefix + key }
-
-// LabelKeyOfIndex reports the label key of a per-key label index name, and
-// false for any other index name.
-func LabelKeyOfIndex(indexName string) (string, bool) {
-	return strings.CutPrefix(indexName, labelKeyIndexPrefix)
-}
 
 // LabelKeyIndexFunc returns the IndexFunc of LabelKeyIndexName(key): for an
 // object carrying the label it returns that one value, otherwise none. It

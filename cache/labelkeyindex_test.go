@@ -49,12 +49,6 @@ func TestLabelKeyIndexFunc(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
 		}
 	}
-	if k, ok := LabelKeyOfIndex(LabelKeyIndexName("example.com/role")); !ok || k != "example.com/role" {
-		t.Errorf("LabelKeyOfIndex(LabelKeyIndexName) = %q, %v", k, ok)
-	}
-	if _, ok := LabelKeyOfIndex(LabelIndex); ok {
-		t.Errorf("LabelKeyOfIndex(LabelIndex) reported a key")
-	}
 }
 
 func sortedKeys(t *testing.T, idx toolscache.Indexer, index, value string) []string {
@@ -171,5 +165,29 @@ func TestEnsureLabelKeyIndexConcurrent(t *testing.T) {
 				t.Fatalf("%s with %s=%s missing from its index", u.GetName(), k, v)
 			}
 		}
+	}
+}
+
+// TestValueSlicesBounded: values beyond the table's bound still index
+// correctly (a fresh slice each), the table stops growing at the bound, and
+// a value seen before gets the very slice it got before.
+func TestValueSlicesBounded(t *testing.T) {
+	var vs valueSlices
+	first := vs.get("v0")
+	for i := 0; i < maxValueSlices+100; i++ {
+		v := fmt.Sprintf("v%d", i)
+		if got := vs.get(v); len(got) != 1 || got[0] != v {
+			t.Fatalf("get(%q) = %q", v, got)
+		}
+	}
+	if n := vs.n.Load(); n != maxValueSlices {
+		t.Fatalf("table holds %d values, want the bound %d", n, maxValueSlices)
+	}
+	if again := vs.get("v0"); &again[0] != &first[0] {
+		t.Fatal("a value in the table got a new slice")
+	}
+	beyond := fmt.Sprintf("v%d", maxValueSlices+50)
+	if a, b := vs.get(beyond), vs.get(beyond); &a[0] == &b[0] {
+		t.Fatal("a value beyond the bound was stored")
 	}
 }

@@ -106,46 +106,30 @@ type indexQuery struct {
 // labelIndexes finds, per label key, the index that answers requirements on
 // it: the key's own index (cache.LabelKeyIndexName), else the inverted
 // cache.LabelIndex, else a per-key index added on demand
-// (cache.EnsureLabelKeyIndex). It asks the indexer at most once per key.
+// (cache.EnsureLabelKeyIndex).
 type labelIndexes struct {
-	indexer  toolscache.Indexer
-	full     int // 0 unknown, 1 yes, 2 no
-	resolved map[string]string
+	indexer toolscache.Indexer
+	full    *bool // whether the indexer has cache.LabelIndex; asked once, when needed
 }
 
 // forKey returns the index name for key and whether it is a per-key index,
 // or "" when no index can answer.
-func (li *labelIndexes) forKey(key string) (string, bool) {
-	if name, ok := li.resolved[key]; ok {
-		_, perKey := ikcache.LabelKeyOfIndex(name)
-		return name, perKey
-	}
-	name := ""
-	perKey := false
+func (li *labelIndexes) forKey(key string) (name string, perKey bool) {
 	keyIndex := ikcache.LabelKeyIndexName(key)
-	switch {
-	case ikcache.HasIndex(li.indexer, keyIndex):
-		name, perKey = keyIndex, true
-	case li.hasFull():
-		name = ikcache.LabelIndex
-	case ikcache.EnsureLabelKeyIndex(li.indexer, key):
-		name, perKey = keyIndex, true
+	if ikcache.HasIndex(li.indexer, keyIndex) {
+		return keyIndex, true
 	}
-	if li.resolved == nil {
-		li.resolved = map[string]string{}
+	if li.full == nil {
+		has := ikcache.HasIndex(li.indexer, ikcache.LabelIndex)
+		li.full = &has
 	}
-	li.resolved[key] = name
-	return name, perKey
-}
-
-func (li *labelIndexes) hasFull() bool {
-	if li.full == 0 {
-		li.full = 2
-		if ikcache.HasIndex(li.indexer, ikcache.LabelIndex) {
-			li.full = 1
-		}
+	if *li.full {
+		return ikcache.LabelIndex, false
 	}
-	return li.full == 1
+	if ikcache.EnsureLabelKeyIndex(li.indexer, key) {
+		return keyIndex, true
+	}
+	return "", false
 }
 
 // selectByLabelIndex answers from the label indexes when at least one
