@@ -220,7 +220,9 @@ func (r *Resolver) Invalidate() {
 // that already existed (minutes were observed with Kubernetes 1.37), while
 // the group-version's own endpoint is served by apiextensions-apiserver
 // from the CRDs themselves. A caching discovery client answers those reads
-// from its cache, so give the resolver a non-caching one.
+// from its cache, so give the resolver a non-caching one. Safe for
+// concurrent use; marks accumulate until each group-version's own
+// endpoint and the aggregated document agree (or it is gone from both).
 func (r *Resolver) InvalidateGroupVersions(gvs ...schema.GroupVersion) {
 	r.mu.Lock()
 	if r.direct == nil {
