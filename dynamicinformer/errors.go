@@ -47,8 +47,6 @@ var (
 
 	// ErrNilHandler: a nil event handler was given.
 	ErrNilHandler = errors.New("nil handler")
-
-	errNilHandler = ErrNilHandler
 )
 
 // classify maps an error seen by list or watch to one of the package's

@@ -90,7 +90,7 @@ func (f *factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter
 		return nil, ErrNoResolver
 	}
 	if handler == nil {
-		return nil, errNilHandler
+		return nil, ErrNilHandler
 	}
 	f.mu.Lock()
 	if f.shutdown {
