@@ -6,6 +6,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
 )
 
 // Errors a caller can test with errors.Is. Status.Err and the errors
@@ -23,12 +26,15 @@ var (
 	ErrInvalidSelector = errors.New("invalid selector")
 	// ErrNamespaceOnClusterScoped: a namespace option was given for a
 	// cluster-scoped resource.
-	ErrNamespaceOnClusterScoped = errors.New("namespace option on a cluster-scoped resource")
+	ErrNamespaceOnClusterScoped = presence.ErrNamespaceOnClusterScoped
 	// ErrShutdown: the factory has been shut down.
 	ErrShutdown = errors.New("informer factory is shut down")
 	// ErrNoResolver: ForName needs WithResolver or WithDiscovery.
 	ErrNoResolver = errors.New("no discovery resolver configured")
-	// ErrMetadataClientMissing: MetadataOnly needs WithMetadataClient.
+	// ErrDynamicClientMissing: the factory was given no dynamic client and
+	// the informer is not WithMetadataOnly.
+	ErrDynamicClientMissing = errors.New("informer needs a dynamic client")
+	// ErrMetadataClientMissing: WithMetadataOnly needs WithMetadataClient.
 	ErrMetadataClientMissing = errors.New("metadata-only informer needs WithMetadataClient")
 	// ErrStoreRead: the API server cannot read some objects of the resource
 	// from its storage (stored bytes that do not decode or decrypt), so it
@@ -41,6 +47,9 @@ var (
 	// is Failed, it retries at the reflector's backoff and recovers by
 	// itself. See docs/DESIGN.md.
 	ErrStoreRead = errors.New("server cannot read objects from its storage")
+	// ErrNoContact: the API server cannot be reached (connection refused,
+	// reset, timed out, DNS, TLS). It is the Kind of Status.ContactErr.
+	ErrNoContact = errors.New("no contact with the API server")
 	// ErrWatch: any other error the reflector saw (decode errors, server
 	// errors, connection failures); the cause is wrapped.
 	ErrWatch = errors.New("list/watch error")
@@ -67,6 +76,8 @@ func classify(gvr schema.GroupVersionResource, err error) error {
 		kind = ErrStoreRead
 	case apierrors.IsBadRequest(err) || apierrors.IsInvalid(err):
 		kind = ErrInvalidSelector
+	case listwatch.IsConnectionError(err):
+		kind = ErrNoContact
 	default:
 		kind = ErrWatch
 	}

@@ -3,7 +3,6 @@ package dynamicinformer_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 )
@@ -30,7 +28,7 @@ func Example() {
 	factory := dynamicinformer.NewSharedInformerFactory(client, 0, dynamicinformer.WithoutCRDTracking())
 	defer factory.Shutdown()
 
-	crontabs := factory.ForResource(gvr, dynamicinformer.InNamespaces("team-a"))
+	crontabs := factory.ForResource(gvr, dynamicinformer.WithNamespaces("team-a"))
 	defer crontabs.Release()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -46,53 +44,4 @@ func Example() {
 	// Output:
 	// synced: true
 	// cached: nightly
-}
-
-// A level-triggered consumer slower than the write rate: Coalescing keeps
-// one pending entry per object (the latest state), RecoverPanics keeps a
-// panicking consumer from crashing the process.
-func ExampleCoalescing() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var mu sync.Mutex
-	last := map[string]string{}
-	consumer := toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, o any) {
-			u := o.(*unstructured.Unstructured)
-			mu.Lock()
-			last[u.GetName()] = u.GetResourceVersion()
-			mu.Unlock()
-		},
-	}
-	c := dynamicinformer.Coalescing(ctx, dynamicinformer.RecoverPanics(consumer, func(p *dynamicinformer.HandlerPanicError) {
-		fmt.Println("recovered:", p)
-	}))
-	// With a real informer: handle.Informer().AddEventHandler(c).
-	version := func(v int) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetNamespace("team-a")
-		u.SetName("nightly")
-		u.SetResourceVersion(fmt.Sprint(v))
-		return u
-	}
-	for v := 1; v <= 1000; v++ {
-		c.OnUpdate(version(v-1), version(v))
-	}
-	for {
-		mu.Lock()
-		done := last["nightly"] == "1000"
-		mu.Unlock()
-		if done {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	st := c.Stats()
-	fmt.Println("final state delivered:", last["nightly"])
-	fmt.Println("at most one entry pending:", st.MaxPending <= 1)
-	fmt.Println("fewer deliveries than events:", st.Delivered <= st.Received)
-	// Output:
-	// final state delivered: 1000
-	// at most one entry pending: true
-	// fewer deliveries than events: true
 }

@@ -8,80 +8,48 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
 )
 
-// SharedInformerFactory hands out shared informers keyed by GVR and options.
-// All methods are safe for concurrent use.
-type SharedInformerFactory interface {
-	// ForResource returns a handle on the informer for gvr with the given
-	// options, creating it if needed. Calls with the same GVR and the same
-	// options share one informer (one list+watch). If the factory is
-	// started, a new informer starts at once. It never fails: problems
-	// (resource not served, invalid selector, forbidden) show in the
-	// handle's Status. After Shutdown it returns a handle whose informer
-	// never runs and whose Status says Stopped with ErrShutdown.
-	ForResource(gvr schema.GroupVersionResource, opts ...ResourceOption) GenericInformer
-	// ForName resolves a kubectl-style name ("ct", "deployments.apps",
-	// "Deployment.v1.apps") through discovery and returns an informer for
-	// it, as ForResource does. If the name gives no version, the informer
-	// follows the resource's preferred version: when another version
-	// becomes preferred (a CRD gains a higher version, e.g. v2 beside v1)
-	// or its version stops being served (a CRD version unserved, an API
-	// version removed), it moves to the preferred served version of the
-	// same group-resource instead of going Removed; handlers then receive
-	// an update per object (with the new apiVersion), and GVR and Status
-	// report the new version. Such informers are shared
-	// only with other ForName informers without a version. Unknown, ambiguous, non-watchable names and subresources are
-	// discoveryresolver errors (errors.Is ErrNotFound, ErrNotWatchable,
-	// ErrSubresource; errors.As *AmbiguousError); a namespace option on a
-	// cluster-scoped resource is ErrNamespaceOnClusterScoped; a selector
-	// that does not parse is ErrInvalidSelector.
-	ForName(ctx context.Context, ref string, opts ...ResourceOption) (GenericInformer, error)
-	// Start starts every informer not yet started. It may be called again;
-	// informers created later start by themselves. Informers run until ctx
-	// of the first Start ends, Shutdown, or their last Release.
-	Start(ctx context.Context)
-	// WaitForCacheSync waits until every started informer has synced or
-	// ctx ends, and reports per GVR whether all its informers synced.
-	WaitForCacheSync(ctx context.Context) map[schema.GroupVersionResource]bool
-	// Shutdown stops every informer and returns when every goroutine the
-	// factory started has ended. Later calls return at once.
-	Shutdown()
-}
-
-// Factory is the concrete factory; it has everything SharedInformerFactory
-// has plus status reporting.
-type Factory interface {
-	SharedInformerFactory
-	// Statuses lists the status of every informer, sorted by GVR.
-	Statuses() []Status
-	// OnStatusChange calls f for every status change of any informer, in
-	// order, from one goroutine. Call remove to stop.
-	OnStatusChange(f func(Status)) (remove func())
-	// Resolver is the discovery resolver in use (nil without one).
-	Resolver() *discoveryresolver.Resolver
-	// Subscribe watches every resource matching filter and follows
-	// discovery as resources appear and vanish; see Subscription.
-	Subscribe(ctx context.Context, filter discoveryresolver.Filter, handler func(Event), opts ...ResourceOption) (*Subscription, error)
-}
-
-type factory struct {
+// Factory hands out shared informers keyed by GVR and options. All its
+// methods are safe for concurrent use. Create it with NewForConfig or
+// NewSharedInformerFactory.
+//
+// # Goroutines and blocking
+//
+// Start runs each informer on goroutines the factory owns (client-go's
+// reflector, its processor, one per handler, and a sync monitor), plus the
+// presence sources (a CRD informer, a discovery loop, re-check timers)
+// and, once something subscribes, one goroutine that calls
+// OnStatusChange callbacks in order. Shutdown cancels and waits for every
+// one of them. Release and Subscription.Stop do not wait for an
+// informer's goroutines, so both may be called from that informer's own
+// event handler; Shutdown must not be (it waits for the handler).
+// Status callbacks run on the notifier goroutine: a slow callback delays
+// other status callbacks, never an informer; they may call any method of
+// the factory or a handle except Shutdown.
+type Factory struct {
 	client   dynamic.Interface
 	cfg      factoryConfig
 	notifier *statusNotifier
-	presence *presence
+	presence *presence.Presence
 
 	mu        sync.Mutex // guards informers, started, runCtx, cancel, shutdown
-	informers map[string]*sharedInformer
+	informers map[string]*entry
 	started   bool
 	runCtx    context.Context
 	cancel    context.CancelFunc
@@ -90,11 +58,12 @@ type factory struct {
 	wg        sync.WaitGroup // every goroutine the factory started
 }
 
-var _ Factory = (*factory)(nil)
-
-// NewSharedInformerFactory returns a factory on client. defaultResync is the
-// default handler resync period (0: none).
-func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, opts ...Option) Factory {
+// NewSharedInformerFactory returns a factory on client (which may be nil
+// if every informer is WithMetadataOnly; CRDs are then not tracked).
+// defaultResync is the default handler resync period (0: none). Without
+// WithDiscovery or WithResolver, ForName and Subscribe return
+// ErrNoResolver and presence relies on CRDs and 404 answers.
+func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, opts ...Option) *Factory {
 	cfg := defaults(defaultResync)
 	for _, o := range opts {
 		o(&cfg)
@@ -102,20 +71,26 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 	if cfg.resolver == nil && cfg.discovery != nil {
 		cfg.resolver = discoveryresolver.New(cfg.discovery, discoveryresolver.WithLogger(cfg.logger.WithName("resolver")))
 	}
-	f := &factory{
+	f := &Factory{
 		client:    client,
 		cfg:       cfg,
 		notifier:  newStatusNotifier(),
-		informers: map[string]*sharedInformer{},
+		informers: map[string]*entry{},
 		closed:    make(chan struct{}),
 	}
-	f.presence = newPresence(client, cfg.resolver, cfg.followCRDs, cfg.rediscovery, cfg.logger.WithName("presence"))
+	pc := presence.Config{Resolver: cfg.resolver, Rediscovery: cfg.rediscovery, Logger: cfg.logger.WithName("presence")}
+	if cfg.followCRDs && client != nil {
+		pc.CRDs = client
+	}
+	pc.ReadyTimeout, pc.RecheckMin, pc.RecheckMax = cfg.presenceTimings.ready, cfg.presenceTimings.recheckMin, cfg.presenceTimings.recheckMax
+	f.presence = presence.New(pc)
 	return f
 }
 
 // NewForConfig builds the dynamic, discovery and metadata clients from cfg
-// and returns a factory with ForName, CRD tracking and MetadataOnly support.
-func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option) (Factory, error) {
+// and returns a factory with ForName, Subscribe, CRD tracking and
+// WithMetadataOnly support.
+func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option) (*Factory, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -132,9 +107,18 @@ func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option)
 	return NewSharedInformerFactory(dyn, defaultResync, all...), nil
 }
 
-func (f *factory) Resolver() *discoveryresolver.Resolver { return f.cfg.resolver }
+// Resolver is the discovery resolver in use (nil without one).
+func (f *Factory) Resolver() *discoveryresolver.Resolver { return f.cfg.resolver }
 
-func (f *factory) ForResource(gvr schema.GroupVersionResource, opts ...ResourceOption) GenericInformer {
+// ForResource returns a handle on the informer for gvr with the given
+// options, creating it if needed. Calls with the same GVR and the same
+// distinguishing options share one informer (one list+watch; see the
+// package documentation). If the factory is started, a new informer
+// starts at once. It never fails: problems (resource not served, invalid
+// selector, forbidden, a namespace asked of a cluster-scoped resource)
+// show in the handle's Status. After Shutdown it returns a handle whose
+// informer never runs and whose Status says Stopped with ErrShutdown.
+func (f *Factory) ForResource(gvr schema.GroupVersionResource, opts ...ResourceOption) *InformerHandle {
 	h, _ := f.forResource(gvr, f.cfg.merge(opts), false)
 	return h
 }
@@ -142,69 +126,163 @@ func (f *factory) ForResource(gvr schema.GroupVersionResource, opts ...ResourceO
 // forResource returns a handle on the informer for gvr and cfg, creating
 // it if needed. A following informer (see ForName) is shared only with
 // other following informers of the same group-resource.
-func (f *factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfig, follow bool) (*InformerHandle, error) {
+func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfig, follow bool) (*InformerHandle, error) {
 	key := gvr.String() + "#" + cfg.sharingIdentity()
 	if follow {
 		key = "follow:" + gvr.GroupResource().String() + "#" + cfg.sharingIdentity()
 	}
 	f.mu.Lock()
+	if f.shutdown {
+		f.mu.Unlock()
+		return f.deadHandle(gvr, cfg, ErrShutdown), ErrShutdown
+	}
+	if e, ok := f.informers[key]; ok {
+		e.refs++
+		f.mu.Unlock()
+		e.addIndexers(cfg.indexers)
+		return f.handle(e), nil
+	}
+	f.mu.Unlock()
+	if err := cfg.validate(); err != nil {
+		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: ErrInvalidSelector, Err: err}), err
+	}
+	e, err := f.newEntry(key, gvr, cfg)
+	if err != nil {
+		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: err, Err: err}), err
+	}
+	e.follow = follow
+	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {
 		return f.deadHandle(gvr, cfg, ErrShutdown), ErrShutdown
 	}
-	if si, ok := f.informers[key]; ok {
-		si.refs++
-		if len(cfg.indexers) > 0 {
-			// HasIndex, not GetIndexers: client-go returns its indexer
-			// map unlocked, and listers may add label indexes meanwhile
-			// (so one at a time: a lost race on one name is not an error).
-			indexer := si.informer.GetIndexer()
-			for name, fn := range cfg.indexers {
-				if ikcache.HasIndex(indexer, name) {
-					continue
-				}
-				if err := si.informer.AddIndexers(toolscache.Indexers{name: fn}); err != nil && !ikcache.HasIndex(indexer, name) {
-					si.logger.Error(err, "cannot add an indexer to a shared informer", "index", name)
-				}
-			}
-		}
-		return &InformerHandle{si: si}, nil
+	if other, ok := f.informers[key]; ok { // created meanwhile by another caller
+		other.refs++
+		return f.handle(other), nil
 	}
-	if err := cfg.validate(); err != nil {
-		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: ErrInvalidSelector, Err: err}), err
-	}
-	si, err := newSharedInformer(f, key, gvr, cfg, true)
-	if err != nil {
-		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: err, Err: err}), err
-	}
-	si.follow = follow
-	si.gate.set(f.presence.register(si), "not served", false)
-	si.refs = 1
-	f.informers[key] = si
+	e.Apply(f.presence.Register(e))
+	e.refs = 1
+	f.informers[key] = e
 	if f.started {
-		f.startLocked(si)
+		f.startLocked(e)
 	}
-	return &InformerHandle{si: si}, nil
+	return f.handle(e), nil
+}
+
+func (f *Factory) handle(e *entry) *InformerHandle {
+	return &InformerHandle{e: e, release: f.release}
+}
+
+// addIndexers adds indexers a new handle asks for to a shared informer.
+// HasIndex, not GetIndexers: client-go returns its indexer map unlocked,
+// and listers may add label indexes meanwhile (so one at a time: a lost
+// race on one name is not an error).
+func (e *entry) addIndexers(indexers toolscache.Indexers) {
+	indexer := e.informer.GetIndexer()
+	for name, fn := range indexers {
+		if ikcache.HasIndex(indexer, name) {
+			continue
+		}
+		if err := e.informer.AddIndexers(toolscache.Indexers{name: fn}); err != nil && !ikcache.HasIndex(indexer, name) {
+			e.logger.Error(err, "cannot add an indexer to a shared informer", "index", name)
+		}
+	}
+}
+
+// newEntry builds an informer's machinery for gvr and cfg.
+func (f *Factory) newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig) (*entry, error) {
+	deps := entryDeps{
+		logger:    f.cfg.logger,
+		publish:   f.notifier.publish,
+		notFound:  f.presence.NotFound,
+		watchIdle: f.cfg.watchIdle,
+		lookupScope: func(gvr schema.GroupVersionResource) (bool, bool) {
+			if f.cfg.resolver == nil {
+				return false, false
+			}
+			r, ok := f.cfg.resolver.Lookup(gvr)
+			return r.Namespaced, ok
+		},
+	}
+	var e *entry
+	current := func() schema.GroupVersionResource {
+		if e == nil {
+			return gvr
+		}
+		return e.currentGVR()
+	}
+	var funcs listwatch.Funcs
+	var lists listwatch.ListBuilder
+	var client any
+	if cfg.metadataOnly {
+		if f.cfg.metadataClient == nil {
+			return nil, ErrMetadataClientMissing
+		}
+		md := f.cfg.metadataClient
+		funcs = listwatch.Funcs{
+			List: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
+				return md.Resource(current()).Namespace(ns).List(ctx, o)
+			},
+			Watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
+				return md.Resource(current()).Namespace(ns).Watch(ctx, o)
+			},
+		}
+		lists, client = listwatch.MetadataLists, md
+	} else {
+		if f.client == nil {
+			return nil, ErrDynamicClientMissing
+		}
+		dyn := f.client
+		funcs = listwatch.Funcs{
+			List: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
+				return dyn.Resource(current()).Namespace(ns).List(ctx, o)
+			},
+			Watch: func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
+				return dyn.Resource(current()).Namespace(ns).Watch(ctx, o)
+			},
+		}
+		lists, client = listwatch.UnstructuredLists(current), dyn
+	}
+	e, err := newEntry(key, gvr, cfg, funcs, lists, watchlist.DoesClientNotSupportWatchListSemantics(client), deps)
+	return e, err
 }
 
 // deadHandle is returned where an informer cannot be built: its informer
 // never runs, its status says why.
-func (f *factory) deadHandle(gvr schema.GroupVersionResource, cfg resourceConfig, err error) *InformerHandle {
-	cfg.labelSelector, cfg.fieldSelector = "", "" // keep the dead informer constructible
-	si, buildErr := newSharedInformer(f, "", gvr, cfg, false)
-	if buildErr != nil {
-		cfg.metadataOnly = false
-		si, _ = newSharedInformer(f, "", gvr, cfg, false)
+func (f *Factory) deadHandle(gvr schema.GroupVersionResource, cfg resourceConfig, err error) *InformerHandle {
+	cfg.labelSelector, cfg.fieldSelector, cfg.metadataOnly = "", "", false // keep the dead informer constructible
+	deps := entryDeps{logger: f.cfg.logger, publish: func(Status) {}, notFound: func(schema.GroupVersionResource) {},
+		lookupScope: func(schema.GroupVersionResource) (bool, bool) { return false, false }}
+	nop := listwatch.Funcs{
+		List:  func(context.Context, string, metav1.ListOptions) (runtime.Object, error) { return nil, err },
+		Watch: func(context.Context, string, metav1.ListOptions) (watch.Interface, error) { return nil, err },
 	}
-	si.state, si.err, si.reason = Failed, err, err.Error()
+	e, _ := newEntry("", gvr, cfg, nop, listwatch.UnstructuredLists(func() schema.GroupVersionResource { return gvr }), true, deps)
+	e.state, e.err, e.reason = Failed, err, err.Error()
 	if err == ErrShutdown {
-		si.state = Stopped
+		e.state = Stopped
 	}
-	close(si.done)
-	return &InformerHandle{si: si}
+	close(e.done)
+	return &InformerHandle{e: e}
 }
 
-func (f *factory) ForName(ctx context.Context, ref string, opts ...ResourceOption) (GenericInformer, error) {
+// ForName resolves a kubectl-style name ("ct", "deployments.apps",
+// "Deployment.v1.apps") through discovery and returns an informer for it,
+// as ForResource does. If the name gives no version, the informer follows
+// the resource's preferred version: when another version becomes
+// preferred (a CRD gains a higher version, e.g. v2 beside v1) or its
+// version stops being served (a CRD version unserved, an API version
+// removed), it moves to the preferred served version of the same
+// group-resource instead of going Removed; handlers then receive an
+// update per object (with the new apiVersion), and GVR and Status report
+// the new version. Such informers are shared only with other ForName
+// informers without a version. Unknown, ambiguous, non-watchable names
+// and subresources are discoveryresolver errors (errors.Is ErrNotFound,
+// ErrNotWatchable, ErrSubresource; errors.As *AmbiguousError); a
+// namespace option on a cluster-scoped resource is
+// ErrNamespaceOnClusterScoped; a selector that does not parse is
+// ErrInvalidSelector. Without a resolver it returns ErrNoResolver.
+func (f *Factory) ForName(ctx context.Context, ref string, opts ...ResourceOption) (*InformerHandle, error) {
 	if f.cfg.resolver == nil {
 		return nil, ErrNoResolver
 	}
@@ -219,11 +297,7 @@ func (f *factory) ForName(ctx context.Context, ref string, opts ...ResourceOptio
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	h, err := f.forResource(res.GVR, cfg, !versionPinned(ref, res.GVR))
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
+	return f.forResource(res.GVR, cfg, !versionPinned(ref, res.GVR))
 }
 
 // versionPinned reports whether ref names gvr's version explicitly, as in
@@ -239,7 +313,11 @@ func versionPinned(ref string, gvr schema.GroupVersionResource) bool {
 	return strings.EqualFold(parts[2], gvr.Group)
 }
 
-func (f *factory) Start(ctx context.Context) {
+// Start starts every informer not yet started, and the presence sources.
+// It may be called again; informers created later start by themselves.
+// Informers run until ctx of the first Start ends, Shutdown, or their last
+// Release.
+func (f *Factory) Start(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {
@@ -251,40 +329,53 @@ func (f *factory) Start(ctx context.Context) {
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
-			f.presence.run(f.runCtx)
+			f.presence.Run(f.runCtx)
 		}()
 	}
-	for _, si := range f.informers {
-		if si.cancel == nil {
-			f.startLocked(si)
+	for _, e := range f.informers {
+		if e.cancel == nil {
+			f.startLocked(e)
 		}
 	}
 }
 
-// startLocked runs si under the factory's run context. f.mu must be held.
-func (f *factory) startLocked(si *sharedInformer) {
+// startLocked runs e under the factory's run context. f.mu must be held.
+func (f *Factory) startLocked(e *entry) {
 	ctx, cancel := context.WithCancel(f.runCtx)
-	si.cancel = cancel
+	e.cancel = cancel
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		si.run(ctx)
+		e.run(ctx)
 	}()
 }
 
-func (f *factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionResource]bool {
+// WaitForCacheSync waits until every started informer has synced (its
+// handle's HasSynced: the Synced status is recorded) or ctx ends, and
+// reports per GVR whether all its informers synced. It does not poll.
+func (f *Factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionResource]bool {
 	f.mu.Lock()
-	var sis []*sharedInformer
-	for _, si := range f.informers {
-		if si.cancel != nil {
-			sis = append(sis, si)
+	var es []*entry
+	for _, e := range f.informers {
+		if e.cancel != nil {
+			es = append(es, e)
 		}
 	}
 	f.mu.Unlock()
 	res := map[schema.GroupVersionResource]bool{}
-	for _, si := range sis {
-		synced := toolscache.WaitForCacheSync(ctx.Done(), si.informer.HasSynced)
-		gvr := si.currentGVR()
+	for _, e := range es {
+		synced := false
+		select {
+		case <-e.synced:
+			synced = true
+		case <-ctx.Done():
+			select {
+			case <-e.synced:
+				synced = true
+			default:
+			}
+		}
+		gvr := e.currentGVR()
 		if prev, ok := res[gvr]; ok {
 			synced = synced && prev
 		}
@@ -293,71 +384,75 @@ func (f *factory) WaitForCacheSync(ctx context.Context) map[schema.GroupVersionR
 	return res
 }
 
-func (f *factory) Shutdown() {
+// Shutdown stops every informer and returns when every goroutine the
+// factory started has ended (see Goroutines and blocking). Later calls
+// return at once. Do not call it from an event handler or a status
+// callback.
+func (f *Factory) Shutdown() {
 	f.mu.Lock()
 	if !f.shutdown {
 		close(f.closed)
 	}
 	f.shutdown = true
 	cancel := f.cancel
-	sis := make([]*sharedInformer, 0, len(f.informers))
-	for _, si := range f.informers {
-		sis = append(sis, si)
+	es := make([]*entry, 0, len(f.informers))
+	for _, e := range f.informers {
+		es = append(es, e)
 	}
-	f.informers = map[string]*sharedInformer{}
+	f.informers = map[string]*entry{}
 	f.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	for _, si := range sis {
-		if si.cancel != nil {
-			si.cancel()
+	for _, e := range es {
+		if e.cancel != nil {
+			e.cancel()
 		}
-		f.presence.unregister(si)
+		f.presence.Unregister(e)
 	}
 	f.wg.Wait()
-	for _, si := range sis {
-		si.setState(Stopped, nil, "factory shut down")
+	for _, e := range es {
+		e.setState(Stopped, nil, "factory shut down")
 	}
 	f.notifier.close()
 }
 
-// release drops one reference; the last one stops the informer and waits
-// for its goroutines.
-func (f *factory) release(si *sharedInformer) {
+// release drops one reference; the last one stops the informer without
+// waiting for it (its goroutines are the factory's: Shutdown joins them).
+func (f *Factory) release(e *entry) {
 	f.mu.Lock()
-	if si.key == "" { // a dead handle
+	e.refs--
+	if e.refs > 0 {
 		f.mu.Unlock()
 		return
 	}
-	si.refs--
-	if si.refs > 0 {
-		f.mu.Unlock()
-		return
+	if f.informers[e.key] == e {
+		delete(f.informers, e.key)
 	}
-	if f.informers[si.key] == si {
-		delete(f.informers, si.key)
-	}
-	cancel := si.cancel
+	cancel := e.cancel
 	f.mu.Unlock()
-	f.presence.unregister(si)
+	f.presence.Unregister(e)
 	if cancel != nil {
+		released := "released"
+		e.stopReason.Store(&released)
 		cancel()
-		<-si.done
+		return
 	}
-	si.setState(Stopped, nil, "released")
+	e.setState(Stopped, nil, "released")
 }
 
-func (f *factory) Statuses() []Status {
+// Statuses lists the status of every informer, sorted by GVR, then
+// namespaces and selectors.
+func (f *Factory) Statuses() []Status {
 	f.mu.Lock()
-	sis := make([]*sharedInformer, 0, len(f.informers))
-	for _, si := range f.informers {
-		sis = append(sis, si)
+	es := make([]*entry, 0, len(f.informers))
+	for _, e := range f.informers {
+		es = append(es, e)
 	}
 	f.mu.Unlock()
-	out := make([]Status, 0, len(sis))
-	for _, si := range sis {
-		out = append(out, si.status())
+	out := make([]Status, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.status())
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].GVR.String() != out[j].GVR.String() {
@@ -369,4 +464,7 @@ func (f *factory) Statuses() []Status {
 	return out
 }
 
-func (f *factory) OnStatusChange(fn func(Status)) func() { return f.notifier.subscribe(fn) }
+// OnStatusChange calls fn for every status change of any informer, in
+// order, from one goroutine (see Goroutines and blocking). Call remove to
+// stop.
+func (f *Factory) OnStatusChange(fn func(Status)) (remove func()) { return f.notifier.subscribe(fn) }

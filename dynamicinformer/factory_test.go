@@ -20,6 +20,8 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
 )
 
 var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -36,7 +38,7 @@ func widget(ns, name string, lbls map[string]string) *unstructured.Unstructured 
 func fakeClient(objs ...kruntime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{
 		widgets:                                 "WidgetList",
-		crdGVR:                                  "CustomResourceDefinitionList",
+		presence.CRDResource:                    "CustomResourceDefinitionList",
 		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
 	}, objs...)
 }
@@ -83,15 +85,15 @@ func TestSharingIdentity(t *testing.T) {
 		shared bool
 	}{
 		{"no options", nil, true},
-		{"explicit all namespaces", []ResourceOption{InNamespaces("")}, true},
+		{"explicit all namespaces", []ResourceOption{WithNamespaces("")}, true},
 		{"indexers do not split", []ResourceOption{WithIndexers(toolscache.Indexers{"x": toolscache.MetaNamespaceIndexFunc})}, true},
-		{"resync does not split", []ResourceOption{ResyncPeriod(time.Minute)}, true},
-		{"namespace", []ResourceOption{InNamespaces("a")}, false},
+		{"resync does not split", []ResourceOption{WithResyncPeriod(time.Minute)}, true},
+		{"namespace", []ResourceOption{WithNamespaces("a")}, false},
 		{"label selector", []ResourceOption{WithLabelSelector("a=b")}, false},
 		{"field selector", []ResourceOption{WithFieldSelector("metadata.name=x")}, false},
-		{"tweak", []ResourceOption{TweakListOptions(tweakA)}, false},
-		{"transform", []ResourceOption{Transform(func(o interface{}) (interface{}, error) { return o, nil })}, false},
-		{"sharing key", []ResourceOption{SharingKey("mine")}, false},
+		{"tweak", []ResourceOption{WithTweakListOptions(tweakA)}, false},
+		{"transform", []ResourceOption{WithTransform(func(o interface{}) (interface{}, error) { return o, nil })}, false},
+		{"sharing key", []ResourceOption{WithSharingKey("mine")}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,8 +104,8 @@ func TestSharingIdentity(t *testing.T) {
 			}
 		})
 	}
-	a1 := f.ForResource(widgets, TweakListOptions(tweakA))
-	b1 := f.ForResource(widgets, TweakListOptions(tweakB))
+	a1 := f.ForResource(widgets, WithTweakListOptions(tweakA))
+	b1 := f.ForResource(widgets, WithTweakListOptions(tweakB))
 	if a1.Informer() == b1.Informer() {
 		t.Fatal("different tweak funcs shared one informer")
 	}
@@ -116,14 +118,14 @@ func TestSharingIdentity(t *testing.T) {
 		chained = append(chained, ikcache.Chain(ikcache.StripManagedFields, ikcache.Project(path)))
 	}
 	project, other := chained[0], chained[1]
-	p1 := f.ForResource(widgets, Transform(project))
-	p2 := f.ForResource(widgets, Transform(other))
-	p3 := f.ForResource(widgets, Transform(project))
+	p1 := f.ForResource(widgets, WithTransform(project))
+	p2 := f.ForResource(widgets, WithTransform(other))
+	p3 := f.ForResource(widgets, WithTransform(project))
 	if p1.Informer() == p2.Informer() || p1.Informer() != p3.Informer() {
 		t.Fatal("chained transforms: different ones must not share, the same one must")
 	}
-	s1 := f.ForResource(widgets, Transform(ikcache.StripManagedFields))
-	s2 := f.ForResource(widgets, Transform(ikcache.StripManagedFields))
+	s1 := f.ForResource(widgets, WithTransform(ikcache.StripManagedFields))
+	s2 := f.ForResource(widgets, WithTransform(ikcache.StripManagedFields))
 	if s1.Informer() != s2.Informer() {
 		t.Fatal("the same top-level transform did not share")
 	}
@@ -137,18 +139,18 @@ func TestSharingIdentity(t *testing.T) {
 }
 
 func TestOptionPrecedence(t *testing.T) {
-	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), WithNamespace("team-a"),
+	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), WithDefaults(WithNamespaces("team-a")),
 		WithDefaults(WithLabelSelector("app=x")))
 	defer f.Shutdown()
-	st := f.ForResource(widgets).(*InformerHandle).Status()
+	st := f.ForResource(widgets).Status()
 	if len(st.Namespaces) != 1 || st.Namespaces[0] != "team-a" || st.LabelSelector != "app=x" {
 		t.Fatalf("factory defaults not applied: %+v", st)
 	}
-	st = f.ForResource(widgets, AllNamespaces(), WithLabelSelector("")).(*InformerHandle).Status()
+	st = f.ForResource(widgets, WithNamespaces(), WithLabelSelector("")).Status()
 	if len(st.Namespaces) != 0 || st.LabelSelector != "" {
 		t.Fatalf("per-resource override not applied: %+v", st)
 	}
-	st = f.ForResource(widgets, InNamespaces("b", "a", "b")).(*InformerHandle).Status()
+	st = f.ForResource(widgets, WithNamespaces("b", "a", "b")).Status()
 	if strings.Join(st.Namespaces, ",") != "a,b" {
 		t.Fatalf("namespaces not normalized: %v", st.Namespaces)
 	}
@@ -158,7 +160,7 @@ func TestInvalidSelectorIsAStatusNotAPanic(t *testing.T) {
 	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
 	defer f.Shutdown()
 	h := f.ForResource(widgets, WithLabelSelector("a in ("))
-	st := h.(*InformerHandle).Status()
+	st := h.Status()
 	if st.State != Failed || !errors.Is(st.Err, ErrInvalidSelector) {
 		t.Fatalf("status %+v", st)
 	}
@@ -167,7 +169,7 @@ func TestInvalidSelectorIsAStatusNotAPanic(t *testing.T) {
 	if _, err := f.ForName(context.Background(), "widgets"); !errors.Is(err, ErrNoResolver) {
 		t.Fatalf("ForName without resolver: %v", err)
 	}
-	if st := f.ForResource(widgets, MetadataOnly()).(*InformerHandle).Status(); !errors.Is(st.Err, ErrMetadataClientMissing) {
+	if st := f.ForResource(widgets, WithMetadataOnly()).Status(); !errors.Is(st.Err, ErrMetadataClientMissing) {
 		t.Fatalf("metadata-only without client: %+v", st)
 	}
 }
@@ -185,7 +187,7 @@ func TestReferenceCountingAndLifecycle(t *testing.T) {
 	if synced := f.WaitForCacheSync(ctx); !synced[widgets] {
 		t.Fatalf("not synced: %v", synced)
 	}
-	waitFor(t, func() bool { return h1.(*InformerHandle).Status().State == Synced })
+	waitFor(t, func() bool { return h1.Status().State == Synced })
 	objs, err := h1.Lister().List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
 	if err != nil || len(objs) != 2 {
 		t.Fatalf("label list: %d objects, %v", len(objs), err)
@@ -194,23 +196,20 @@ func TestReferenceCountingAndLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A handle created after Start starts by itself.
-	late := f.ForResource(widgets, InNamespaces("b"))
+	late := f.ForResource(widgets, WithNamespaces("b"))
 	waitFor(t, late.Informer().HasSynced)
 	if n := len(late.Informer().GetStore().ListKeys()); n != 1 {
 		t.Fatalf("namespace b informer holds %d objects", n)
 	}
-	late.Release()
-	if !late.Informer().IsStopped() {
-		t.Fatal("released informer not stopped")
-	}
+	late.Release() // returns at once; the informer stops shortly after
+	waitFor(t, late.Informer().IsStopped)
+	waitFor(t, func() bool { return late.Status().State == Stopped && late.Status().Reason == "released" })
 	h1.Release()
 	if h2.Informer().IsStopped() {
 		t.Fatal("informer stopped while a handle remains")
 	}
 	h2.Release()
-	if !h2.Informer().IsStopped() {
-		t.Fatal("informer not stopped after the last release")
-	}
+	waitFor(t, h2.Informer().IsStopped)
 	if len(f.Statuses()) != 0 {
 		t.Fatalf("statuses after release: %v", f.Statuses())
 	}
@@ -224,7 +223,7 @@ func TestReferenceCountingAndLifecycle(t *testing.T) {
 	if !h3.Informer().IsStopped() {
 		t.Fatal("Shutdown left an informer running")
 	}
-	if st := f.ForResource(widgets).(*InformerHandle).Status(); st.State != Stopped || !errors.Is(st.Err, ErrShutdown) {
+	if st := f.ForResource(widgets).Status(); st.State != Stopped || !errors.Is(st.Err, ErrShutdown) {
 		t.Fatalf("ForResource after Shutdown: %+v", st)
 	}
 	checkNoLeaks(t, before)
@@ -299,7 +298,7 @@ func TestVersionPinned(t *testing.T) {
 // TestLabelIndexOptions: by default a selector List through the handle's
 // Lister adds the per-key index of the selected key and answers from it;
 // LabelIndexKeys adds indexes up front (also to an informer already shared
-// and running); LabelIndex(false) leaves selector Lists scanning with no
+// and running); WithAutoLabelIndex(false) leaves selector Lists scanning with no
 // index added.
 func TestLabelIndexOptions(t *testing.T) {
 	before := runtime.NumGoroutine()
@@ -307,8 +306,8 @@ func TestLabelIndexOptions(t *testing.T) {
 	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	def := f.ForResource(widgets).(*InformerHandle)
-	off := f.ForResource(widgets, InNamespaces("a"), LabelIndex(false)).(*InformerHandle)
+	def := f.ForResource(widgets)
+	off := f.ForResource(widgets, WithNamespaces("a"), WithAutoLabelIndex(false))
 	f.Start(ctx)
 	waitFor(t, def.Informer().HasSynced)
 	waitFor(t, off.Informer().HasSynced)
@@ -341,7 +340,7 @@ func TestLabelIndexOptions(t *testing.T) {
 	}
 
 	// Asking the shared, running default informer for more keys adds them.
-	again := f.ForResource(widgets, LabelIndexKeys("app", "tier")).(*InformerHandle)
+	again := f.ForResource(widgets, WithLabelIndexKeys("app", "tier"))
 	if again.Informer() != def.Informer() {
 		t.Fatal("LabelIndexKeys split the informer")
 	}
@@ -380,7 +379,7 @@ func TestRepeatedFailurePublishedOnce(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h := f.ForResource(widgets).(*InformerHandle)
+	h := f.ForResource(widgets)
 	f.Start(ctx)
 	waitFor(t, func() bool { return lists.Load() >= 3 })
 	if st := h.Status(); st.State != Failed || !errors.Is(st.Err, ErrForbidden) {

@@ -3,6 +3,7 @@ package dynamicinformer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,185 +17,138 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/watchlist"
 
-	ikcache "github.com/informerkit/informerkit/cache"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/gate"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
+	"github.com/informerkit/informerkit/eventhandler"
 	"github.com/informerkit/informerkit/genericlister"
 )
 
-// GenericInformer is a handle on a shared informer. It has client-go's
-// informers.GenericInformer method set plus Release.
-type GenericInformer interface {
-	// Informer is the shared client-go informer. Handlers added to it stay
-	// with it across CRD removal and re-installation. Do not call Run on
-	// it: the factory runs it.
-	Informer() toolscache.SharedIndexInformer
-	// Lister reads the informer's cache (client-go's GenericLister).
-	// Returned objects are shared with the cache: do not mutate them.
-	Lister() toolscache.GenericLister
-	// Release says this handle is done. When every handle of an informer
-	// has been released the informer stops and its cache is dropped (its
-	// handlers get no further events). Calling Release again is a no-op.
-	Release()
-}
+// entry is one client-go informer and everything the factory keeps about
+// it: its list/watch machinery, its status, its reference count. It is
+// the presence.Member of its informer. It knows nothing of the factory:
+// what it needs is given to it as funcs (entryDeps).
+type entry struct {
+	key    string
+	gvr    atomic.Pointer[schema.GroupVersionResource] // the resource watched now; see currentGVR
+	follow bool                                        // obtained by name without a version (see ForName)
+	cfg    resourceConfig
+	deps   entryDeps
 
-// InformerHandle is the concrete GenericInformer the factory returns. It
-// adds what client-go's interface cannot carry.
-type InformerHandle struct {
-	si       *sharedInformer
-	released atomic.Bool
-}
-
-var _ GenericInformer = (*InformerHandle)(nil)
-
-// Informer implements GenericInformer.
-func (h *InformerHandle) Informer() toolscache.SharedIndexInformer { return h.si.informer }
-
-// Lister implements GenericInformer.
-func (h *InformerHandle) Lister() toolscache.GenericLister {
-	return genericlister.NewGeneric(h.si.informer.GetIndexer(), h.si.currentGVR().GroupResource())
-}
-
-// UnstructuredLister returns informerkit's lister over the cache (label
-// index, field indexes, typed views). Nil for MetadataOnly informers.
-func (h *InformerHandle) UnstructuredLister() *genericlister.Lister {
-	if h.si.cfg.metadataOnly {
-		return nil
-	}
-	return genericlister.New(h.si.informer.GetIndexer(), h.si.currentGVR().GroupResource())
-}
-
-// GVR is the resource the informer watches. For an informer obtained by
-// ForName without a version, the version changes when the informer
-// follows a new preferred version (see ForName).
-func (h *InformerHandle) GVR() schema.GroupVersionResource { return h.si.currentGVR() }
-
-// Status is a snapshot of the informer's state.
-func (h *InformerHandle) Status() Status { return h.si.status() }
-
-// HasSynced reports whether the informer's cache is complete (its state is
-// Synced, or Removed after having synced).
-func (h *InformerHandle) HasSynced() bool { return h.si.informer.HasSynced() }
-
-// Release implements GenericInformer.
-func (h *InformerHandle) Release() {
-	if h.released.CompareAndSwap(false, true) {
-		h.si.factory.release(h.si)
-	}
-}
-
-// sharedInformer is one client-go informer and everything the factory
-// keeps about it.
-type sharedInformer struct {
-	factory *factory
-	key     string
-	gvr     atomic.Pointer[schema.GroupVersionResource] // the resource watched now; see currentGVR
-	// follow: obtained by name without a version; when its version stops
-	// being served the informer moves to the preferred one (presence).
-	follow   bool
-	cfg      resourceConfig
 	informer toolscache.SharedIndexInformer
-	lw       *gatedListerWatcher
-	gate     *gate
+	lw       *gate.ListerWatcher
+	server   *listwatch.Liveness
 	logger   logr.Logger
 
-	refs int // guarded by factory.mu
+	refs   int                // guarded by Factory.mu
+	cancel context.CancelFunc // set when started; guarded by Factory.mu
 
-	cancel context.CancelFunc // set when started; guarded by factory.mu
-	done   chan struct{}      // closed when the informer's goroutines end
+	done   chan struct{} // closed when the informer's goroutines have ended
+	synced     chan struct{} // closed when the state first becomes Synced
+	syncedOnce sync.Once
+	wake   chan struct{} // nudges the sync monitor
 
+	lastContact atomic.Int64            // unix nanoseconds of the last request the server answered
+	stopReason  atomic.Pointer[string] // what Stopped will say (set before the run context is cancelled)
+
+	pubMu        sync.Mutex // serializes publishing, so statuses are published in order; taken before mu
 	mu           sync.Mutex // guards the status fields below
 	state        State
 	err          error
 	reason       string
 	since        time.Time
+	started      bool
 	everSynced   bool
 	awaitRelist  bool // a removal or version switch happened; Synced again after a real relist
 	relisted     bool // that relist returned, at relistRV
 	relistRV     string
-	removal      string        // why the resource was removed, until the cache is empty and Removed published
-	removalSince time.Time     // when removal was set
-	lastErrKind  error         // to log an error class once, not on every retry
-	wake         chan struct{} // nudges the sync monitor
-
-	// Guarded by mu too: panics recovered from AddEventHandler handlers.
-	handlerPanics int64
-	lastPanic     *HandlerPanicError
+	removal      string    // why the resource was removed, until the cache is empty and Removed is published
+	removalSince time.Time // when removal was set
+	lastErrKind  error     // to log an error class once, not on every retry
+	configErr    error     // a configuration error no retry cures (wrong scope); sticky
+	contactErr   error     // the server cannot be reached (nil: it can)
+	forbiddenNS  error     // some namespaces of a multi-namespace informer are forbidden
+	panics       int64     // panics recovered from handlers added through the handle
+	lastPanic    *eventhandler.PanicError
 }
 
-func newSharedInformer(f *factory, key string, gvr schema.GroupVersionResource, cfg resourceConfig, open bool) (*sharedInformer, error) {
-	si := &sharedInformer{
-		factory: f, key: key, cfg: cfg,
-		gate:   newGate(open),
-		logger: f.cfg.logger.WithValues("gvr", gvr.String()),
+// entryDeps is what an entry needs from outside.
+type entryDeps struct {
+	logger   logr.Logger
+	publish  func(Status)                      // the factory's status notifier
+	notFound func(schema.GroupVersionResource) // presence.NotFound
+	// lookupScope reports whether discovery knows gvr and whether it is
+	// namespaced (ok false: unknown).
+	lookupScope func(schema.GroupVersionResource) (namespaced, ok bool)
+	watchIdle   time.Duration
+}
+
+var _ presence.Member = (*entry)(nil)
+
+func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, funcs listwatch.Funcs, lists listwatch.ListBuilder, noWatchList bool, deps entryDeps) (*entry, error) {
+	e := &entry{
+		key: key, cfg: cfg, deps: deps,
+		logger: deps.logger.WithValues("gvr", gvr.String()),
 		state:  Pending, reason: "not started", since: time.Now(),
-		done: make(chan struct{}), wake: make(chan struct{}, 1),
+		done: make(chan struct{}), synced: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
-	si.gvr.Store(&gvr)
-	var funcs listWatchFuncs
-	var client any
-	var example runtime.Object
-	var empty func(rv string, items []runtime.Object) (runtime.Object, error)
-	if cfg.metadataOnly {
-		if f.cfg.metadataClient == nil {
-			return nil, ErrMetadataClientMissing
-		}
-		funcs = metadataFuncs(f.cfg.metadataClient, si.currentGVR)
-		client = f.cfg.metadataClient
-		example = &metav1.PartialObjectMetadata{}
-		empty = metadataList
-	} else {
-		funcs = dynamicFuncs(f.client, si.currentGVR)
-		client = f.client
-		example = &unstructured.Unstructured{}
-		empty = unstructuredList(si.currentGVR)
-	}
+	e.gvr.Store(&gvr)
+	sel := listwatch.Selectors{Label: cfg.labelSelector, Field: cfg.fieldSelector, Tweak: cfg.tweak}
 	var inner toolscache.ListerWatcherWithContext
+	idle := deps.watchIdle
 	if len(cfg.namespaces) > 1 {
-		inner = &multiNamespaceListerWatcher{funcs: funcs, namespaces: cfg.namespaces, cfg: cfg, emptyList: empty}
+		inner = &listwatch.MultiNamespace{Funcs: funcs, Namespaces: cfg.namespaces, Selectors: sel, Lists: lists,
+			ForbiddenNamespaces: e.forbiddenNamespaces}
+		// A merged watch asks for no bookmarks (a quiet one would be
+		// probed every period) and every restart relists anyway.
+		idle = 0
+		noWatchList = true
 	} else {
 		ns := ""
 		if len(cfg.namespaces) == 1 {
 			ns = cfg.namespaces[0]
 		}
-		inner = &optionsListerWatcher{funcs: funcs, ns: ns, cfg: cfg}
+		inner = &listwatch.Single{Funcs: funcs, Namespace: ns, Selectors: sel}
 	}
-	si.lw = &gatedListerWatcher{
-		inner: inner, gate: si.gate, hooks: si,
-		noWatchList: len(cfg.namespaces) > 1 || watchlist.DoesClientNotSupportWatchListSemantics(client),
-		idleTimeout: watchIdleTimeout(f.cfg.watchIdle, cfg),
-		emptyList:   func(rv string) runtime.Object { o, _ := empty(rv, nil); return o },
-		cached:      func() []interface{} { return si.informer.GetStore().List() },
-		asWatched:   asWatched(cfg.metadataOnly),
-		bookmark:    bookmarkObject(cfg.metadataOnly),
+	e.server = &listwatch.Liveness{Inner: inner, Idle: max(idle, 0), Hooks: listwatch.LivenessHooks{
+		Silent:  e.silent,
+		Contact: e.contact,
+	}}
+	e.lw = &gate.ListerWatcher{
+		Gate:   gate.New(false),
+		Server: e.server,
+		Hooks: gate.Hooks{
+			ListStarted: e.listStarted,
+			Listed:      e.listed,
+			NotFound:    e.notFound,
+			Emptied:     e.emptied,
+			Waiting:     e.waiting,
+		},
+		EmptyList:   func(rv string) runtime.Object { o, _ := lists(rv, nil); return o },
+		Cached:      func() []interface{} { return e.informer.GetStore().List() },
+		AsWatched:   asWatched(cfg.metadataOnly),
+		Bookmark:    bookmarkObject(cfg.metadataOnly),
+		NoWatchList: noWatchList,
 	}
-	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
-	if cfg.labelIndex == nil || *cfg.labelIndex {
-		for k, v := range ikcache.AutoLabelKeyIndexers() {
-			indexers[k] = v
-		}
+	var example runtime.Object = &unstructured.Unstructured{}
+	if cfg.metadataOnly {
+		example = &metav1.PartialObjectMetadata{}
 	}
-	for k, v := range cfg.indexers {
-		indexers[k] = v
-	}
-	resync := time.Duration(0)
-	if cfg.resync != nil {
-		resync = *cfg.resync
-	}
-	si.informer = toolscache.NewSharedIndexInformerWithOptions(si.lw, example, toolscache.SharedIndexInformerOptions{
-		ResyncPeriod:      resync,
-		Indexers:          indexers,
+	e.informer = toolscache.NewSharedIndexInformerWithOptions(e.lw, example, toolscache.SharedIndexInformerOptions{
+		ResyncPeriod:      cfg.resyncPeriod(),
+		Indexers:          cfg.allIndexers(),
 		ObjectDescription: gvr.String(),
 	})
 	if cfg.transform != nil {
-		if err := si.informer.SetTransform(cfg.transform); err != nil {
+		if err := e.informer.SetTransform(cfg.transform); err != nil {
 			return nil, err
 		}
 	}
-	if err := si.informer.SetWatchErrorHandlerWithContext(si.watchErrorHandler); err != nil {
+	if err := e.informer.SetWatchErrorHandlerWithContext(e.watchErrorHandler); err != nil {
 		return nil, err
 	}
-	return si, nil
+	return e, nil
 }
 
 // asWatched returns a function that turns a cached object into a copy of
@@ -254,111 +208,179 @@ func bookmarkObject(metadataOnly bool) func(rv string) runtime.Object {
 }
 
 // currentGVR is the resource the informer lists and watches now.
-func (si *sharedInformer) currentGVR() schema.GroupVersionResource { return *si.gvr.Load() }
+func (e *entry) currentGVR() schema.GroupVersionResource { return *e.gvr.Load() }
 
-// switchVersion makes a following informer list and watch version v of its
+// presence.Member
+
+func (e *entry) GVR() schema.GroupVersionResource { return e.currentGVR() }
+func (e *entry) Follows() bool                    { return e.follow }
+func (e *entry) Namespaced() bool                 { return len(e.cfg.namespaces) > 0 }
+
+// Apply takes presence's verdict: it opens or closes the gate and keeps
+// the status in step.
+func (e *entry) Apply(v presence.Verdict) {
+	e.mu.Lock()
+	sticky := e.configErr != nil
+	e.mu.Unlock()
+	if sticky {
+		return
+	}
+	if v.Err != nil {
+		e.configError(v.Err, v.Reason)
+		return
+	}
+	e.lw.SetServed(v.Served, v.Reason, v.Known)
+	if v.Served {
+		return
+	}
+	e.update(func() bool {
+		switch {
+		case e.removal != "" && v.Known:
+			e.removal = v.Reason // not yet published: the authoritative reason wins
+			return false
+		case e.state == Removed && v.Known && e.reason != v.Reason:
+			return e.setLocked(Removed, e.notServed(v.Reason), v.Reason)
+		case e.state == Pending && e.started:
+			return e.pendingLocked(v.Reason)
+		}
+		return false
+	})
+}
+
+// MoveTo makes a following informer list and watch version v of its
 // group-resource from now on: the current watch ends and the reflector
 // relists at v, so handlers see an update per object that still exists
 // (with its new apiVersion), a delete per object that does not, and an add
 // per new one. The state is Syncing until that list has been taken in.
-func (si *sharedInformer) switchVersion(v, reason string) {
-	old := si.currentGVR()
+func (e *entry) MoveTo(v, reason string) {
+	old := e.currentGVR()
 	if old.Version == v {
 		return
 	}
 	gvr := old.GroupResource().WithVersion(v)
-	si.gvr.Store(&gvr)
-	si.logger.Info("following the preferred version", "from", old.Version, "to", v, "reason", reason)
-	si.mu.Lock()
-	si.awaitRelist, si.relisted = true, false
-	if si.state == Synced || si.state == Syncing || si.state == Removed {
-		si.setStateLocked(Syncing, nil, "following version "+v+": "+reason)
-	}
-	si.mu.Unlock()
-	si.lw.relist()
+	e.gvr.Store(&gvr)
+	e.logger.Info("following the preferred version", "from", old.Version, "to", v, "reason", reason)
+	e.update(func() bool {
+		e.awaitRelist, e.relisted = true, false
+		if e.state == Synced || e.state == Syncing || e.state == Removed {
+			return e.setLocked(Syncing, nil, "following version "+v+": "+reason)
+		}
+		return false
+	})
+	e.lw.Relist()
+	e.lw.SetServed(true, "", true)
 }
 
-// run runs the informer until ctx ends; the caller waits on si.done.
-func (si *sharedInformer) run(ctx context.Context) {
-	defer close(si.done)
-	ctx = logr.NewContext(ctx, si.logger)
+// configError: the informer's options cannot work on this resource; it
+// sends no request and stays Failed.
+func (e *entry) configError(kind error, reason string) {
+	ie := &InformerError{GVR: e.currentGVR(), Kind: kind, Err: errors.New(reason)}
+	e.update(func() bool {
+		e.configErr = ie
+		return e.setLocked(Failed, ie, reason)
+	})
+	e.lw.SetServed(false, reason, true)
+}
+
+// run runs the informer until ctx ends; done is closed when it has.
+func (e *entry) run(ctx context.Context) {
+	defer close(e.done)
+	e.update(func() bool {
+		e.started = true
+		open, reason, _ := e.lw.Gate.State()
+		if e.state == Pending && !open && e.configErr == nil {
+			return e.pendingLocked(reason)
+		}
+		return false
+	})
+	ctx = logr.NewContext(ctx, e.logger)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		si.monitorSync(ctx)
+		e.monitorSync(ctx)
 	}()
-	si.informer.RunWithContext(ctx)
+	e.informer.RunWithContext(ctx)
 	wg.Wait()
-	si.setState(Stopped, nil, "stopped")
+	reason := "stopped"
+	if r := e.stopReason.Load(); r != nil {
+		reason = *r
+	}
+	e.setState(Stopped, nil, reason)
 }
 
 // monitorSync moves the state to Synced once the cache holds a complete
-// list: on the first sync when HasSynced turns true; after a removal when
-// the reflector has adopted the real list that followed (its last-synced
-// resourceVersion reached that list's).
-func (si *sharedInformer) monitorSync(ctx context.Context) {
+// list: on the first sync when client-go's informer has synced (waited
+// for, not polled); after a removal or a version switch when the
+// reflector has taken in the real list that followed (its last-synced
+// resourceVersion reached that list's: polled every 20 ms while it is
+// due). It also publishes Removed once a removal has emptied the cache.
+func (e *entry) monitorSync(ctx context.Context) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
+	firstSync := e.informer.HasSyncedChecker().Done()
 	for {
-		si.mu.Lock()
-		syncing := si.state == Syncing
-		await, listed, listRV := si.awaitRelist, si.relisted, si.relistRV
-		removal, removalSince := si.removal, si.removalSince
-		si.mu.Unlock()
-		// Removed once the cache is empty, or (objects whose deletes were
-		// lost with a stopped stream; they go when the resource returns)
-		// after removalGrace.
-		if removal != "" && (si.cacheEmpty() || time.Since(removalSince) > removalGrace) {
-			si.mu.Lock()
-			if si.removal == removal {
-				si.removal = ""
-				si.setStateLocked(Removed, &InformerError{GVR: si.currentGVR(), Kind: ErrNotServed, Err: errors.New(removal)}, removal)
-			}
-			si.mu.Unlock()
+		e.mu.Lock()
+		syncing := e.state == Syncing
+		await, listed, listRV := e.awaitRelist, e.relisted, e.relistRV
+		removal, removalSince := e.removal, e.removalSince
+		e.mu.Unlock()
+		if removal != "" && (e.cacheEmpty() || time.Since(removalSince) > removalGrace) {
+			e.update(func() bool {
+				if e.removal != removal {
+					return false
+				}
+				e.removal = ""
+				return e.setLocked(Removed, e.notServed(removal), removal)
+			})
 			removal = ""
 		}
-		if syncing && si.informer.HasSynced() && (!await || listed && rvReached(si.informer.LastSyncResourceVersion(), listRV)) {
-			si.mu.Lock()
-			if si.state == Syncing {
-				si.everSynced = true
-				si.awaitRelist, si.relisted = false, false
-				si.setStateLocked(Synced, nil, "")
-			}
-			si.mu.Unlock()
+		informerSynced := e.informer.HasSynced()
+		if syncing && informerSynced && (!await || listed && rvReached(e.informer.LastSyncResourceVersion(), listRV)) {
+			e.update(func() bool {
+				if e.state != Syncing {
+					return false
+				}
+				e.everSynced = true
+				e.awaitRelist, e.relisted = false, false
+				return e.setLocked(Synced, nil, "")
+			})
 		}
-		if syncing || removal != "" {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			continue
+		var poll <-chan time.Time
+		if removal != "" || syncing && informerSynced && await {
+			poll = t.C
+		}
+		var first <-chan struct{}
+		if !informerSynced {
+			first = firstSync
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-si.wake:
+		case <-poll:
+		case <-first:
+		case <-e.wake:
 		}
 	}
 }
 
 // cacheEmpty reports whether the cache holds no object, without listing
-// its keys (it is polled while a removal drains): the namespace index,
-// always installed, drops a value when its last object goes.
-func (si *sharedInformer) cacheEmpty() bool {
-	values := si.informer.GetIndexer().ListIndexFuncValues(toolscache.NamespaceIndex)
-	return len(values) == 0
+// its keys: the namespace index, always installed, drops a value when its
+// last object goes.
+func (e *entry) cacheEmpty() bool {
+	return len(e.informer.GetIndexer().ListIndexFuncValues(toolscache.NamespaceIndex)) == 0
 }
 
-// removalGrace bounds how long Removed waits for the cache to empty.
+// removalGrace bounds how long Removed waits for the cache to empty: an
+// add in flight while the removal's deletes were taken stays cached until
+// the resource returns.
 const removalGrace = 5 * time.Second
 
 // rvReached reports whether the reflector's last-synced resourceVersion
 // has reached want (etcd's are integers; others: any real one other than
 // the synthetic one).
 func rvReached(last, want string) bool {
-	if last == "" || last == syntheticRV {
+	if last == "" || last == gate.SyntheticRV {
 		return false
 	}
 	l, err1 := strconv.ParseUint(last, 10, 64)
@@ -369,179 +391,352 @@ func rvReached(last, want string) bool {
 	return l >= w
 }
 
-func (si *sharedInformer) nudge() {
+func (e *entry) nudge() {
 	select {
-	case si.wake <- struct{}{}:
+	case e.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (si *sharedInformer) setState(s State, err error, reason string) {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	si.setStateLocked(s, err, reason)
+// update runs f under e.mu; if f reports a change, the new status is
+// published (in order: publishing is serialized per informer; the object
+// count is taken outside e.mu).
+func (e *entry) update(f func() bool) {
+	e.pubMu.Lock()
+	defer e.pubMu.Unlock()
+	e.mu.Lock()
+	changed := f()
+	var st Status
+	if changed {
+		st = e.statusLocked()
+	}
+	synced := e.everSynced
+	e.mu.Unlock()
+	if changed {
+		st.Objects = len(e.informer.GetStore().ListKeys())
+		e.deps.publish(st)
+	}
+	if synced {
+		e.syncedOnce.Do(func() { close(e.synced) })
+	}
 }
 
-// setStateLocked records a state and publishes it if anything changed.
-// si.mu must be held.
-func (si *sharedInformer) setStateLocked(s State, err error, reason string) {
-	if si.state == Stopped {
-		return
-	}
-	if si.state == s && si.err == err && si.reason == reason {
-		return
-	}
-	if si.state != s {
-		si.since = time.Now()
-		si.logger.V(2).Info("informer state", "state", s, "reason", reason)
-	}
-	si.state, si.err, si.reason = s, err, reason
-	si.factory.notifier.publish(si.statusLocked())
+func (e *entry) setState(s State, err error, reason string) {
+	e.update(func() bool { return e.setLocked(s, err, reason) })
 }
 
-func (si *sharedInformer) statusLocked() Status {
+// setLocked records a state and reports whether anything changed. e.mu
+// must be held.
+func (e *entry) setLocked(s State, err error, reason string) bool {
+	if e.state == Stopped {
+		return false
+	}
+	if e.state == s && e.err == err && e.reason == reason {
+		return false
+	}
+	if e.state != s {
+		e.since = time.Now()
+		e.logger.V(2).Info("informer state", "state", s, "reason", reason)
+	}
+	e.state, e.err, e.reason = s, err, reason
+	return true
+}
+
+// pendingLocked sets Pending for a resource the gate keeps closed: with no
+// error while presence is still checking, with ErrNotServed once a source
+// (or the server's 404) said it is not served. e.mu must be held.
+func (e *entry) pendingLocked(reason string) bool {
+	if reason == presence.CheckingReason || reason == "" {
+		return e.setLocked(Pending, nil, presence.CheckingReason)
+	}
+	return e.setLocked(Pending, e.notServed(reason), "waiting for the resource to be served: "+reason)
+}
+
+func (e *entry) notServed(reason string) error {
+	return &InformerError{GVR: e.currentGVR(), Kind: ErrNotServed, Err: errors.New(reason)}
+}
+
+func (e *entry) statusLocked() Status {
 	st := Status{
-		GVR:           si.currentGVR(),
-		Namespaces:    append([]string(nil), si.cfg.namespaces...),
-		LabelSelector: si.cfg.labelSelector,
-		FieldSelector: si.cfg.fieldSelector,
-		MetadataOnly:  si.cfg.metadataOnly,
-		State:         si.state,
-		Err:           si.err,
-		Reason:        si.reason,
-		Since:         si.since,
-		Objects:       len(si.informer.GetStore().ListKeys()),
-		HandlerPanics: si.handlerPanics,
+		GVR:           e.currentGVR(),
+		Namespaces:    append([]string(nil), e.cfg.namespaces...),
+		LabelSelector: e.cfg.labelSelector,
+		FieldSelector: e.cfg.fieldSelector,
+		MetadataOnly:  e.cfg.metadataOnly,
+		State:         e.state,
+		Err:           e.err,
+		Reason:        e.reason,
+		Since:         e.since,
+		ContactErr:    e.contactErr,
+		HandlerPanics: e.panics,
 	}
-	if si.lastPanic != nil {
-		st.LastHandlerPanic = si.lastPanic
+	if st.Err == nil && e.forbiddenNS != nil && (e.state == Syncing || e.state == Synced) {
+		st.Err = e.forbiddenNS
+	}
+	if n := e.lastContact.Load(); n != 0 {
+		st.LastContact = time.Unix(0, n)
+	}
+	if e.lastPanic != nil {
+		st.LastHandlerPanic = e.lastPanic
 	}
 	return st
 }
 
-func (si *sharedInformer) status() Status {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	return si.statusLocked()
+func (e *entry) status() Status {
+	e.mu.Lock()
+	st := e.statusLocked()
+	e.mu.Unlock()
+	st.Objects = len(e.informer.GetStore().ListKeys())
+	return st
 }
 
-// gateHooks, called by the gated ListerWatcher.
+// gate.Hooks, called on the reflector's goroutine or a stream's.
 
-func (si *sharedInformer) listStarted() {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	if si.state == Pending || si.state == Removed || si.removal != "" {
-		si.removal = "" // served again before the removal was published
-		si.setStateLocked(Syncing, nil, "listing")
+func (e *entry) listStarted() {
+	e.update(func() bool {
+		if e.state == Pending || e.state == Removed || e.removal != "" || e.state == Failed && e.configErr == nil {
+			e.removal = "" // served again before the removal was published
+			if e.state == Failed {
+				return false // stays Failed until a list succeeds
+			}
+			return e.setLocked(Syncing, nil, "listing")
+		}
+		return false
+	})
+}
+
+func (e *entry) listed(rv string) {
+	e.update(func() bool {
+		changed := false
+		if e.state != Synced && e.state != Syncing {
+			changed = e.setLocked(Syncing, nil, "listing")
+		}
+		if e.awaitRelist {
+			// A removal or a version switch waits for this real list.
+			e.relisted, e.relistRV = true, rv
+		}
+		e.lastErrKind = nil
+		return changed
+	})
+	e.nudge()
+}
+
+// notFound: the server answered 404 for the collection; the gate is
+// closed. An informer asked for namespaces first checks whether the
+// resource is served cluster-wide (a cluster-scoped resource asked for in
+// a namespace): that is a configuration error, not "not served".
+func (e *entry) notFound(err error) {
+	e.logger.V(2).Info("resource not found on the server; waiting for it to be served", "err", err.Error())
+	gvr := e.currentGVR()
+	if len(e.cfg.namespaces) > 0 {
+		if namespaced, ok := e.deps.lookupScope(gvr); ok && !namespaced {
+			e.configError(ErrNamespaceOnClusterScoped, fmt.Sprintf("%s is cluster-scoped; namespaces %v were given", gvr.GroupResource(), e.cfg.namespaces))
+			return
+		}
 	}
+	e.deps.notFound(gvr)
 }
 
-func (si *sharedInformer) listSucceeded(rv string) {
-	si.mu.Lock()
-	if si.state != Synced {
-		si.setStateLocked(Syncing, nil, "listed")
-	}
-	if si.awaitRelist {
-		// A removal or a version switch waits for this real list.
-		si.relisted, si.relistRV = true, rv
-	}
-	si.lastErrKind = nil
-	si.mu.Unlock()
-	si.nudge()
-}
-
-func (si *sharedInformer) notFound(err error) {
-	si.logger.V(2).Info("resource not found on the server; waiting for it to be served", "err", err.Error())
-	si.factory.presence.observedNotFound(si.currentGVR())
-}
-
-// emptied: the gate answered the synthetic empty list. Removed is
+// emptied: every cached object was handed over as a delete. Removed is
 // published by the sync monitor once the cache is empty, so that a caller
 // told "Removed" finds the cache empty.
-func (si *sharedInformer) emptied(reason string) {
-	si.mu.Lock()
-	si.awaitRelist, si.relisted = true, false
-	si.removal, si.removalSince = reason, time.Now()
-	si.mu.Unlock()
-	si.nudge()
+func (e *entry) emptied(reason string) {
+	e.update(func() bool {
+		e.awaitRelist, e.relisted = true, false
+		e.removal, e.removalSince = reason, time.Now()
+		return false
+	})
+	e.nudge()
 }
 
-// refineRemoval: the gate, already closed, learned why from an
-// authoritative source (the CRD's versions, discovery) after a bare 404
-// closed it. A removal not yet published, or a published Removed status,
-// takes the new reason; nothing else changes.
-func (si *sharedInformer) refineRemoval(reason string) {
-	if reason == "" {
+func (e *entry) waiting(reason string) {
+	e.update(func() bool {
+		if e.state == Removed || e.removal != "" || e.configErr != nil {
+			return false
+		}
+		return e.pendingLocked(reason)
+	})
+}
+
+// listwatch.LivenessHooks
+
+func (e *entry) silent(idle time.Duration, where string) {
+	e.logger.V(2).Info("nothing from the server; relisting to check it", "idle", idle.String(), "where", where)
+}
+
+// contact records whether the server could be reached: a status change is
+// published when contact is lost and when it comes back, not per request.
+func (e *entry) contact(err error) {
+	if err == nil {
+		e.lastContact.Store(time.Now().UnixNano())
+		e.mu.Lock()
+		lost := e.contactErr != nil
+		e.mu.Unlock()
+		if lost {
+			e.update(func() bool {
+				e.contactErr = nil
+				return true
+			})
+			e.logger.Info("contact with the API server restored")
+		}
 		return
 	}
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	switch {
-	case si.removal != "":
-		si.removal = reason
-	case si.state == Removed && si.reason != reason:
-		si.setStateLocked(Removed, &InformerError{GVR: si.currentGVR(), Kind: ErrNotServed, Err: errors.New(reason)}, reason)
-	}
+	ie := &InformerError{GVR: e.currentGVR(), Kind: ErrNoContact, Err: err}
+	e.update(func() bool {
+		first := e.contactErr == nil
+		e.contactErr = ie
+		if first {
+			e.logger.Info("lost contact with the API server", "err", err.Error())
+		}
+		return first
+	})
 }
 
-// silent: the liveness bound ran out; the next list is a probe.
-func (si *sharedInformer) silent(idle time.Duration, where string) {
-	si.logger.V(2).Info("nothing from the server; relisting to check it", "idle", idle.String(), "where", where)
+// forbiddenNamespaces: a multi-namespace list was refused in some
+// namespaces (empty: none).
+func (e *entry) forbiddenNamespaces(forbidden map[string]error) {
+	e.update(func() bool {
+		var ie error
+		if len(forbidden) > 0 {
+			first := forbidden[firstKey(forbidden)]
+			ie = &InformerError{GVR: e.currentGVR(), Kind: ErrForbidden, Err: fmt.Errorf("%s: %w", listwatch.ForbiddenMessage(forbidden), first)}
+		}
+		was := e.forbiddenNS
+		e.forbiddenNS = ie
+		return (was == nil) != (ie == nil) || ie != nil && was.Error() != ie.Error()
+	})
 }
 
-// watchIdleTimeout is the liveness bound of an informer: the factory's,
-// except for informers over several namespaces (their merged watch asks
-// for no bookmarks, so a quiet one would be probed every period, and each
-// of their watch restarts relists anyway).
-func watchIdleTimeout(d time.Duration, cfg resourceConfig) time.Duration {
-	if d <= 0 || len(cfg.namespaces) > 1 {
-		return 0
+func firstKey(m map[string]error) string {
+	best := ""
+	for k := range m {
+		if best == "" || k < best {
+			best = k
+		}
 	}
-	return d
-}
-
-func (si *sharedInformer) waiting(reason string) {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	if si.state == Removed || si.removal != "" {
-		return
-	}
-	full := "waiting for the resource to be served: " + reason
-	if si.state == Pending && si.reason == full {
-		return // a blocked List started again: nothing new to publish
-	}
-	// Err says why, typed, so callers need not parse Reason.
-	si.setStateLocked(Pending, &InformerError{GVR: si.currentGVR(), Kind: ErrNotServed, Err: errors.New(reason)}, full)
+	return best
 }
 
 // watchErrorHandler replaces client-go's default (which logs every
 // failure): it records the error, typed, in the status, and logs a class
 // of error once until it changes.
-func (si *sharedInformer) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
-	if err == nil || errors.Is(err, errNotServedFallback) || errors.Is(err, errProbeFallback) || errors.Is(err, context.Canceled) {
+func (e *entry) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
+	if err == nil || errors.Is(err, gate.ErrNotServedFallback) || errors.Is(err, listwatch.ErrProbeFallback) ||
+		errors.Is(err, listwatch.ErrWatchListDeclined) || errors.Is(err, context.Canceled) {
 		return
 	}
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return // a relist follows; not a failure
 	}
-	ie := classify(si.currentGVR(), err)
+	ie := classify(e.currentGVR(), err)
 	kind := ie.(*InformerError).Kind
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	if si.lastErrKind != kind {
-		si.lastErrKind = kind
-		si.logger.V(1).Info("list/watch failed", "err", err.Error())
-	}
-	switch {
-	case errors.Is(kind, ErrNotServed):
-		// The gate handles it (Pending/Removed).
-	case si.state == Synced && errors.Is(kind, ErrWatch):
-		// A broken watch on a synced cache: the reflector resumes by itself.
-		si.err = ie
-	case si.state == Failed && si.err != nil && si.err.Error() == ie.Error():
-		// The same failure again (each retry carries a new error value):
-		// keep the status, and its Since, as published.
+	e.update(func() bool {
+		if e.lastErrKind != kind {
+			e.lastErrKind = kind
+			e.logger.Info("list/watch failed; retrying with backoff", "err", err.Error())
+		}
+		switch {
+		case errors.Is(kind, ErrNotServed) || e.configErr != nil:
+			return false // the gate handles it (Pending/Removed)
+		case e.state == Synced && (errors.Is(kind, ErrWatch) || errors.Is(kind, ErrNoContact)):
+			// A broken watch on a synced cache: the reflector resumes by
+			// itself; lost contact shows in ContactErr.
+			return false
+		case e.state == Failed && e.err != nil && e.err.Error() == ie.Error():
+			return false // the same failure again: keep the status, and its Since
+		default:
+			return e.setLocked(Failed, ie, kind.Error())
+		}
+	})
+}
+
+// InformerHandle is a handle on a shared informer. It has client-go's
+// informers.GenericInformer method set (Informer, Lister) plus status,
+// handlers with recovered panics, and Release. Methods are safe for
+// concurrent use.
+type InformerHandle struct {
+	e        *entry
+	release  func(*entry)
+	released atomic.Bool
+}
+
+// Informer is the shared client-go informer. Handlers added to it stay
+// with it across CRD removal and re-installation. Do not call Run on it:
+// the factory runs it.
+func (h *InformerHandle) Informer() toolscache.SharedIndexInformer { return h.e.informer }
+
+// Lister reads the informer's cache (client-go's GenericLister). Returned
+// objects are shared with the cache: do not mutate them.
+func (h *InformerHandle) Lister() toolscache.GenericLister {
+	return genericlister.NewGeneric(h.e.informer.GetIndexer(), h.e.currentGVR().GroupResource())
+}
+
+// UnstructuredLister returns informerkit's lister over the cache (label
+// indexes, field queries, typed views). For WithMetadataOnly informers it
+// reads *metav1.PartialObjectMetadata.
+func (h *InformerHandle) UnstructuredLister() *genericlister.Lister {
+	return genericlister.New(h.e.informer.GetIndexer(), h.e.currentGVR().GroupResource())
+}
+
+// GVR is the resource the informer watches. For an informer obtained by
+// ForName without a version, the version changes when the informer
+// follows a new preferred version (see ForName).
+func (h *InformerHandle) GVR() schema.GroupVersionResource { return h.e.currentGVR() }
+
+// Status is a snapshot of the informer's state.
+func (h *InformerHandle) Status() Status { return h.e.status() }
+
+// HasSynced reports whether the informer's state has been Synced at least
+// once: it turns true when the Synced status is recorded (so Status reads
+// Synced or a later state), and stays true (through Removed and back).
+func (h *InformerHandle) HasSynced() bool {
+	select {
+	case <-h.e.synced:
+		return true
 	default:
-		si.setStateLocked(Failed, ie, kind.Error())
+		return false
 	}
+}
+
+// Release says this handle is done. When every handle of an informer has
+// been released the informer stops and its cache is dropped (its handlers
+// get no further events). Release does not wait for the informer's
+// goroutines (Factory.Shutdown does), so it may be called from the
+// informer's own event handler. Calling it again is a no-op.
+func (h *InformerHandle) Release() {
+	if h.released.CompareAndSwap(false, true) && h.release != nil {
+		h.release(h.e)
+	}
+}
+
+// AddEventHandler adds handler to the shared informer, recovering its
+// panics (see eventhandler.RecoverPanics): each panic is counted in
+// Status.HandlerPanics, the last one is Status.LastHandlerPanic (an
+// *eventhandler.PanicError), and the first panic of each handler is
+// logged — later ones are only counted. A nil handler is ErrNilHandler
+// (client-go would accept it and crash on the first event). Handlers
+// added with Informer().AddEventHandler are client-go's: a panic there
+// crashes the process.
+func (h *InformerHandle) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return h.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{})
+}
+
+// AddEventHandlerWithOptions is AddEventHandler with client-go's handler
+// options (resync period, logger).
+func (h *InformerHandle) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	if handler == nil {
+		return nil, ErrNilHandler
+	}
+	e := h.e
+	var logged atomic.Bool
+	return e.informer.AddEventHandlerWithOptions(eventhandler.RecoverPanics(handler, func(p *eventhandler.PanicError) {
+		e.mu.Lock()
+		e.panics++
+		e.lastPanic = p
+		e.mu.Unlock()
+		if logged.CompareAndSwap(false, true) {
+			e.logger.Error(p, "event handler panicked; the event was skipped (later panics of this handler are counted in Status, not logged)",
+				"stack", string(p.Stack))
+		}
+	}), opts)
 }

@@ -57,6 +57,8 @@ type factoryConfig struct {
 	followCRDs     bool
 	rediscovery    time.Duration
 	watchIdle      time.Duration
+	// presenceTimings override presence's defaults (tests only).
+	presenceTimings struct{ ready, recheckMin, recheckMax time.Duration }
 }
 
 // defaults is the one place where every default is set.
@@ -157,29 +159,18 @@ func WithDefaults(opts ...ResourceOption) Option {
 	}
 }
 
-// WithNamespace limits the factory's informers to one namespace (client-go's
-// NewFilteredDynamicSharedInformerFactory). Same as WithDefaults(InNamespaces(ns)).
-func WithNamespace(ns string) Option { return WithDefaults(InNamespaces(ns)) }
-
-// WithTweakListOptions sets the factory-wide tweak function.
-func WithTweakListOptions(f TweakListOptionsFunc) Option { return WithDefaults(TweakListOptions(f)) }
-
-// WithTransform sets the factory-wide transform.
-func WithTransform(t toolscache.TransformFunc) Option { return WithDefaults(Transform(t)) }
-
-// InNamespaces limits the informer to the given namespaces. No argument or a
-// single metav1.NamespaceAll ("") means all namespaces. With several
-// namespaces the informer lists and watches each and merges them (see
-// the package documentation for the cost); it is an error on a
-// cluster-scoped resource (ErrNamespaceOnClusterScoped from ForName).
-func InNamespaces(ns ...string) ResourceOption {
+// WithNamespaces limits the informer to the given namespaces. No argument
+// or metav1.NamespaceAll ("") among them means all namespaces (so
+// WithNamespaces() undoes a factory-wide default). With several
+// namespaces the informer lists and watches each and merges them (see the
+// package documentation for the cost). On a cluster-scoped resource it is
+// ErrNamespaceOnClusterScoped: from ForName, and in the Status of a
+// ForResource informer (Failed) as soon as discovery or the server tells.
+func WithNamespaces(ns ...string) ResourceOption {
 	return func(c *resourceConfig) {
 		c.namespaces = normalizeNamespaces(ns)
 	}
 }
-
-// AllNamespaces undoes a factory-wide namespace for this informer.
-func AllNamespaces() ResourceOption { return InNamespaces() }
 
 // WithLabelSelector restricts the informer to objects matching selector
 // (label selector syntax; an invalid one is reported by ForResource's
@@ -193,18 +184,20 @@ func WithFieldSelector(selector string) ResourceOption {
 	return func(c *resourceConfig) { c.fieldSelector = selector }
 }
 
-// TweakListOptions edits list/watch options just before each request. Two
-// informers with different tweak functions are different informers; funcs
-// are compared by code pointer, so closures of the same code share an
-// informer unless SharingKey tells them apart.
-func TweakListOptions(f TweakListOptionsFunc) ResourceOption {
+// WithTweakListOptions edits list/watch options just before each request
+// (after the selectors are set). Informers given different func values are
+// different informers: the same top-level function, or the same closure
+// value passed again, shares an informer; closures made by separate calls
+// do not, even with the same code (WithSharingKey can make otherwise equal
+// informers distinct, never merge these).
+func WithTweakListOptions(f TweakListOptionsFunc) ResourceOption {
 	return func(c *resourceConfig) { c.tweak = f }
 }
 
-// Transform sets the informer's transform (client-go's SetTransform): it
-// runs on every object before it enters the cache and before handlers see
-// it. Compared like TweakListOptions for sharing.
-func Transform(t toolscache.TransformFunc) ResourceOption {
+// WithTransform sets the informer's transform (client-go's SetTransform):
+// it runs on every object before it enters the cache and before handlers
+// see it. Func values are compared like WithTweakListOptions' for sharing.
+func WithTransform(t toolscache.TransformFunc) ResourceOption {
 	return func(c *resourceConfig) { c.transform = t }
 }
 
@@ -223,14 +216,14 @@ func WithIndexers(idx toolscache.Indexers) ResourceOption {
 	}
 }
 
-// ResyncPeriod sets the informer's default handler resync period (0: none).
-// It does not make an informer distinct; handlers that need another period
-// use AddEventHandlerWithResyncPeriod.
-func ResyncPeriod(d time.Duration) ResourceOption {
+// WithResyncPeriod sets the informer's default handler resync period (0:
+// none). It does not make an informer distinct; handlers that need another
+// period use AddEventHandlerWithOptions.
+func WithResyncPeriod(d time.Duration) ResourceOption {
 	return func(c *resourceConfig) { c.resync = &d }
 }
 
-// LabelIndex turns label indexing on demand on or off for the informer.
+// WithAutoLabelIndex turns label indexing on demand on or off for the informer.
 // Default on: the informer's indexer carries the cache.AutoLabelKeyIndex
 // marker, so the first label-selector List through a Lister that needs an
 // index for label key k adds a per-key index of k (cache.LabelKeyIndexName,
@@ -240,25 +233,26 @@ func ResyncPeriod(d time.Duration) ResourceOption {
 // label index"). Off: selector Lists scan, as client-go's do, unless an
 // index was added explicitly (LabelIndexKeys, or WithIndexers with
 // cache.LabelIndexers() for the inverted index over every label).
-func LabelIndex(on bool) ResourceOption {
+func WithAutoLabelIndex(on bool) ResourceOption {
 	return func(c *resourceConfig) { c.labelIndex = &on }
 }
 
-// LabelIndexKeys adds per-key label indexes for keys up front
+// WithLabelIndexKeys adds per-key label indexes for keys up front
 // (cache.LabelKeyIndexers), so the first selector List on them is indexed
 // too. Like WithIndexers, it does not make an informer distinct; asking a
 // shared informer for further keys adds them to it.
-func LabelIndexKeys(keys ...string) ResourceOption {
+func WithLabelIndexKeys(keys ...string) ResourceOption {
 	return WithIndexers(ikcache.LabelKeyIndexers(keys...))
 }
 
-// MetadataOnly makes the informer hold *metav1.PartialObjectMetadata from
-// the metadata client (WithMetadataClient) instead of full objects.
-func MetadataOnly() ResourceOption { return func(c *resourceConfig) { c.metadataOnly = true } }
+// WithMetadataOnly makes the informer hold *metav1.PartialObjectMetadata
+// from the metadata client (WithMetadataClient; NewForConfig sets it)
+// instead of full objects.
+func WithMetadataOnly() ResourceOption { return func(c *resourceConfig) { c.metadataOnly = true } }
 
-// SharingKey makes otherwise equal informers distinct (or closures with the
-// same code pointer distinct) — for callers who need their own copy.
-func SharingKey(key string) ResourceOption { return func(c *resourceConfig) { c.sharingKey = key } }
+// WithSharingKey makes otherwise equal informers distinct, for callers
+// who need an informer of their own.
+func WithSharingKey(key string) ResourceOption { return func(c *resourceConfig) { c.sharingKey = key } }
 
 func normalizeNamespaces(ns []string) []string {
 	out := make([]string, 0, len(ns))
@@ -329,4 +323,28 @@ func funcPtr(f any) uintptr {
 	}
 	type eface struct{ typ, data unsafe.Pointer }
 	return uintptr((*eface)(unsafe.Pointer(&f)).data)
+}
+
+// resyncPeriod is the informer's default handler resync period.
+func (c resourceConfig) resyncPeriod() time.Duration {
+	if c.resync == nil {
+		return 0
+	}
+	return *c.resync
+}
+
+// allIndexers are the informer's indexers: the namespace index (always:
+// listers and the removal bookkeeping use it), the on-demand label index
+// marker unless turned off, and the caller's.
+func (c resourceConfig) allIndexers() toolscache.Indexers {
+	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
+	if c.labelIndex == nil || *c.labelIndex {
+		for k, v := range ikcache.AutoLabelKeyIndexers() {
+			indexers[k] = v
+		}
+	}
+	for k, v := range c.indexers {
+		indexers[k] = v
+	}
+	return indexers
 }

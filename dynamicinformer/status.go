@@ -11,9 +11,11 @@ import (
 type State string
 
 const (
-	// Pending: not started yet (Err nil), or waiting for its resource to be
-	// served, e.g. a CRD not installed yet (Err wraps ErrNotServed).
-	// Handlers have seen nothing.
+	// Pending: not started yet, or still checking whether its resource is
+	// served (Err nil in both), or waiting for it to be served, e.g. a CRD
+	// not installed yet (Err wraps ErrNotServed: a source — the CRDs,
+	// discovery or the server's 404 — said so). Handlers have seen
+	// nothing.
 	Pending State = "Pending"
 	// Syncing: listing; the cache is not complete yet.
 	Syncing State = "Syncing"
@@ -21,13 +23,17 @@ const (
 	Synced State = "Synced"
 	// Removed: the resource stopped being served (CRD deleted, version no
 	// longer served, API group gone). Handlers received a delete for every
-	// cached object and the cache is empty. The informer resumes by itself
-	// if the resource is served again.
+	// cached object and the cache is empty — except, rarely, an object
+	// whose add was in flight while the deletes were taken: Removed is then
+	// published after 5 s and that object goes when the resource returns.
+	// The informer resumes by itself if the resource is served again.
 	Removed State = "Removed"
-	// Failed: list or watch fails with an error that retrying at the
-	// reflector's backoff has not cured (forbidden, unauthorized, invalid
-	// selector, ...). Status.Err says which. The informer keeps retrying
-	// with backoff and moves on by itself if the cause goes away.
+	// Failed: list or watch fails (forbidden, unauthorized, invalid
+	// selector, the server unreachable before the first sync, ...);
+	// Status.Err says which. The informer keeps retrying with the
+	// reflector's backoff and moves on by itself if the cause goes away —
+	// except for ErrNamespaceOnClusterScoped, a configuration error no
+	// retry cures (no request is sent).
 	Failed State = "Failed"
 	// Stopped: released or shut down; it will not run again.
 	Stopped State = "Stopped"
@@ -41,8 +47,14 @@ type Status struct {
 	FieldSelector string
 	MetadataOnly  bool
 	State         State
-	// Err is the last error, nil when healthy. It is an *InformerError:
-	// errors.Is(err, ErrForbidden), ErrNotServed, ErrInvalidSelector, ...
+	// Err says what is wrong, nil when nothing is: why the informer is
+	// Failed, Pending (ErrNotServed) or Removed, or, with Synced, the
+	// namespaces of a several-namespace informer that are forbidden (the
+	// others are cached). It is an *InformerError: errors.Is(err,
+	// ErrForbidden), ErrNotServed, ErrInvalidSelector, ...; errors.As
+	// reaches the server's *apierrors.StatusError where there is one. A
+	// failure the reflector recovers from by itself on a synced cache (a
+	// watch broken and resumed) does not set it.
 	Err error
 	// Reason is a short human-readable explanation of State.
 	Reason string
@@ -50,9 +62,21 @@ type Status struct {
 	Since time.Time
 	// Objects is the number of objects in the cache at snapshot time.
 	Objects int
+	// LastContact is when a request of this informer was last answered by
+	// the API server (zero: never).
+	LastContact time.Time
+	// ContactErr is set while the API server cannot be reached (an
+	// *InformerError, errors.Is ErrNoContact, wrapping the connection
+	// error): from the first request that fails to connect — within
+	// about a second of losing the server, since the reflector retries
+	// its watch at once — until a request is answered again. State keeps
+	// saying what the cache holds (a Synced cache stays Synced, ageing);
+	// OnStatusChange reports both transitions.
+	ContactErr error
 	// HandlerPanics counts panics recovered from handlers added with
 	// InformerHandle.AddEventHandler; LastHandlerPanic is the last one
-	// (a *HandlerPanicError, errors.Is ErrHandlerPanic), nil if none.
+	// (an *eventhandler.PanicError, errors.Is eventhandler.ErrPanic), nil
+	// if none.
 	// A panic does not change State: the informer itself is healthy.
 	HandlerPanics    int64
 	LastHandlerPanic error

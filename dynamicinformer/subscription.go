@@ -6,13 +6,13 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/eventhandler"
 )
 
 // EventType says what happened to an object.
@@ -48,7 +48,7 @@ type Event struct {
 // discovery: informers are added as matching resources appear and released
 // as they vanish. One handler receives the events of all of them.
 type Subscription struct {
-	f       *factory
+	f       *Factory
 	filter  discoveryresolver.Filter
 	opts    []ResourceOption
 	handler func(Event)
@@ -85,7 +85,7 @@ type member struct {
 // of it. A panic in handler is recovered: that event is skipped and
 // counted (Subscription.Panics). The subscription runs until ctx ends,
 // Stop, or Shutdown; it needs a resolver (WithDiscovery / NewForConfig).
-func (f *factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter, handler func(Event), opts ...ResourceOption) (*Subscription, error) {
+func (f *Factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter, handler func(Event), opts ...ResourceOption) (*Subscription, error) {
 	if f.cfg.resolver == nil {
 		return nil, ErrNoResolver
 	}
@@ -116,31 +116,23 @@ func (f *factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter
 		f.wg.Done()
 		return nil, err
 	}
+	// The subscription asks discovery nothing itself: the factory's
+	// presence refreshes it (periodically, after CRD changes, after 404s)
+	// and every round that changes something reconciles the subscription.
 	removeDisc := f.cfg.resolver.OnChange(func(discoveryresolver.Change) { s.poke() })
-	removeCRD := f.presence.onCRDChange(s.poke)
 	go func() {
 		defer f.wg.Done()
 		defer close(s.done)
 		defer removeDisc()
-		defer removeCRD()
-		factoryDone := f.closed
-		tick := time.NewTicker(max(f.cfg.rediscovery, time.Second))
-		defer tick.Stop()
 		for {
 			select {
 			case <-sctx.Done():
 				s.releaseAll()
 				return
-			case <-factoryDone:
+			case <-f.closed:
 				s.releaseAll()
 				return
 			case <-s.trigger:
-				// A CRD changed: discovery needs a moment to catch up;
-				// refresh now (the resolver rate-limits) and reconcile.
-				_ = f.cfg.resolver.Refresh(sctx)
-				_ = s.reconcile(sctx)
-			case <-tick.C:
-				_ = f.cfg.resolver.Refresh(sctx)
 				_ = s.reconcile(sctx)
 			}
 		}
@@ -223,8 +215,8 @@ func (s *Subscription) reconcile(ctx context.Context) error {
 		s.drop(m)
 	}
 	for _, gvr := range add {
-		h, ok := s.f.ForResource(gvr, s.opts...).(*InformerHandle)
-		if !ok || h.si.key == "" {
+		h, err := s.f.forResource(gvr, s.f.cfg.merge(s.opts), false)
+		if err != nil {
 			continue // shut down or invalid options: nothing to watch
 		}
 		m := &member{handle: h, seen: map[string]interface{}{}}
@@ -274,7 +266,7 @@ func (s *Subscription) deliver(e Event) {
 	defer s.handlerMu.Unlock()
 	defer func() {
 		if v := recover(); v != nil {
-			p := &HandlerPanicError{Event: handlerEvent[e.Type], Key: objectKey(e.Object), Value: v, Stack: debug.Stack()}
+			p := &eventhandler.PanicError{Event: handlerEvent[e.Type], Key: objectKey(e.Object), Value: v, Stack: debug.Stack()}
 			if s.panics.Add(1) == 1 {
 				s.f.cfg.logger.Error(p, "subscription handler panicked; the event was skipped (later panics are counted by Panics, not logged)",
 					"gvr", e.GVR.String(), "stack", string(p.Stack))

@@ -25,7 +25,7 @@ import (
 // everything that looks at them (printer, counters, event waiters).
 type watcher struct {
 	cfg     *Config
-	factory dynamicinformer.Factory
+	factory *dynamicinformer.Factory
 	out     *printer
 	counts  *counters
 
@@ -46,7 +46,7 @@ type watcher struct {
 func newWatcher(cfg *Config, restCfg *rest.Config, out *printer, logger logr.Logger) (*watcher, error) {
 	f, err := dynamicinformer.NewForConfig(restCfg, 0,
 		dynamicinformer.WithLogger(logger),
-		dynamicinformer.WithDefaults(dynamicinformer.Transform(cache.StripManagedFields)))
+		dynamicinformer.WithDefaults(dynamicinformer.WithTransform(cache.StripManagedFields)))
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (w *watcher) resourceOptions(r ResourceSpec) []dynamicinformer.ResourceOpti
 	}
 	var opts []dynamicinformer.ResourceOption
 	if len(ns) > 0 {
-		opts = append(opts, dynamicinformer.InNamespaces(ns...))
+		opts = append(opts, dynamicinformer.WithNamespaces(ns...))
 	}
 	if ls != "" {
 		opts = append(opts, dynamicinformer.WithLabelSelector(ls))
@@ -136,7 +136,7 @@ func (w *watcher) setup(ctx context.Context) error {
 				return resolveError(r.Name, err)
 			}
 		}
-		h := gi.(*dynamicinformer.InformerHandle)
+		h := gi
 		st := h.Status()
 		key := fmt.Sprintf("%s|%q|%s|%s", h.GVR(), st.Namespaces, st.LabelSelector, st.FieldSelector)
 		if seen[key] {

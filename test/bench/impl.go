@@ -90,14 +90,14 @@ func DefaultImpls() []Impl {
 				return nil, err
 			}
 			compact := name == InformerKitCompact
-			return &ikInstance{factory: f, compact: compact, handles: map[schema.GroupVersionResource][]dynamicinformer.GenericInformer{}}, nil
+			return &ikInstance{factory: f, compact: compact, handles: map[schema.GroupVersionResource][]*dynamicinformer.InformerHandle{}}, nil
 		}}
 	}
 	return []Impl{
 		ik(InformerKit),
-		ik(InformerKitStripped, dynamicinformer.Transform(ikcache.StripManagedFields)),
-		ik(InformerKitCompact, dynamicinformer.Transform(ikcache.CompactTransform)),
-		ik(InformerKitMetadata, dynamicinformer.MetadataOnly()),
+		ik(InformerKitStripped, dynamicinformer.WithTransform(ikcache.StripManagedFields)),
+		ik(InformerKitCompact, dynamicinformer.WithTransform(ikcache.CompactTransform)),
+		ik(InformerKitMetadata, dynamicinformer.WithMetadataOnly()),
 		{Name: ClientGo, Peer: true, New: newClientGo},
 		{Name: ControllerRuntime, Peer: true, New: newControllerRuntime},
 	}
@@ -106,12 +106,12 @@ func DefaultImpls() []Impl {
 // informerkit
 
 type ikInstance struct {
-	factory dynamicinformer.Factory
+	factory *dynamicinformer.Factory
 	compact bool // wrap handlers in cache.DecodingHandler
-	handles map[schema.GroupVersionResource][]dynamicinformer.GenericInformer
+	handles map[schema.GroupVersionResource][]*dynamicinformer.InformerHandle
 }
 
-func (i *ikInstance) handle(r Resource) dynamicinformer.GenericInformer {
+func (i *ikInstance) handle(r Resource) *dynamicinformer.InformerHandle {
 	h := i.factory.ForResource(r.GVR)
 	i.handles[r.GVR] = append(i.handles[r.GVR], h)
 	return h
@@ -141,7 +141,7 @@ func (i *ikInstance) Synced() bool {
 	return true
 }
 
-func (i *ikInstance) first(r Resource) dynamicinformer.GenericInformer { return i.handles[r.GVR][0] }
+func (i *ikInstance) first(r Resource) *dynamicinformer.InformerHandle { return i.handles[r.GVR][0] }
 
 func (i *ikInstance) Len(r Resource) int { return len(i.first(r).Informer().GetStore().ListKeys()) }
 

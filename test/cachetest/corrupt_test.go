@@ -70,7 +70,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	// Short, so that the test is short; a quiet healthy watch is probed
 	// (relisted) every idle period before the corruption, harmlessly.
 	const idle = 4 * time.Second
-	fac, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithNamespace(f.ns), dynamicinformer.WithLogger(logger),
+	fac, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithDefaults(dynamicinformer.WithNamespaces(f.ns)), dynamicinformer.WithLogger(logger),
 		dynamicinformer.WithWatchIdleTimeout(idle))
 	if err != nil {
 		t.Fatal(err)
@@ -85,12 +85,12 @@ func TestCorruptObjectInStorage(t *testing.T) {
 		stMu.Unlock()
 	})()
 
-	h := fac.ForResource(f.gvr).(*dynamicinformer.InformerHandle)
+	h := fac.ForResource(f.gvr)
 	// An informer over two namespaces: it has no idle bound (its merged
 	// watch asks for no bookmarks), but relists whenever its watch ends,
 	// in pages, so it meets the same error once the server closes the
 	// watches of the broken cache.
-	multi := fac.ForResource(f.gvr, dynamicinformer.InNamespaces(f.ns, "default")).(*dynamicinformer.InformerHandle)
+	multi := fac.ForResource(f.gvr, dynamicinformer.WithNamespaces(f.ns, "default"))
 	var delMu sync.Mutex
 	var deleted []string
 	if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{

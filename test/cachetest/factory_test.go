@@ -67,7 +67,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	fac, err := dynamicinformer.NewForConfig(cp.Config(), 0, dynamicinformer.WithNamespace(f.ns))
+	fac, err := dynamicinformer.NewForConfig(cp.Config(), 0, dynamicinformer.WithDefaults(dynamicinformer.WithNamespaces(f.ns)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,15 +77,15 @@ func TestFactoryReducedObjects(t *testing.T) {
 	// Chain returns closures of the same code, which the factory cannot
 	// tell apart (transforms are compared by code pointer), so SharingKey
 	// keeps the projected and the compact informer distinct.
-	projected := fac.ForResource(f.gvr, dynamicinformer.SharingKey("projected"),
-		dynamicinformer.Transform(ikcache.Chain(ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration, ikcache.Project("spec.size"))),
-	).(*dynamicinformer.InformerHandle)
-	meta := fac.ForResource(f.gvr, dynamicinformer.MetadataOnly(),
-		dynamicinformer.Transform(ikcache.Chain(ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration)),
-	).(*dynamicinformer.InformerHandle)
-	compact := fac.ForResource(f.gvr, dynamicinformer.SharingKey("compact"),
-		dynamicinformer.Transform(ikcache.Chain(ikcache.StripManagedFields, ikcache.CompactTransform)),
-	).(*dynamicinformer.InformerHandle)
+	projected := fac.ForResource(f.gvr, dynamicinformer.WithSharingKey("projected"),
+		dynamicinformer.WithTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration, ikcache.Project("spec.size"))),
+	)
+	meta := fac.ForResource(f.gvr, dynamicinformer.WithMetadataOnly(),
+		dynamicinformer.WithTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration)),
+	)
+	compact := fac.ForResource(f.gvr, dynamicinformer.WithSharingKey("compact"),
+		dynamicinformer.WithTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.CompactTransform)),
+	)
 	if projected.Informer() == compact.Informer() || projected.Informer() == meta.Informer() {
 		t.Fatal("differently configured informers are shared")
 	}

@@ -98,12 +98,12 @@ func TestBadInput(t *testing.T) {
 		{"invalid field selector (ForName)", forName("cm", dynamicinformer.ErrInvalidSelector, dynamicinformer.WithFieldSelector("metadata.name"))},
 		{"invalid label selector (ForResource): Failed at once", statusBecomes(cm, dynamicinformer.Failed, dynamicinformer.ErrInvalidSelector, dynamicinformer.WithLabelSelector("=x"))},
 		{"field the server cannot select on: Failed from the server's 400", statusBecomes(cm, dynamicinformer.Failed, dynamicinformer.ErrInvalidSelector, dynamicinformer.WithFieldSelector("data.foo=bar"))},
-		{"namespace on a cluster-scoped resource (ForName)", forName("namespaces", dynamicinformer.ErrNamespaceOnClusterScoped, dynamicinformer.InNamespaces("default"))},
+		{"namespace on a cluster-scoped resource (ForName)", forName("namespaces", dynamicinformer.ErrNamespaceOnClusterScoped, dynamicinformer.WithNamespaces("default"))},
 		// ForResource trusts its GVR: the namespaced URL of a cluster-scoped
 		// resource is a 404, so the informer waits as not served.
-		{"namespace on a cluster-scoped resource (ForResource): Pending, not served", statusBecomes(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, dynamicinformer.Pending, dynamicinformer.ErrNotServed, dynamicinformer.InNamespaces("default"))},
+		{"namespace on a cluster-scoped resource (ForResource): Pending, not served", statusBecomes(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, dynamicinformer.Pending, dynamicinformer.ErrNotServed, dynamicinformer.WithNamespaces("default"))},
 		{"nil handler", func(context.Context) error {
-			h := handle(f.ForResource(cm, dynamicinformer.InNamespaces("default")))
+			h := handle(f.ForResource(cm, dynamicinformer.WithNamespaces("default")))
 			defer h.Release()
 			if _, err := h.AddEventHandler(nil); !errors.Is(err, dynamicinformer.ErrNilHandler) {
 				return fmt.Errorf("AddEventHandler(nil) = %v", err)
@@ -118,8 +118,8 @@ func TestBadInput(t *testing.T) {
 			if err := cp.CreateNamespace(ctx, ns); err != nil {
 				return err
 			}
-			h1 := f.ForResource(cm, dynamicinformer.InNamespaces(ns))
-			h2 := f.ForResource(cm, dynamicinformer.InNamespaces(ns))
+			h1 := f.ForResource(cm, dynamicinformer.WithNamespaces(ns))
+			h2 := f.ForResource(cm, dynamicinformer.WithNamespaces(ns))
 			f.Start(ctx)
 			f.Start(ctx)
 			for !h1.Informer().HasSynced() {

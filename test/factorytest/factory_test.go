@@ -63,7 +63,7 @@ func TestTwoConsumersShareOneWatch(t *testing.T) {
 	}
 	d.Release()
 	e.Release()
-	other := f.ForResource(gvr, dynamicinformer.InNamespaces(ns))
+	other := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
 	if other.Informer() == a.Informer() {
 		t.Fatal("a namespace option must give a distinct informer")
 	}
@@ -112,13 +112,13 @@ func TestNamespaceAndSelectorOptions(t *testing.T) {
 		lsel string
 		fsel string
 	}{
-		{"one namespace", []dynamicinformer.ResourceOption{dynamicinformer.InNamespaces(nsA)}, []string{nsA}, "", ""},
-		{"two namespaces", []dynamicinformer.ResourceOption{dynamicinformer.InNamespaces(nsA, nsB)}, []string{nsA, nsB}, "", ""},
-		{"label selector", []dynamicinformer.ResourceOption{dynamicinformer.InNamespaces(nsA), dynamicinformer.WithLabelSelector("tier in (web,db)")}, []string{nsA}, "tier in (web,db)", ""},
-		{"field selector", []dynamicinformer.ResourceOption{dynamicinformer.InNamespaces(nsC), dynamicinformer.WithFieldSelector("metadata.name=w-2")}, []string{nsC}, "", "metadata.name=w-2"},
-		{"two namespaces and labels", []dynamicinformer.ResourceOption{dynamicinformer.InNamespaces(nsB, nsC), dynamicinformer.WithLabelSelector("tier=cache")}, []string{nsB, nsC}, "tier=cache", ""},
+		{"one namespace", []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(nsA)}, []string{nsA}, "", ""},
+		{"two namespaces", []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(nsA, nsB)}, []string{nsA, nsB}, "", ""},
+		{"label selector", []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(nsA), dynamicinformer.WithLabelSelector("tier in (web,db)")}, []string{nsA}, "tier in (web,db)", ""},
+		{"field selector", []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(nsC), dynamicinformer.WithFieldSelector("metadata.name=w-2")}, []string{nsC}, "", "metadata.name=w-2"},
+		{"two namespaces and labels", []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(nsB, nsC), dynamicinformer.WithLabelSelector("tier=cache")}, []string{nsB, nsC}, "tier=cache", ""},
 	}
-	handles := make([]dynamicinformer.GenericInformer, len(cases))
+	handles := make([]*dynamicinformer.InformerHandle, len(cases))
 	for i, c := range cases {
 		handles[i] = f.ForResource(gvr, c.opts...)
 	}
@@ -299,7 +299,7 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	opts := controlplane.SnapshotGoroutines()
 	f := newFactory(t, cp.Config())
 	f.ForResource(gvr)
-	f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, dynamicinformer.InNamespaces("default", "kube-system"))
+	f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, dynamicinformer.WithNamespaces("default", "kube-system"))
 	f.ForResource(schema.GroupVersionResource{Group: "not.installed.example.com", Version: "v1", Resource: "things"})
 	f.OnStatusChange(func(dynamicinformer.Status) {})
 	f.Start(ctx)

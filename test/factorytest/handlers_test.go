@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/eventhandler"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
@@ -46,8 +47,8 @@ func (p *panicky) OnAdd(any, bool)   { p.n.Add(1); panic("panicky handler: add")
 func (p *panicky) OnUpdate(any, any) { p.n.Add(1); panic("panicky handler: update") }
 func (p *panicky) OnDelete(any)      { p.n.Add(1); panic("panicky handler: delete") }
 func (r *recorder) events() int      { _, a, u, d := r.snapshot(); return a + u + d }
-func handle(h dynamicinformer.GenericInformer) *dynamicinformer.InformerHandle {
-	return h.(*dynamicinformer.InformerHandle)
+func handle(h *dynamicinformer.InformerHandle) *dynamicinformer.InformerHandle {
+	return h
 }
 
 // TestSlowAndPanickingHandlers: on one informer, a fast handler, a handler
@@ -66,7 +67,7 @@ func TestSlowAndPanickingHandlers(t *testing.T) {
 	leaks := controlplane.SnapshotGoroutines()
 	f := newFactory(t, cp.Config())
 	defer f.Shutdown()
-	h := handle(f.ForResource(configmaps, dynamicinformer.InNamespaces(ns)))
+	h := handle(f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns)))
 	fast, slow := newRecorder(), sleepy{newRecorder(), 50 * time.Millisecond}
 	stuck := blocked{newRecorder(), make(chan struct{})}
 	boom := &panicky{}
@@ -93,7 +94,7 @@ func TestSlowAndPanickingHandlers(t *testing.T) {
 	events := fast.events()
 	eventually(t, ctx, "every panic counted", func() bool { return h.Status().HandlerPanics == int64(events) })
 	st := h.Status()
-	if !errors.Is(st.LastHandlerPanic, dynamicinformer.ErrHandlerPanic) || st.State != dynamicinformer.Synced {
+	if !errors.Is(st.LastHandlerPanic, eventhandler.ErrPanic) || st.State != dynamicinformer.Synced {
 		t.Fatalf("status %+v", st)
 	}
 	slowAtFast := slow.events()
@@ -131,13 +132,13 @@ func TestCoalescingUnderBurst(t *testing.T) {
 	leaks := controlplane.SnapshotGoroutines()
 	f := newFactory(t, cp.Config())
 	defer f.Shutdown()
-	h := handle(f.ForResource(configmaps, dynamicinformer.InNamespaces(ns)))
+	h := handle(f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns)))
 	coalescedRec, plainRec := newRecorder(), newRecorder()
 	cctx, stopCoalescing := context.WithCancel(ctx)
 	defer stopCoalescing()
 	var panics atomic.Int64
-	co := dynamicinformer.Coalescing(cctx, dynamicinformer.RecoverPanics(sleepy{coalescedRec, 20 * time.Millisecond},
-		func(*dynamicinformer.HandlerPanicError) { panics.Add(1) }))
+	co := eventhandler.Coalescing(cctx, eventhandler.RecoverPanics(sleepy{coalescedRec, 20 * time.Millisecond},
+		func(*eventhandler.PanicError) { panics.Add(1) }))
 	if _, err := h.AddEventHandler(co); err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
-func statusOf(h dynamicinformer.GenericInformer) dynamicinformer.Status {
-	return h.(*dynamicinformer.InformerHandle).Status()
+func statusOf(h *dynamicinformer.InformerHandle) dynamicinformer.Status {
+	return h.Status()
 }
 
 // TestPendingUntilCRDInstalled: an informer asked for before its CRD exists

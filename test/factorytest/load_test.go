@@ -108,7 +108,7 @@ func TestManyCRDs(t *testing.T) {
 	base, baseAll := informerGoroutines(), runtime.NumGoroutine()
 	f := newFactory(t, cp.Config())
 	defer f.Shutdown()
-	handles := make([]dynamicinformer.GenericInformer, n)
+	handles := make([]*dynamicinformer.InformerHandle, n)
 	for i, gvr := range gvrs {
 		handles[i] = f.ForResource(gvr)
 	}
@@ -169,7 +169,7 @@ func TestManyObjects(t *testing.T) {
 	leaks := controlplane.SnapshotGoroutines()
 	f := newFactory(t, cp.Config())
 	defer f.Shutdown()
-	h := f.ForResource(configmaps, dynamicinformer.InNamespaces(ns))
+	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
 	rec := newRecorder()
 	if _, err := handle(h).AddEventHandler(rec); err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-func newFactory(t *testing.T, cfg *rest.Config, opts ...dynamicinformer.Option) dynamicinformer.Factory {
+func newFactory(t *testing.T, cfg *rest.Config, opts ...dynamicinformer.Option) *dynamicinformer.Factory {
 	t.Helper()
 	if os.Getenv("INFORMERKIT_TEST_LOG") != "" {
 		logger := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 4, LogTimestamp: true})

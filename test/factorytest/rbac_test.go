@@ -46,18 +46,18 @@ func TestRBACPartialAccess(t *testing.T) {
 	leaks := controlplane.SnapshotGoroutines()
 	f := newFactory(t, cfg)
 	defer f.Shutdown()
-	cmA := f.ForResource(configmaps, dynamicinformer.InNamespaces(nsA))
+	cmA := f.ForResource(configmaps, dynamicinformer.WithNamespaces(nsA))
 	rec := newRecorder()
 	if _, err := handle(cmA).AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	widgets := f.ForResource(crd)
-	cmB := f.ForResource(configmaps, dynamicinformer.InNamespaces(nsB))
-	secrets := f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, dynamicinformer.InNamespaces(nsA))
+	cmB := f.ForResource(configmaps, dynamicinformer.WithNamespaces(nsB))
+	secrets := f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, dynamicinformer.WithNamespaces(nsA))
 	start := time.Now()
 	f.Start(ctx)
 	took := map[string]time.Duration{}
-	for name, h := range map[string]dynamicinformer.GenericInformer{"configmaps/" + nsB: cmB, "secrets/" + nsA: secrets} {
+	for name, h := range map[string]*dynamicinformer.InformerHandle{"configmaps/" + nsB: cmB, "secrets/" + nsA: secrets} {
 		eventually(t, ctx, name+" forbidden", func() bool { return statusOf(h).State == dynamicinformer.Failed })
 		took[name] = time.Since(start).Round(time.Millisecond)
 		st := statusOf(h)
@@ -66,7 +66,7 @@ func TestRBACPartialAccess(t *testing.T) {
 			t.Fatalf("%s: status error %v, want ErrForbidden wrapping the API server's 403", name, st.Err)
 		}
 	}
-	for name, h := range map[string]dynamicinformer.GenericInformer{"configmaps/" + nsA: cmA, crd.Resource: widgets} {
+	for name, h := range map[string]*dynamicinformer.InformerHandle{"configmaps/" + nsA: cmA, crd.Resource: widgets} {
 		eventually(t, ctx, name+" synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
 	}
 	n := converged(t, ctx, cmA, rec, nsA)

@@ -24,7 +24,7 @@ var configmaps = schema.GroupVersionResource{Version: "v1", Resource: "configmap
 
 // converged checks the convergence condition of the reliability suite for
 // configmaps in ns (see convergedResource).
-func converged(t *testing.T, ctx context.Context, h dynamicinformer.GenericInformer, rec *recorder, ns string) (objects int) {
+func converged(t *testing.T, ctx context.Context, h *dynamicinformer.InformerHandle, rec *recorder, ns string) (objects int) {
 	t.Helper()
 	return convergedResource(t, ctx, h, rec, configmaps, ns)
 }
@@ -34,7 +34,7 @@ func converged(t *testing.T, ctx context.Context, h dynamicinformer.GenericInfor
 // all) at the server's resourceVersions, and the handler's last-seen state
 // per object equals the server's. It waits (bounded) for the informer to
 // catch up.
-func convergedResource(t *testing.T, ctx context.Context, h dynamicinformer.GenericInformer, rec *recorder, gvr schema.GroupVersionResource, ns string) (objects int) {
+func convergedResource(t *testing.T, ctx context.Context, h *dynamicinformer.InformerHandle, rec *recorder, gvr schema.GroupVersionResource, ns string) (objects int) {
 	t.Helper()
 	var server, cache, handler []string
 	dyn := cp.Dynamic()
@@ -127,10 +127,10 @@ func (w *writer) run(ctx context.Context, t *testing.T, steps int) {
 	}
 }
 
-func startConfigMapInformer(t *testing.T, ctx context.Context, ns string) (dynamicinformer.Factory, dynamicinformer.GenericInformer, *recorder) {
+func startConfigMapInformer(t *testing.T, ctx context.Context, ns string) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *recorder) {
 	t.Helper()
 	f := newFactory(t, cp.Config())
-	h := f.ForResource(configmaps, dynamicinformer.InNamespaces(ns))
+	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
 	rec := newRecorder()
 	if _, err := h.Informer().AddEventHandler(rec); err != nil {
 		t.Fatal(err)

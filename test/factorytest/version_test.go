@@ -88,7 +88,7 @@ func TestForNameFollowsPreferredVersion(t *testing.T) {
 
 	// Serve v2 (the new storage version) beside v1: v2 is now preferred.
 	setVersions(true)
-	h := byName.(*dynamicinformer.InformerHandle)
+	h := byName
 	eventually(t, ctx, "the by-name informer follows v2 (served beside v1) and is Synced", func() bool {
 		st := h.Status()
 		return h.GVR() == v2 && st.GVR == v2 && st.State == dynamicinformer.Synced

@@ -1,4 +1,4 @@
-package dynamicinformer
+package eventhandler
 
 import (
 	"context"

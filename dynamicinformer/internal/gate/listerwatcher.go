@@ -1,0 +1,433 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+)
+
+// SyntheticRV is the resourceVersion of the empty list and of the
+// bookmark the gate hands the reflector when a resource stops being
+// served. It is never sent to the server.
+const SyntheticRV = "1"
+
+// ErrNotServedFallback makes a reflector in watch-list mode fall back to a
+// plain list (which the gate answers) while the resource is not served.
+// client-go logs that fallback at V(4) only.
+var ErrNotServedFallback = errors.New("informerkit: resource not served; falling back to list")
+
+// NotFoundReason is the gate's reason when the server answered 404.
+const NotFoundReason = "the API server answered 404 Not Found"
+
+// Phase is where an informer's list/watch is, as the gate sees it.
+type Phase int
+
+const (
+	// Pending: never listed. Lists wait for the gate to open; so does a
+	// watch-list stream (the first sync streams instead of one large LIST).
+	Pending Phase = iota
+	// Serving: the cache holds a list of the served resource; watches go
+	// to the server.
+	Serving
+	// Emptied: the resource stopped being served and the cache was given a
+	// delete per object. Watches wait for the gate to open; the first one
+	// then refills the cache inside its stream (a list, an add per object,
+	// a bookmark at the list's resourceVersion, then the server's events).
+	Emptied
+	// Relisting: the cache holds objects, but the next list must be a
+	// fresh one (the version followed changed, or a refill was cut short);
+	// a plain watch answers "expired" so the reflector lists.
+	Relisting
+)
+
+func (p Phase) String() string {
+	return [...]string{"Pending", "Serving", "Emptied", "Relisting"}[p]
+}
+
+// Hooks is what the ListerWatcher tells its informer, on the reflector's
+// goroutine or a stream's. None may block or call back into the
+// ListerWatcher.
+type Hooks struct {
+	// ListStarted: a real list (or watch-list stream) is about to be sent.
+	ListStarted func()
+	// Listed: a real list succeeded at rv ("" for a watch-list stream,
+	// which counts once open; the informer's HasSynced tells when its
+	// initial events are in).
+	Listed func(rv string)
+	// NotFound: the server answered 404 for the collection. The gate is
+	// already closed; the informer should ask for a re-check.
+	NotFound func(err error)
+	// Emptied: every cached object was handed to the reflector as a delete
+	// (or as a Replace with an empty list).
+	Emptied func(reason string)
+	// Waiting: the informer never listed and waits for the gate.
+	Waiting func(reason string)
+}
+
+// ListerWatcher is the toolscache.ListerWatcherWithContext an informer's
+// reflector uses. It consults the Gate before every request and runs the
+// informer's Phase:
+//
+//   - Pending: List blocks until the gate opens, then lists.
+//   - Serving: requests go to the server (through Server). When the gate
+//     closes, the open stream delivers a delete per cached object (its
+//     last cached state) and ends; with no stream open, the next watch
+//     does that, or the next list answers an empty list. Either way the
+//     phase becomes Emptied.
+//   - Emptied: watches block until the gate opens, then refill the cache
+//     inside their stream; lists block too.
+//   - Relisting: the next list is fresh; a plain watch answers "expired".
+//
+// Transitions happen inside watch streams, so the reflector does not go
+// back to its relist loop (whose backoff grows to 30 s) for them. A 404
+// answer closes the gate (not authoritatively) and calls Hooks.NotFound.
+//
+// All exported fields are set before first use and not changed after.
+type ListerWatcher struct {
+	Gate   *Gate
+	Server *listwatch.Liveness
+	Hooks  Hooks
+	// EmptyList builds an empty list at rv of the reflector's list type.
+	EmptyList func(rv string) runtime.Object
+	// Cached lists the informer's cache. AsWatched turns a cached object
+	// into a copy of the type the reflector expects (nil: skip it).
+	// Bookmark builds a bookmark object at rv.
+	Cached    func() []interface{}
+	AsWatched func(obj interface{}) runtime.Object
+	Bookmark  func(rv string) runtime.Object
+	// NoWatchList is true when the client cannot stream lists.
+	NoWatchList bool
+
+	mu     sync.Mutex // guards phase, active
+	phase  Phase
+	active *activeStream // the open stream, if any
+}
+
+// activeStream is the stream the reflector reads now.
+type activeStream struct {
+	interrupt chan struct{} // closed to end it
+	relist    bool          // it ends "expired" (Relist), not with a removal
+}
+
+var _ toolscache.ListerWatcherWithContext = (*ListerWatcher)(nil)
+
+// Phase returns the current phase.
+func (lw *ListerWatcher) Phase() Phase {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.phase
+}
+
+// SetServed opens or closes the gate (see Gate.Set). Closing it ends the
+// open stream with a delete per cached object.
+func (lw *ListerWatcher) SetServed(open bool, reason string, authoritative bool) {
+	if lw.Gate.Set(open, reason, authoritative) && !open {
+		lw.mu.Lock()
+		lw.interruptLocked()
+		lw.mu.Unlock()
+	}
+}
+
+// Relist makes the reflector drop its watch and list again (the informer
+// follows another version now): the open stream ends with "expired".
+func (lw *ListerWatcher) Relist() {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.phase != Serving {
+		return // nothing listed, or a fresh list is due anyway
+	}
+	lw.phase = Relisting
+	if lw.active != nil {
+		lw.active.relist = true
+		lw.interruptLocked()
+	}
+}
+
+func (lw *ListerWatcher) interruptLocked() {
+	if lw.active != nil {
+		close(lw.active.interrupt)
+		lw.active = nil
+	}
+}
+
+// ListWithContext implements toolscache.ListerWatcherWithContext.
+func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.Continue != "" {
+		// A later page: the gate was checked on page one.
+		return lw.Server.List(ctx, opts, false)
+	}
+	for {
+		open, reason, _ := lw.Gate.State()
+		lw.mu.Lock()
+		phase := lw.phase
+		if !open && (phase == Serving || phase == Relisting) {
+			// The cache may hold objects of a resource no longer served:
+			// an empty list makes the reflector's Replace delete them.
+			lw.phase = Emptied
+			lw.mu.Unlock()
+			lw.Server.Forget()
+			lw.Hooks.Emptied(reason)
+			return lw.EmptyList(SyntheticRV), nil
+		}
+		lw.mu.Unlock()
+		if !open {
+			if phase == Pending {
+				lw.Hooks.Waiting(reason)
+			}
+			if err := lw.Gate.WaitOpen(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		lw.Hooks.ListStarted()
+		obj, err := lw.Server.List(ctx, opts, phase == Emptied || phase == Relisting)
+		if apierrors.IsNotFound(err) {
+			lw.notFound(err)
+			continue
+		}
+		if err != nil {
+			return nil, err // the reflector's error handler records it
+		}
+		rv, _ := listwatch.ListRV(obj)
+		lw.mu.Lock()
+		lw.phase = Serving
+		lw.mu.Unlock()
+		lw.Hooks.Listed(rv)
+		return obj, nil
+	}
+}
+
+// WatchWithContext implements toolscache.ListerWatcherWithContext.
+func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	watchList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	open, reason, _ := lw.Gate.State()
+	phase := lw.Phase()
+	if watchList && !open && phase == Pending {
+		lw.Hooks.Waiting(reason)
+		if err := lw.Gate.WaitOpen(ctx); err != nil {
+			return nil, err
+		}
+		open = true
+	}
+	switch {
+	case open && phase == Relisting && !watchList:
+		return nil, apierrors.NewResourceExpired("informerkit: relisting at a new version")
+	case watchList && (!open || phase == Emptied):
+		return nil, ErrNotServedFallback
+	case !open && (phase == Serving || phase == Relisting):
+		return lw.removal(reason), nil
+	case !open || phase == Emptied:
+		for {
+			if err := lw.Gate.WaitOpen(ctx); err != nil {
+				return nil, err
+			}
+			if lw.Phase() != Emptied {
+				return nil, apierrors.NewResourceExpired("informerkit: resource served; listing")
+			}
+			w, err := lw.refill(ctx, opts)
+			if open, _, _ := lw.Gate.State(); apierrors.IsNotFound(err) && !open {
+				// A CRD is announced Established a moment before its
+				// handler serves it: wait here for the re-check, not in
+				// the reflector's backoff.
+				continue
+			}
+			return w, err
+		}
+	}
+	if watchList {
+		lw.Hooks.ListStarted()
+	}
+	s, err := lw.Server.Watch(ctx, opts)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			lw.notFound(err)
+			if !watchList && phase == Serving {
+				_, reason, _ := lw.Gate.State()
+				return lw.removal(reason), nil
+			}
+		}
+		return nil, err
+	}
+	if watchList {
+		lw.mu.Lock()
+		lw.phase = Serving
+		lw.mu.Unlock()
+		lw.Hooks.Listed("")
+	}
+	return lw.start(s), nil
+}
+
+func (lw *ListerWatcher) notFound(err error) {
+	lw.SetServed(false, NotFoundReason, false)
+	lw.Hooks.NotFound(err)
+}
+
+// refill lists the resource again after a removal and returns a stream
+// that delivers an add per listed object, a delete per cached object the
+// list does not have (an add that was in flight during the removal), a
+// bookmark at the list's resourceVersion, then the server's events. If the
+// stream ends before its bookmark went out, the next list is fresh.
+func (lw *ListerWatcher) refill(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	lw.Hooks.ListStarted()
+	list, err := lw.Server.List(ctx, metav1.ListOptions{}, true)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			lw.notFound(err)
+		}
+		return nil, err
+	}
+	rv, err := listwatch.ListRV(list)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	wopts := opts
+	wopts.ResourceVersion, wopts.ResourceVersionMatch, wopts.SendInitialEvents = rv, "", nil
+	s, err := lw.Server.Watch(ctx, wopts)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			lw.notFound(err)
+		}
+		return nil, err
+	}
+	lw.mu.Lock()
+	lw.phase = Serving
+	lw.mu.Unlock()
+	lw.Hooks.Listed(rv)
+	events := make([]watch.Event, 0, len(items)+1)
+	listed := make(map[string]bool, len(items))
+	for _, it := range items {
+		events = append(events, watch.Event{Type: watch.Added, Object: it})
+		if k, err := toolscache.MetaNamespaceKeyFunc(it); err == nil {
+			listed[k] = true
+		}
+	}
+	for _, obj := range lw.Cached() {
+		if k, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil && !listed[k] {
+			if o := lw.AsWatched(obj); o != nil {
+				events = append(events, watch.Event{Type: watch.Deleted, Object: o})
+			}
+		}
+	}
+	s.Prefix = append(events, watch.Event{Type: watch.Bookmark, Object: lw.Bookmark(rv)})
+	s.Interrupted = func() {
+		lw.mu.Lock()
+		if lw.phase == Serving {
+			lw.phase = Relisting
+		}
+		lw.mu.Unlock()
+	}
+	return lw.start(s), nil
+}
+
+// start makes s the active stream and starts it. If the gate closed
+// meanwhile, s is interrupted at once.
+func (lw *ListerWatcher) start(s *listwatch.Stream) watch.Interface {
+	a := &activeStream{interrupt: make(chan struct{})}
+	var removing bool
+	var why string
+	s.Interrupt = a.interrupt
+	s.Final = func() []watch.Event {
+		lw.mu.Lock()
+		relist := a.relist
+		phase := lw.phase
+		lw.mu.Unlock()
+		if relist {
+			expired := apierrors.NewResourceExpired("informerkit: relisting at a new version").Status()
+			return []watch.Event{{Type: watch.Error, Object: &expired}}
+		}
+		open, reason, _ := lw.Gate.State()
+		if open || phase != Serving {
+			return nil
+		}
+		removing, why = true, reason
+		return lw.removalEvents()
+	}
+	s.Done = func(delivered bool) {
+		if removing && delivered {
+			lw.emptied(why)
+		}
+	}
+	lw.mu.Lock()
+	lw.active = a
+	lw.mu.Unlock()
+	if open, _, _ := lw.Gate.State(); !open {
+		lw.mu.Lock()
+		if lw.active == a {
+			lw.interruptLocked()
+		}
+		lw.mu.Unlock()
+	}
+	return s.Start()
+}
+
+// removal returns a stream that delivers a delete per cached object and a
+// bookmark at SyntheticRV, then ends (the reflector watches again at once:
+// the stream had events). If it is stopped first, the phase stays and the
+// next watch starts over.
+func (lw *ListerWatcher) removal(reason string) watch.Interface {
+	now := make(chan struct{})
+	close(now)
+	s := listwatch.NewStream(nil, nil)
+	s.Interrupt = now
+	s.Final = lw.removalEvents
+	s.Done = func(delivered bool) {
+		if delivered {
+			lw.emptied(reason)
+		}
+	}
+	return s.Start()
+}
+
+func (lw *ListerWatcher) emptied(reason string) {
+	lw.mu.Lock()
+	changed := lw.phase == Serving || lw.phase == Relisting
+	if changed {
+		lw.phase = Emptied
+	}
+	lw.mu.Unlock()
+	if changed {
+		lw.Server.Forget()
+		lw.Hooks.Emptied(reason)
+	}
+}
+
+// removalEvents is a delete per cached object and a bookmark at
+// SyntheticRV. It copies the objects (AsWatched) on the calling stream's
+// goroutine, holding no lock of the ListerWatcher.
+func (lw *ListerWatcher) removalEvents() []watch.Event {
+	cached := lw.Cached()
+	events := make([]watch.Event, 0, len(cached)+1)
+	for _, obj := range cached {
+		if o := lw.AsWatched(obj); o != nil {
+			events = append(events, watch.Event{Type: watch.Deleted, Object: o})
+		}
+	}
+	return append(events, watch.Event{Type: watch.Bookmark, Object: lw.Bookmark(SyntheticRV)})
+}
+
+// List implements the deprecated toolscache.Lister.
+func (lw *ListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+// Watch implements the deprecated toolscache.Watcher.
+func (lw *ListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+// IsWatchListSemanticsUnSupported tells the reflector whether the client
+// behind the informer can stream lists (client-go's watchlist contract).
+func (lw *ListerWatcher) IsWatchListSemanticsUnSupported() bool { return lw.NoWatchList }
