@@ -44,12 +44,12 @@ type entry struct {
 	refs   int                // guarded by Factory.mu
 	cancel context.CancelFunc // set when started; guarded by Factory.mu
 
-	done   chan struct{} // closed when the informer's goroutines have ended
+	done       chan struct{} // closed when the informer's goroutines have ended
 	synced     chan struct{} // closed when the state first becomes Synced
 	syncedOnce sync.Once
-	wake   chan struct{} // nudges the sync monitor
+	wake       chan struct{} // nudges the sync monitor
 
-	lastContact atomic.Int64            // unix nanoseconds of the last request the server answered
+	lastContact atomic.Int64           // unix nanoseconds of the last request the server answered
 	stopReason  atomic.Pointer[string] // what Stopped will say (set before the run context is cancelled)
 
 	pubMu        sync.Mutex // serializes publishing, so statuses are published in order; taken before mu
