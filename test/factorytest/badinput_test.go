@@ -58,7 +58,7 @@ func TestBadInput(t *testing.T) {
 	// statusBecomes waits for a ForResource handle's status to carry want.
 	statusBecomes := func(gvr schema.GroupVersionResource, state dynamicinformer.State, want error, opts ...dynamicinformer.ResourceOption) func(context.Context) error {
 		return func(ctx context.Context) error {
-			h := handle(f.ForResource(gvr, opts...))
+			h := f.ForResource(gvr, opts...)
 			defer h.Release()
 			for {
 				st := h.Status()
@@ -103,7 +103,7 @@ func TestBadInput(t *testing.T) {
 		// resource is a 404, so the informer waits as not served.
 		{"namespace on a cluster-scoped resource (ForResource): Pending, not served", statusBecomes(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, dynamicinformer.Pending, dynamicinformer.ErrNotServed, dynamicinformer.WithNamespaces("default"))},
 		{"nil handler", func(context.Context) error {
-			h := handle(f.ForResource(cm, dynamicinformer.WithNamespaces("default")))
+			h := f.ForResource(cm, dynamicinformer.WithNamespaces("default"))
 			defer h.Release()
 			if _, err := h.AddEventHandler(nil); !errors.Is(err, dynamicinformer.ErrNilHandler) {
 				return fmt.Errorf("AddEventHandler(nil) = %v", err)
@@ -162,7 +162,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"Shutdown twice", func(context.Context) error { f.Shutdown(); f.Shutdown(); return nil }},
 		{"ForResource after Shutdown: Stopped, ErrShutdown", func(context.Context) error {
-			h := handle(f.ForResource(cm))
+			h := f.ForResource(cm)
 			if st := h.Status(); st.State != dynamicinformer.Stopped || !errors.Is(st.Err, dynamicinformer.ErrShutdown) {
 				return fmt.Errorf("status %+v", st)
 			}
