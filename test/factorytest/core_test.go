@@ -50,6 +50,7 @@ func TestLostServerIsReported(t *testing.T) {
 	}
 
 	lost := time.Now()
+	t.Cleanup(func() { cp.Proxy().SetRefuse(false) })
 	cp.Proxy().SetRefuse(true)
 	cp.Proxy().CutAll()
 	eventually(t, ctx, "contact lost reported", func() bool { return h.Status().ContactErr != nil })
