@@ -51,6 +51,7 @@ type watcher struct {
 	failed chan error
 
 	removeStatus func()
+	stopContact  context.CancelFunc // ends the contact monitor; nil before start
 	started      time.Time
 }
 
@@ -455,7 +456,9 @@ func (w *watcher) start(ctx context.Context) {
 	// --duration or a signal cancels ctx, and shutdown() must still see the
 	// informers' last real states (not Stopped) for the final status.
 	w.factory.Start(context.WithoutCancel(ctx))
-	go w.contact.run(ctx)
+	cctx, cancel := context.WithCancel(ctx)
+	w.stopContact = cancel
+	go w.contact.run(cctx)
 }
 
 // settled: the informer is not going to change by itself soon — it has
@@ -559,6 +562,7 @@ func (w *watcher) shutdown() {
 		w.factory.Shutdown()
 		return
 	}
+	w.stopContact()
 	final := w.factory.Statuses() // before stopping: the last real states, not Stopped
 	if w.removeStatus != nil {
 		w.removeStatus()
