@@ -201,6 +201,7 @@ func TestE2ENothingToWatch(t *testing.T) {
 // 3. Resources named with no cluster configured: exit 1 at once with what
 // is missing; the demo server is not started.
 func TestE2ENamedResourcesWithoutCluster(t *testing.T) {
+	watcherBinary(t)
 	start := time.Now()
 	p := startWatcher(t, "--resource", "gtw")
 	code, _, stderr := p.exited(t, 2*time.Minute)

@@ -259,10 +259,15 @@ func (p *printer) writeLine(w io.Writer, line string) {
 	_, _ = io.WriteString(w, line+"\n")
 }
 
-// statusTable renders the informers' statuses with event counts.
-func (p *printer) statusTable(title string, sts []dynamicinformer.Status, counts map[schema.GroupVersionResource]map[string]uint64) {
+// statusTable renders the informers' statuses with event counts; server,
+// when not empty, is a line about contact with the API server printed
+// under the title.
+func (p *printer) statusTable(title, server string, sts []dynamicinformer.Status, counts map[schema.GroupVersionResource]map[string]uint64) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- %s (%s) ---\n", title, p.now().Format("15:04:05"))
+	if server != "" {
+		b.WriteString(server + "\n")
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESOURCE\tSTATE\tOBJECTS\tADDED\tUPDATED\tDELETED\tFOR\tREASON")
 	sort.Slice(sts, func(i, j int) bool { return gvrString(sts[i].GVR) < gvrString(sts[j].GVR) })

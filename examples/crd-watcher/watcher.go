@@ -544,8 +544,19 @@ func roundDuration(d time.Duration) time.Duration {
 	return d.Round(time.Second)
 }
 
+// serverLine is the status table's line about the API server: empty while
+// in contact, else since when it has not answered and why.
+func (w *watcher) serverLine(sts []dynamicinformer.Status) string {
+	err := w.contactErr(sts)
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("NO CONTACT with the API server since %s: %v", w.lastContact(sts).Format("15:04:05"), err)
+}
+
 func (w *watcher) printStatus(title string) {
-	w.out.statusTable(title, w.factory.Statuses(), w.counts.snapshot())
+	sts := w.factory.Statuses()
+	w.out.statusTable(title, w.serverLine(sts), sts, w.counts.snapshot())
 }
 
 // shutdown stops every informer and, if they were started, prints the
@@ -564,6 +575,7 @@ func (w *watcher) shutdown() {
 	}
 	w.stopContact()
 	final := w.factory.Statuses() // before stopping: the last real states, not Stopped
+	server := w.serverLine(final)
 	if w.removeStatus != nil {
 		w.removeStatus()
 	}
@@ -572,7 +584,7 @@ func (w *watcher) shutdown() {
 		w.sub.Stop()
 	}
 	w.factory.Shutdown()
-	w.out.statusTable("final status", final, w.counts.snapshot())
+	w.out.statusTable("final status", server, final, w.counts.snapshot())
 	for _, st := range final {
 		w.out.finalStatus(st)
 	}
