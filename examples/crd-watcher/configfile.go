@@ -132,8 +132,10 @@ func unknownKey(file string, k *yaml.Node, prefix string, known []string) error 
 	for i, n := range known {
 		cands[i] = candidate{Label: n, Names: []string{n}}
 	}
-	msg := "unknown key" + didYouMean(quoteAll(suggest(k.Value, cands, 1)))
-	if len(suggest(k.Value, cands, 1)) == 0 {
+	msg := "unknown key"
+	if s := suggest(k.Value, cands, 1); len(s) > 0 {
+		msg += didYouMean(quoteAll(s))
+	} else {
 		msg += " (known keys: " + strings.Join(known, ", ") + ")"
 	}
 	return &ConfigFileError{File: file, Line: k.Line, Key: prefix + k.Value, Msg: msg}
