@@ -47,6 +47,7 @@ type Factory struct {
 	cfg      factoryConfig
 	notifier *statusNotifier
 	presence *presence.Presence
+	metrics  *metricsDeps // nil without WithMetrics
 
 	mu        sync.Mutex // guards informers, started, runCtx, cancel, shutdown
 	informers map[string]*entry
@@ -77,6 +78,7 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 		notifier:  newStatusNotifier(),
 		informers: map[string]*entry{},
 		closed:    make(chan struct{}),
+		metrics:   newMetricsDeps(cfg.metrics),
 	}
 	pc := presence.Config{Resolver: cfg.resolver, Rediscovery: cfg.rediscovery, Logger: cfg.logger.WithName("presence")}
 	if cfg.followCRDs && client != nil {
@@ -162,6 +164,7 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 		return f.deadHandle(gvr, cfg, ErrShutdown), ErrShutdown
 	}
 	if other, ok := f.informers[key]; ok { // created meanwhile by another caller
+		e.metrics.end(0)
 		other.refs++
 		return f.handle(other), nil
 	}
@@ -201,6 +204,7 @@ func (f *Factory) newEntry(key string, gvr schema.GroupVersionResource, cfg reso
 		publish:   f.notifier.publish,
 		notFound:  f.presence.NotFound,
 		watchIdle: f.cfg.watchIdle,
+		metrics:   f.metrics,
 		lookupScope: func(gvr schema.GroupVersionResource) (bool, bool) {
 			if f.cfg.resolver == nil {
 				return false, false

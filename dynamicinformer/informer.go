@@ -41,6 +41,7 @@ type entry struct {
 	lw       *gate.ListerWatcher
 	server   *listwatch.Liveness
 	logger   logr.Logger
+	metrics  *entryMetrics // nil without WithMetrics
 
 	refs   int                // guarded by Factory.mu
 	cancel context.CancelFunc // set when started; guarded by Factory.mu
@@ -83,6 +84,7 @@ type entryDeps struct {
 	// namespaced (ok false: unknown).
 	lookupScope func(schema.GroupVersionResource) (namespaced, ok bool)
 	watchIdle   time.Duration
+	metrics     *metricsDeps // nil: no metrics
 }
 
 var _ presence.Member = (*entry)(nil)
@@ -136,17 +138,22 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 	if cfg.metadataOnly {
 		example = &metav1.PartialObjectMetadata{}
 	}
-	e.informer = toolscache.NewSharedIndexInformerWithOptions(e.lw, example, toolscache.SharedIndexInformerOptions{
+	opts := toolscache.SharedIndexInformerOptions{
 		ResyncPeriod:      cfg.resyncPeriod(),
 		Indexers:          cfg.allIndexers(),
 		ObjectDescription: gvr.String(),
-	})
+	}
+	e.metrics = e.newMetrics(&opts)
+	e.informer = toolscache.NewSharedIndexInformerWithOptions(e.lw, example, opts)
 	if cfg.transform != nil {
 		if err := e.informer.SetTransform(cfg.transform); err != nil {
 			return nil, err
 		}
 	}
 	if err := e.informer.SetWatchErrorHandlerWithContext(e.watchErrorHandler); err != nil {
+		return nil, err
+	}
+	if err := e.startMetrics(); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -262,6 +269,7 @@ func (e *entry) MoveTo(v, reason string) {
 	e.gvr.Store(&gvr)
 	e.logger.Info("following the preferred version", "from", old.Version, "to", v, "reason", reason)
 	e.update(func() bool {
+		e.metrics.move(e.identity())
 		e.awaitRelist, e.relisted = true, false
 		if e.state == Synced || e.state == Syncing || e.state == Removed {
 			return e.setLocked(Syncing, nil, "following version "+v+": "+reason)
@@ -416,6 +424,7 @@ func (e *entry) update(f func() bool) {
 	if changed {
 		st.Objects = len(e.informer.GetStore().ListKeys())
 		e.deps.publish(st)
+		e.metrics.state(st.State)
 	}
 	if synced {
 		e.syncedOnce.Do(func() { close(e.synced) })
@@ -516,6 +525,7 @@ func (e *entry) listed(rv string) {
 			// A removal or a version switch waits for this real list.
 			e.relisted, e.relistRV = true, rv
 		}
+		e.metrics.relisted()
 		e.lastErrKind = nil
 		return changed
 	})
@@ -746,6 +756,7 @@ func (h *InformerHandle) AddEventHandlerWithOptions(handler toolscache.ResourceE
 		e.panics++
 		e.lastPanic = p
 		e.mu.Unlock()
+		e.metrics.handlerPanic()
 		if logged.CompareAndSwap(false, true) {
 			e.logger.Error(p, "event handler panicked; the event was skipped (later panics of this handler are counted in Status, not logged)",
 				"stack", string(p.Stack))

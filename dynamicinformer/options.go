@@ -58,6 +58,7 @@ type factoryConfig struct {
 	followCRDs     bool
 	rediscovery    time.Duration
 	watchIdle      time.Duration
+	metrics        Metrics // nil: none (no handler added, client-go's informer metrics off)
 	// presenceTimings override presence's defaults (tests only).
 	presenceTimings struct{ ready, recheckMin, recheckMax time.Duration }
 }
@@ -74,6 +75,7 @@ func defaults(defaultResync time.Duration) factoryConfig {
 		followCRDs:  true,
 		rediscovery: 30 * time.Second,
 		watchIdle:   DefaultWatchIdleTimeout,
+		metrics:     nil, // WithMetrics: none, at no cost
 	}
 }
 

@@ -39,7 +39,19 @@ type LivenessHooks struct {
 	// Contact: a request reached the server (err nil: any answer, even an
 	// error status) or could not (err: the transport's error).
 	Contact func(err error)
+	// Request, if set: a list or watch request (verb "list" or "watch")
+	// ended with err (nil: answered; ErrWatchNotAnswered: no answer within
+	// the idle bound). Requests cancelled by their context are not
+	// reported.
+	Request func(verb string, err error)
+	// WatchEnded, if set: a server watch ended while its context was live
+	// (the server closed it, an error, the idle bound, an interrupt).
+	WatchEnded func()
 }
+
+// ErrWatchNotAnswered is what Hooks.Request is told of a watch request
+// cancelled because it was not answered within the idle bound.
+var ErrWatchNotAnswered = errIdleOpen
 
 // Liveness is the layer between the gate and the server. It bounds how
 // long the server may stay silent, and reports contact.
@@ -138,6 +150,7 @@ func (l *Liveness) List(ctx context.Context, opts metav1.ListOptions, fresh bool
 		}
 		obj, err := l.Inner.ListWithContext(ctx, opts)
 		l.report(err)
+		l.request("list", err)
 		return obj, err
 	}
 	probe := l.ProbeDue()
@@ -149,6 +162,7 @@ func (l *Liveness) List(ctx context.Context, opts metav1.ListOptions, fresh bool
 	}
 	obj, err := l.Inner.ListWithContext(ctx, opts)
 	l.report(err)
+	l.request("list", err)
 	if err == nil {
 		l.alive(time.Now())
 		l.mu.Lock()
@@ -172,14 +186,19 @@ func (l *Liveness) Watch(ctx context.Context, opts metav1.ListOptions) (*Stream,
 	}
 	w, release, err := l.open(ctx, opts)
 	if errors.Is(err, errIdleOpen) {
+		l.request("watch", err)
 		l.markProbe("waiting for a watch request to be answered")
 		return nil, ProbeError(watchList)
 	}
+	l.request("watch", err)
 	if err != nil {
 		l.report(err)
 		return nil, err
 	}
 	l.alive(time.Now())
+	if l.Hooks.WatchEnded != nil {
+		release = l.watchEnded(ctx, release)
+	}
 	if watchList {
 		l.mu.Lock()
 		l.listed = true
@@ -278,4 +297,24 @@ func IsConnectionError(err error) bool {
 	var netErr net.Error
 	return errors.As(err, &urlErr) || errors.As(err, &netErr) ||
 		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
+}
+
+// request tells the Request hook how a request ended, unless it was
+// cancelled.
+func (l *Liveness) request(verb string, err error) {
+	if l.Hooks.Request == nil || err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return
+	}
+	l.Hooks.Request(verb, err)
+}
+
+// watchEnded wraps a stream's release so that the WatchEnded hook hears of
+// a server watch that ended while ctx was live.
+func (l *Liveness) watchEnded(ctx context.Context, release func()) func() {
+	return func() {
+		if ctx.Err() == nil {
+			l.Hooks.WatchEnded()
+		}
+		release()
+	}
 }

@@ -1,0 +1,332 @@
+package dynamicinformer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+)
+
+// recorder is a Metrics that keeps everything it is told.
+type recorder struct {
+	mu        sync.Mutex // guards everything below
+	informers []*informerRecord
+	counts    [][2]int
+}
+
+func (r *recorder) NewInformer(st Status) InformerMetrics {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ir := &informerRecord{r: r, id: st, requests: map[string]int{}, events: map[EventType]int{}}
+	r.informers = append(r.informers, ir)
+	return ir
+}
+
+func (r *recorder) Informers(wanted, running int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts = append(r.counts, [2]int{wanted, running})
+}
+
+func (r *recorder) lastCounts() [2]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.counts) == 0 {
+		return [2]int{-1, -1}
+	}
+	return r.counts[len(r.counts)-1]
+}
+
+func (r *recorder) all() []*informerRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.informers)
+}
+
+// informerRecord is one InformerMetrics; its fields are guarded by r.mu.
+type informerRecord struct {
+	r                    *recorder
+	id                   Status
+	states               []State
+	synced               int
+	events               map[EventType]int
+	objects              int
+	requests             map[string]int // "verb reason"
+	restarts             int
+	panics               int
+	queued, latencies    int
+	storeRV              float64
+	stopped              bool
+	callsAfterStop       int
+	maxQueued            int
+	processingLatencySum time.Duration
+}
+
+func (ir *informerRecord) do(f func()) {
+	ir.r.mu.Lock()
+	defer ir.r.mu.Unlock()
+	if ir.stopped {
+		ir.callsAfterStop++
+		return
+	}
+	f()
+}
+
+func (ir *informerRecord) State(s State)       { ir.do(func() { ir.states = append(ir.states, s) }) }
+func (ir *informerRecord) Synced(time.Time)    { ir.do(func() { ir.synced++ }) }
+func (ir *informerRecord) WatchRestart()       { ir.do(func() { ir.restarts++ }) }
+func (ir *informerRecord) HandlerPanic()       { ir.do(func() { ir.panics++ }) }
+func (ir *informerRecord) Request(v, r string) { ir.do(func() { ir.requests[v+" "+r]++ }) }
+func (ir *informerRecord) Event(t EventType, objects int) {
+	ir.do(func() { ir.events[t]++; ir.objects = objects })
+}
+func (ir *informerRecord) QueuedItems(n int) {
+	ir.do(func() { ir.queued++; ir.maxQueued = max(ir.maxQueued, n) })
+}
+func (ir *informerRecord) ProcessingLatency(d time.Duration) {
+	ir.do(func() { ir.latencies++; ir.processingLatencySum += d })
+}
+func (ir *informerRecord) StoreResourceVersion(rv float64) { ir.do(func() { ir.storeRV = rv }) }
+func (ir *informerRecord) Stopped() {
+	ir.r.mu.Lock()
+	defer ir.r.mu.Unlock()
+	if ir.stopped {
+		ir.callsAfterStop++
+	}
+	ir.stopped = true
+}
+
+// read runs f on the record under the recorder's lock.
+func (ir *informerRecord) read(f func(ir *informerRecord) bool) bool {
+	ir.r.mu.Lock()
+	defer ir.r.mu.Unlock()
+	return f(ir)
+}
+
+func rvWidget(ns, name, rv string) *unstructured.Unstructured {
+	w := widget(ns, name, nil)
+	w.SetResourceVersion(rv)
+	return w
+}
+
+// One informer's life as its metrics see it: states in order, initial
+// list and later events with the cache's object count, requests, a
+// handler panic, client-go's FIFO and store metrics, wanted/running
+// counts, nothing after Stopped; a recreated informer of the same
+// resource reports again (client-go's name is not reused).
+func TestMetricsFollowAnInformer(t *testing.T) {
+	before := runtime.NumGoroutine()
+	client := fakeClient(rvWidget("a", "w1", "10"), rvWidget("a", "w2", "11"))
+	rec := &recorder{}
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithMetrics(rec))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := f.ForResource(widgets, WithNamespaces("a"))
+	if got := rec.lastCounts(); got != [2]int{1, 0} {
+		t.Fatalf("after ForResource: wanted/running %v, want [1 0]", got)
+	}
+	if _, err := h.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, _ interface{}) { panic("boom") },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	if !f.WaitForCacheSync(ctx)[widgets] {
+		t.Fatal("not synced")
+	}
+	res := client.Resource(widgets).Namespace("a")
+	if _, err := res.Create(ctx, rvWidget("a", "w3", "12"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Delete(ctx, "w2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w1 := rvWidget("a", "w1", "13")
+	w1.SetLabels(map[string]string{"x": "y"})
+	if _, err := res.Update(ctx, w1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	recs := rec.all()
+	if len(recs) != 1 {
+		t.Fatalf("%d informers reported, want 1", len(recs))
+	}
+	ir := recs[0]
+	if ir.id.GVR != widgets || !slices.Equal(ir.id.Namespaces, []string{"a"}) || ir.id.State != Pending {
+		t.Fatalf("NewInformer got %+v, want widgets in namespace a, Pending", ir.id)
+	}
+	waitFor(t, func() bool {
+		return ir.read(func(ir *informerRecord) bool { return ir.events[Updated] == 1 && ir.panics == 1 })
+	})
+	waitFor(t, func() bool { return rec.lastCounts() == [2]int{1, 1} })
+	ir.read(func(ir *informerRecord) bool {
+		if want := []State{Pending, Syncing, Synced}; !slices.Equal(ir.states, want) {
+			t.Errorf("states %v, want %v", ir.states, want)
+		}
+		if ir.synced != 1 {
+			t.Errorf("Synced reported %d times, want 1", ir.synced)
+		}
+		if ir.events[Added] != 3 || ir.events[Updated] != 1 || ir.events[Deleted] != 1 {
+			t.Errorf("events %v, want 3 added, 1 updated, 1 deleted", ir.events)
+		}
+		if ir.objects != 2 {
+			t.Errorf("objects after the last event %d, want 2", ir.objects)
+		}
+		if ir.requests["list "] < 1 || ir.requests["watch "] < 1 {
+			t.Errorf("requests %v, want a successful list and watch", ir.requests)
+		}
+		if ir.queued == 0 || ir.latencies == 0 {
+			t.Errorf("client-go's FIFO metrics: %d queue depths, %d latencies, want some", ir.queued, ir.latencies)
+		}
+		if ir.storeRV != 13 {
+			t.Errorf("store resourceVersion %v, want 13 (the update's)", ir.storeRV)
+		}
+		return true
+	})
+
+	h.Release()
+	waitFor(t, func() bool { return ir.read(func(ir *informerRecord) bool { return ir.stopped }) })
+	waitFor(t, func() bool { return rec.lastCounts() == [2]int{0, 0} })
+
+	// The same informer again: a new InformerMetrics, client-go's metrics
+	// on for it too.
+	h2 := f.ForResource(widgets, WithNamespaces("a"))
+	waitFor(t, h2.HasSynced)
+	recs = rec.all()
+	if len(recs) != 2 {
+		t.Fatalf("%d informers reported after re-creation, want 2", len(recs))
+	}
+	waitFor(t, func() bool {
+		return recs[1].read(func(ir *informerRecord) bool { return ir.latencies > 0 && ir.events[Added] == 2 })
+	})
+	f.Shutdown()
+	if got := rec.lastCounts(); got != [2]int{0, 0} {
+		t.Errorf("after Shutdown: wanted/running %v, want [0 0]", got)
+	}
+	for i, ir := range rec.all() {
+		ir.read(func(ir *informerRecord) bool {
+			if !ir.stopped || ir.states[len(ir.states)-1] != Stopped {
+				t.Errorf("informer %d: stopped %v, states %v; want Stopped last", i, ir.stopped, ir.states)
+			}
+			if ir.callsAfterStop != 0 {
+				t.Errorf("informer %d: %d calls after Stopped", i, ir.callsAfterStop)
+			}
+			return true
+		})
+	}
+	checkNoLeaks(t, before)
+}
+
+// Failed requests are reported by reason: the server's (Forbidden), a
+// server that cannot be reached (ConnectionError); a watch the server
+// closes is a restart.
+func TestMetricsRequestsByReason(t *testing.T) {
+	before := runtime.NumGoroutine()
+	client := fakeClient(rvWidget("a", "w1", "10"))
+	var lists atomic.Int32
+	client.PrependReactor("list", "widgets", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		switch lists.Add(1) {
+		case 1:
+			return true, nil, apierrors.NewForbidden(widgets.GroupResource(), "", errors.New("no access"))
+		case 2:
+			return true, nil, &url.Error{Op: "Get", URL: "https://api", Err: syscall.ECONNREFUSED}
+		}
+		return false, nil, nil
+	})
+	var watchers sync.Mutex
+	var open []*watch.FakeWatcher
+	client.PrependWatchReactor("widgets", func(k8stesting.Action) (bool, watch.Interface, error) {
+		w := watch.NewFake()
+		watchers.Lock()
+		open = append(open, w)
+		watchers.Unlock()
+		return true, w, nil
+	})
+	rec := &recorder{}
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithMetrics(rec))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := f.ForResource(widgets)
+	f.Start(ctx)
+	waitFor(t, h.HasSynced)
+	ir := rec.all()[0]
+	// The server closes the watch.
+	watchers.Lock()
+	open[0].Stop()
+	watchers.Unlock()
+	waitFor(t, func() bool {
+		return ir.read(func(ir *informerRecord) bool { return ir.restarts == 1 && ir.requests["watch "] >= 2 })
+	})
+	ir.read(func(ir *informerRecord) bool {
+		want := map[string]int{"list Forbidden": 1, "list ConnectionError": 1}
+		for k, n := range want {
+			if ir.requests[k] != n {
+				t.Errorf("requests[%q] = %d, want %d (all: %v)", k, ir.requests[k], n, ir.requests)
+			}
+		}
+		if ir.requests["list "] < 1 {
+			t.Errorf("no successful list reported: %v", ir.requests)
+		}
+		// Failed stays Failed until a list succeeds; then Synced.
+		if !slices.Contains(ir.states, Failed) || ir.states[len(ir.states)-1] != Synced {
+			t.Errorf("states %v, want Failed, then Synced last", ir.states)
+		}
+		return true
+	})
+	f.Shutdown()
+	// Stopping the informer ends its watch: not a restart.
+	ir.read(func(ir *informerRecord) bool {
+		if ir.restarts != 1 {
+			t.Errorf("restarts after shutdown %d, want 1", ir.restarts)
+		}
+		return true
+	})
+	checkNoLeaks(t, before)
+}
+
+func TestRequestReason(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{apierrors.NewForbidden(widgets.GroupResource(), "", errors.New("x")), "Forbidden"},
+		{apierrors.NewTooManyRequests("slow down", 1), "TooManyRequests"},
+		{apierrors.NewResourceExpired("old"), "Expired"},
+		{&apierrors.StatusError{ErrStatus: metav1.Status{Code: 500}}, "Unknown"},
+		{&url.Error{Op: "Get", URL: "https://api", Err: syscall.ECONNRESET}, "ConnectionError"},
+		{fmt.Errorf("watch: %w", listwatch.ErrWatchNotAnswered), "Timeout"},
+		{errors.New("decode failed"), "Unknown"},
+	} {
+		if got := requestReason(c.err); got != c.want {
+			t.Errorf("requestReason(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+// Without WithMetrics an informer has no metrics machinery: no handler, no
+// client-go metrics name.
+func TestNoMetricsNoCost(t *testing.T) {
+	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
+	defer f.Shutdown()
+	h := f.ForResource(widgets)
+	if h.e.metrics != nil || h.e.server.Hooks.Request != nil || h.e.server.Hooks.WatchEnded != nil {
+		t.Fatal("an informer of a factory without metrics has metrics hooks")
+	}
+}
