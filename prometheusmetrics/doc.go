@@ -1,0 +1,41 @@
+// Package prometheusmetrics exports what informerkit's informers do as
+// Prometheus metrics, built on client_golang collectors. It lives in its
+// own module so that the library (github.com/informerkit/informerkit)
+// depends on no metrics library.
+//
+// New returns a *Metrics that is both a dynamicinformer.Metrics (give it
+// to the factory with dynamicinformer.WithMetrics) and a
+// prometheus.Collector (register it with any registry: a plain
+// prometheus.NewRegistry, prometheus.DefaultRegisterer, or
+// controller-runtime's metrics.Registry):
+//
+//	m := prometheusmetrics.New()
+//	registry.MustRegister(m)
+//	factory, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithMetrics(m))
+//
+// One *Metrics serves one factory. For several factories in one process,
+// give each its own and register each through
+// prometheus.WrapRegistererWith with a label that tells them apart.
+//
+// # Metrics
+//
+// Every per-informer metric is labelled group, version, resource; the
+// informers of one resource (different namespaces or selectors) add up.
+//
+//	informerkit_informer_state{state}                       gauge      informers of the resource in each state (Pending, Syncing, Synced, Removed, Failed)
+//	informerkit_objects_cached                              gauge      objects in the informers' caches (as delivered to handlers)
+//	informerkit_informer_events_total{type}                 counter    events delivered to handlers: ADDED, UPDATED, DELETED
+//	informerkit_list_watch_requests_total{verb}             counter    list and watch requests answered or failed (verb list, watch)
+//	informerkit_list_watch_errors_total{verb,reason}        counter    failed requests by reason (Forbidden, NotFound, Expired, TooManyRequests, ConnectionError, Timeout, ...)
+//	informerkit_watch_restarts_total                        counter    watches that ended while the informer ran
+//	informerkit_last_sync_timestamp_seconds                 gauge      when an informer of the resource last held a complete list (Unix time)
+//	informerkit_handler_panics_total                        counter    handler panics recovered
+//	informerkit_informer_queued_items                       gauge      items queued in the informers' FIFOs (client-go)
+//	informerkit_informer_processing_duration_seconds        histogram  time to process one queued item (client-go)
+//	informerkit_store_resource_version                      gauge      the cache's resourceVersion, as a number (client-go)
+//	informerkit_informers_wanted                            gauge      informers the factory holds
+//	informerkit_informers_running                           gauge      of those, informers Syncing or Synced
+//
+// Gauges of a resource disappear when its last informer stops; counters
+// and the histogram stay (a resource seen once keeps its series).
+package prometheusmetrics
