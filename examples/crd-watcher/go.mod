@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/informerkit/informerkit => ../..
+	github.com/informerkit/informerkit/prometheusmetrics => ../../prometheusmetrics
 	github.com/informerkit/informerkit/test => ../../test
 	k8s.io/api => k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
@@ -43,7 +44,11 @@ replace (
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/informerkit/informerkit v0.0.0
+	github.com/informerkit/informerkit/prometheusmetrics v0.0.0
 	github.com/informerkit/informerkit/test v0.0.0
+	github.com/prometheus/client_golang v1.24.0
+	github.com/prometheus/client_model v0.6.2
+	github.com/prometheus/common v0.70.0
 	github.com/spf13/pflag v1.0.10
 	go.yaml.in/yaml/v3 v3.0.4
 	k8s.io/api v0.37.2
@@ -114,9 +119,6 @@ require (
 	github.com/opencontainers/selinux v1.15.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/pquerna/cachecontrol v0.1.0 // indirect
-	github.com/prometheus/client_golang v1.24.0 // indirect
-	github.com/prometheus/client_model v0.6.2 // indirect
-	github.com/prometheus/common v0.70.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
@@ -163,7 +165,7 @@ require (
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
-	k8s.io/apiextensions-apiserver v0.0.0 // indirect
+	k8s.io/apiextensions-apiserver v0.37.0 // indirect
 	k8s.io/apiserver v0.37.2 // indirect
 	k8s.io/cloud-provider v0.37.2 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect

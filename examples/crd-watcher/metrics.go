@@ -6,26 +6,24 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/prometheusmetrics"
 )
-
-var allStates = []dynamicinformer.State{
-	dynamicinformer.Pending, dynamicinformer.Syncing, dynamicinformer.Synced,
-	dynamicinformer.Removed, dynamicinformer.Failed, dynamicinformer.Stopped,
-}
 
 var eventTypes = []string{string(dynamicinformer.Added), string(dynamicinformer.Updated), string(dynamicinformer.Deleted)}
 
 // counters counts events per GVR and type.
 type counters struct {
-	mu sync.Mutex
+	mu sync.Mutex // guards m
 	m  map[schema.GroupVersionResource]map[string]uint64
 }
 
@@ -59,79 +57,53 @@ func (c *counters) snapshot() map[schema.GroupVersionResource]map[string]uint64 
 	return out
 }
 
-// writeMetrics writes the Prometheus text exposition format (version 0.0.4)
-// by hand: per GVR the cached object count, event counters by type, and a
-// 0/1 gauge per informer state. Several informers of one GVR (different
-// selectors) add up in objects_cached; the state gauge shows each state any
-// of them is in.
-func writeMetrics(w io.Writer, sts []dynamicinformer.Status, counts map[schema.GroupVersionResource]map[string]uint64) {
-	objects := map[schema.GroupVersionResource]int{}
-	states := map[schema.GroupVersionResource]map[dynamicinformer.State]bool{}
-	gvrs := map[schema.GroupVersionResource]bool{}
-	for _, st := range sts {
-		gvrs[st.GVR] = true
-		objects[st.GVR] += st.Objects
-		if states[st.GVR] == nil {
-			states[st.GVR] = map[dynamicinformer.State]bool{}
-		}
-		states[st.GVR][st.State] = true
-	}
-	for gvr := range counts {
-		gvrs[gvr] = true
-	}
-	sorted := make([]schema.GroupVersionResource, 0, len(gvrs))
-	for gvr := range gvrs {
-		sorted = append(sorted, gvr)
-	}
-	sort.Slice(sorted, func(i, j int) bool { return gvrString(sorted[i]) < gvrString(sorted[j]) })
+var printedEventsDesc = prometheus.NewDesc("informerkit_events_total",
+	"Events the watcher printed, by type.", []string{"group", "version", "resource", "type"}, nil)
 
-	fmt.Fprintln(w, "# HELP informerkit_objects_cached Objects in the informer cache.")
-	fmt.Fprintln(w, "# TYPE informerkit_objects_cached gauge")
-	for _, gvr := range sorted {
-		fmt.Fprintf(w, "informerkit_objects_cached{%s} %d\n", gvrLabels(gvr), objects[gvr])
-	}
-	fmt.Fprintln(w, "# HELP informerkit_events_total Events delivered to the watcher, by type.")
-	fmt.Fprintln(w, "# TYPE informerkit_events_total counter")
-	for _, gvr := range sorted {
+// Describe implements prometheus.Collector: the watcher's printed events
+// (informerkit_events_total), one series per GVR and type, zeros
+// included, also for GVRs whose informer is gone.
+func (c *counters) Describe(ch chan<- *prometheus.Desc) { ch <- printedEventsDesc }
+
+// Collect implements prometheus.Collector.
+func (c *counters) Collect(ch chan<- prometheus.Metric) {
+	for gvr, m := range c.snapshot() {
 		for _, t := range eventTypes {
-			fmt.Fprintf(w, "informerkit_events_total{%s,type=%q} %d\n", gvrLabels(gvr), t, counts[gvr][t])
+			ch <- prometheus.MustNewConstMetric(printedEventsDesc, prometheus.CounterValue, float64(m[t]),
+				gvr.Group, gvr.Version, gvr.Resource, t)
 		}
 	}
-	fmt.Fprintln(w, "# HELP informerkit_informer_state 1 if the informer of the resource is in this state, else 0.")
-	fmt.Fprintln(w, "# TYPE informerkit_informer_state gauge")
-	for _, gvr := range sorted {
-		for _, s := range allStates {
-			v := 0
-			if states[gvr][s] {
-				v = 1
+}
+
+// registry is what /metrics serves: the library's informer metrics
+// (informer states, objects cached, requests, ...: package
+// prometheusmetrics), the events the watcher printed, contact with the API
+// server, and Go's and the process's own.
+func registry(h health) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		h.informers,
+		h.counts,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "informerkit_server_contact",
+			Help: "1 while the API server answers the watcher, 0 while it cannot be reached.",
+		}, func() float64 {
+			if h.contactErr(h.statuses()) != nil {
+				return 0
 			}
-			fmt.Fprintf(w, "informerkit_informer_state{%s,state=%q} %d\n", gvrLabels(gvr), string(s), v)
-		}
-	}
+			return 1
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "informerkit_server_last_contact_timestamp_seconds",
+			Help: "When the API server last answered the watcher (Unix time).",
+		}, func() float64 {
+			return float64(h.lastContact(h.statuses()).UnixMilli()) / 1000
+		}),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
 }
-
-// writeContactMetrics writes whether the API server is in contact and
-// when it last answered.
-func writeContactMetrics(w io.Writer, contactErr error, last time.Time) {
-	up := 1
-	if contactErr != nil {
-		up = 0
-	}
-	fmt.Fprintln(w, "# HELP informerkit_server_contact 1 while the API server answers the watcher, 0 while it cannot be reached.")
-	fmt.Fprintln(w, "# TYPE informerkit_server_contact gauge")
-	fmt.Fprintf(w, "informerkit_server_contact %d\n", up)
-	fmt.Fprintln(w, "# HELP informerkit_server_last_contact_timestamp_seconds When the API server last answered the watcher (Unix time).")
-	fmt.Fprintln(w, "# TYPE informerkit_server_last_contact_timestamp_seconds gauge")
-	fmt.Fprintf(w, "informerkit_server_last_contact_timestamp_seconds %.3f\n", float64(last.UnixMilli())/1000)
-}
-
-func gvrLabels(gvr schema.GroupVersionResource) string {
-	return fmt.Sprintf(`group="%s",version="%s",resource="%s"`, escapeLabel(gvr.Group), escapeLabel(gvr.Version), escapeLabel(gvr.Resource))
-}
-
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
 
 // ready reports whether the watcher is ready: the API server is in
 // contact (contactErr nil) and every informer is Synced, or Removed (its
@@ -159,6 +131,7 @@ func ready(sts []dynamicinformer.Status, contactErr error) (bool, []string) {
 
 // health is what the metrics server reads from the watcher.
 type health struct {
+	informers   *prometheusmetrics.Metrics // the factory's (WithMetrics)
 	statuses    func() []dynamicinformer.Status
 	counts      *counters
 	contactErr  func([]dynamicinformer.Status) error
@@ -174,12 +147,7 @@ type metricsServer struct {
 
 func startMetrics(addr string, h health) (*metricsServer, error) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		sts := h.statuses()
-		writeMetrics(w, sts, h.counts.snapshot())
-		writeContactMetrics(w, h.contactErr(sts), h.lastContact(sts))
-	})
+	mux.Handle("/metrics", promhttp.HandlerFor(registry(h), promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})

@@ -1,60 +1,166 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/prometheusmetrics"
 )
 
-func TestWriteMetrics(t *testing.T) {
+// /metrics, scraped over HTTP and parsed with Prometheus's own text
+// parser: the library's informer metrics (a real factory's informer on a
+// fake client), the events the watcher printed (a GVR whose informer is
+// gone still counts; label values are escaped), and contact with the API
+// server.
+func TestMetricsEndpoint(t *testing.T) {
 	ct := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
-	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	gone := schema.GroupVersionResource{Group: "x.example.com", Version: "v1", Resource: `we"ird`}
-	sts := []dynamicinformer.Status{
-		{GVR: ct, State: dynamicinformer.Synced, Objects: 3},
-		{GVR: pods, State: dynamicinformer.Synced, Objects: 2, Namespaces: []string{"a"}},
-		{GVR: pods, State: dynamicinformer.Syncing, Objects: 1, Namespaces: []string{"b"}},
+	cronTab := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+			"metadata": map[string]interface{}{"name": name, "namespace": "a", "resourceVersion": "7"},
+		}}
 	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{ct: "CronTabList"}, cronTab("c1"), cronTab("c2"), cronTab("c3"))
+	pm := prometheusmetrics.New()
+	f := dynamicinformer.NewSharedInformerFactory(client, 0, dynamicinformer.WithoutCRDTracking(), dynamicinformer.WithMetrics(pm))
+	defer f.Shutdown()
+	f.ForResource(ct)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	f.WaitForCacheSync(ctx)
+
 	c := newCounters()
 	c.inc(ct, "ADDED")
 	c.inc(ct, "ADDED")
 	c.inc(ct, "UPDATED")
-	c.inc(gone, "DELETED") // events of a GVR whose informer is gone still count
-	var b strings.Builder
-	writeMetrics(&b, sts, c.snapshot())
-	got := b.String()
-	for _, want := range []string{
-		"# TYPE informerkit_objects_cached gauge\n",
-		"# TYPE informerkit_events_total counter\n",
-		"# TYPE informerkit_informer_state gauge\n",
-		`informerkit_objects_cached{group="stable.example.com",version="v1",resource="crontabs"} 3` + "\n",
-		`informerkit_objects_cached{group="",version="v1",resource="pods"} 3` + "\n",
-		`informerkit_events_total{group="stable.example.com",version="v1",resource="crontabs",type="ADDED"} 2` + "\n",
-		`informerkit_events_total{group="stable.example.com",version="v1",resource="crontabs",type="UPDATED"} 1` + "\n",
-		`informerkit_events_total{group="stable.example.com",version="v1",resource="crontabs",type="DELETED"} 0` + "\n",
-		`informerkit_events_total{group="x.example.com",version="v1",resource="we\"ird",type="DELETED"} 1` + "\n",
-		`informerkit_informer_state{group="stable.example.com",version="v1",resource="crontabs",state="Synced"} 1` + "\n",
-		`informerkit_informer_state{group="stable.example.com",version="v1",resource="crontabs",state="Pending"} 0` + "\n",
-		`informerkit_informer_state{group="",version="v1",resource="pods",state="Synced"} 1` + "\n",
-		`informerkit_informer_state{group="",version="v1",resource="pods",state="Syncing"} 1` + "\n",
+	c.inc(gone, "DELETED")
+	var contactErr atomic.Pointer[error]
+	last := time.Unix(1700000000, 500_000_000)
+	m, err := startMetrics("127.0.0.1:0", health{
+		informers: pm, statuses: f.Statuses, counts: c,
+		contactErr: func([]dynamicinformer.Status) error {
+			if e := contactErr.Load(); e != nil {
+				return *e
+			}
+			return nil
+		},
+		lastContact: func([]dynamicinformer.Status) time.Time { return last },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	url := "http://" + m.Addr() + "/metrics"
+	gvr := func(g schema.GroupVersionResource, kv ...string) map[string]string {
+		l := map[string]string{"group": g.Group, "version": g.Version, "resource": g.Resource}
+		for i := 0; i+1 < len(kv); i += 2 {
+			l[kv[i]] = kv[i+1]
+		}
+		return l
+	}
+	var fams map[string]*dto.MetricFamily
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		fams = scrapeMetrics(t, url)
+		if metricValue(fams, "informerkit_objects_cached", gvr(ct)) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("objects_cached never 3: %v", fams["informerkit_objects_cached"])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+		value  float64
+	}{
+		{"informerkit_informer_state", gvr(ct, "state", "Synced"), 1},
+		{"informerkit_informer_state", gvr(ct, "state", "Pending"), 0},
+		{"informerkit_events_total", gvr(ct, "type", "ADDED"), 2},
+		{"informerkit_events_total", gvr(ct, "type", "UPDATED"), 1},
+		{"informerkit_events_total", gvr(ct, "type", "DELETED"), 0},
+		{"informerkit_events_total", gvr(gone, "type", "DELETED"), 1},
+		{"informerkit_informer_events_total", gvr(ct, "type", "ADDED"), 3},
+		{"informerkit_server_contact", nil, 1},
+		{"informerkit_server_last_contact_timestamp_seconds", nil, 1700000000.5},
+		{"informerkit_informers_running", nil, 1},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("metrics lack %q:\n%s", want, got)
+		if got := metricValue(fams, want.name, want.labels); got != want.value {
+			t.Errorf("%s%v = %v, want %v", want.name, want.labels, got, want.value)
 		}
 	}
-	// Every sample line is "name{labels} value".
-	for _, l := range strings.Split(strings.TrimSpace(got), "\n") {
-		if strings.HasPrefix(l, "#") {
-			continue
+	if fams["informerkit_events_total"].GetType() != dto.MetricType_COUNTER || fams["informerkit_objects_cached"].GetType() != dto.MetricType_GAUGE {
+		t.Errorf("types: events %v, objects %v; want counter, gauge", fams["informerkit_events_total"].GetType(), fams["informerkit_objects_cached"].GetType())
+	}
+	down := errors.New("connection refused")
+	contactErr.Store(&down)
+	if got := metricValue(scrapeMetrics(t, url), "informerkit_server_contact", nil); got != 0 {
+		t.Errorf("informerkit_server_contact with the server gone = %v, want 0", got)
+	}
+}
+
+// scrapeMetrics GETs url and parses it with Prometheus's text parser.
+func scrapeMetrics(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	return fams
+}
+
+// metricValue is the value of the sample of name whose labels include
+// want (-1: none).
+func metricValue(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	f := fams[name]
+	if f == nil {
+		return -1
+	}
+next:
+	for _, m := range f.Metric {
+		have := map[string]string{}
+		for _, l := range m.Label {
+			have[l.GetName()] = l.GetValue()
 		}
-		if i := strings.LastIndex(l, "} "); i < 0 || !strings.Contains(l[:i], "{") {
-			t.Errorf("malformed sample line %q", l)
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Untyped != nil:
+			return m.Untyped.GetValue()
 		}
 	}
+	return -1
 }
 
 // Ready means every informer is Synced and the API server answers, or the

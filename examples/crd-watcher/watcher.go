@@ -23,6 +23,7 @@ import (
 	"github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/prometheusmetrics"
 )
 
 // watcher owns the factory, the informers the configuration asks for, and
@@ -36,6 +37,7 @@ type watcher struct {
 	probe   rest.Interface // for GET /version
 	out     *printer
 	counts  *counters
+	metrics *prometheusmetrics.Metrics // the factory's informer metrics
 	tr      *transitions
 	contact *contactMonitor
 
@@ -56,8 +58,10 @@ type watcher struct {
 }
 
 func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, logger logr.Logger) (*watcher, error) {
+	metrics := prometheusmetrics.New()
 	f, err := dynamicinformer.NewForConfig(restCfg, 0,
 		dynamicinformer.WithLogger(logger),
+		dynamicinformer.WithMetrics(metrics),
 		dynamicinformer.WithDefaults(dynamicinformer.WithTransform(cache.StripManagedFields)))
 	if err != nil {
 		return nil, err
@@ -71,7 +75,7 @@ func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, lo
 		return nil, err
 	}
 	w := &watcher{
-		cfg: cfg, ep: ep, factory: f, dyn: dyn, probe: disc.RESTClient(), out: out, counts: newCounters(),
+		cfg: cfg, ep: ep, factory: f, dyn: dyn, probe: disc.RESTClient(), out: out, counts: newCounters(), metrics: metrics,
 		seen: map[string]int{}, changed: make(chan struct{}), failed: make(chan error, 1),
 	}
 	w.tr = newTransitions(statusGrace, w.served, out.status)
