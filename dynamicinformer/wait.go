@@ -1,0 +1,177 @@
+package dynamicinformer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Errors of WaitForResourceVersion and WaitForObject, for errors.Is. The
+// error returned wraps one of them (or the context's error) and, for a
+// Removed or Failed informer, its Status.Err.
+var (
+	// ErrInformerRemoved: the informer's resource stopped being served
+	// while the cache had not caught up (Removed).
+	ErrInformerRemoved = errors.New("informer removed: its resource is not served")
+	// ErrInformerFailed: the informer is Failed (Status.Err says why).
+	ErrInformerFailed = errors.New("informer failed")
+	// ErrInformerStopped: the informer was released or its factory shut
+	// down.
+	ErrInformerStopped = errors.New("informer stopped")
+	// ErrResourceVersionNotComparable: the resourceVersion waited for, or
+	// the cache's, is not an integer the API server's ordering applies to
+	// (resourceversion.CompareResourceVersion: e.g. an aggregated API
+	// server's opaque versions), or the informer spans several namespaces,
+	// whose merged events do not arrive in resourceVersion order (use
+	// WaitForObject there).
+	ErrResourceVersionNotComparable = errors.New("resourceVersion not comparable")
+)
+
+// Bounds of the poll of the cache's resourceVersion while waiting: the
+// first check is immediate, then every waitPollMin, doubling to
+// waitPollMax. client-go's store has no notification for its
+// resourceVersion (bookmarks move it without any handler call).
+const (
+	waitPollMin = 5 * time.Millisecond
+	waitPollMax = 100 * time.Millisecond
+)
+
+// WaitForResourceVersion returns once the informer's cache has caught up
+// with rv — the resourceVersion a write to the informer's resource
+// returned — so that its listers see that write (read-your-writes, the
+// pattern of KEP-5647): when the informer is Synced and the cache's last
+// resourceVersion (client-go's Store.LastStoreSyncResourceVersion: the
+// last object, list or bookmark taken into the cache) is at least rv, in
+// the API server's order (resourceversion.CompareResourceVersion). While
+// the informer is Pending or Syncing it waits. It returns an error
+// wrapping ErrInformerRemoved, ErrInformerFailed or ErrInformerStopped
+// when the informer is in that state and not caught up, the context's
+// error (errors.Is context.DeadlineExceeded or context.Canceled) when ctx
+// ends first, and ErrResourceVersionNotComparable for a resourceVersion
+// that is not an integer and for informers over several namespaces.
+//
+// It polls the cache's resourceVersion (a mutex read), immediately, then
+// every 5 ms doubling to 100 ms; it starts no goroutine. A write the
+// informer does not see (another namespace, a selector it does not match)
+// is waited for all the same: any later event or bookmark of the resource
+// moves the cache past it; an idle resource gets a bookmark about every
+// minute.
+//
+// If client-go's AtomicFIFO feature is turned off (KUBE_FEATURE_AtomicFIFO=
+// false), client-go's store keeps no resourceVersion; the reflector's
+// last-synced resourceVersion is used instead, which may run ahead of the
+// cache by the events queued between the two (WaitForObject does not
+// depend on it).
+func (h *InformerHandle) WaitForResourceVersion(ctx context.Context, rv string) error {
+	if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
+		return fmt.Errorf("%w: %w", ErrResourceVersionNotComparable, err)
+	}
+	if len(h.e.cfg.namespaces) > 1 {
+		return fmt.Errorf("%w: the informer merges %d namespaces", ErrResourceVersionNotComparable, len(h.e.cfg.namespaces))
+	}
+	return h.e.waitFor(ctx, rv, h.e.storeReached)
+}
+
+// WaitForObject is WaitForResourceVersion for the object a write returned
+// (Create, Update, Patch, or a Get after it): it also returns once the
+// cache holds obj at obj's resourceVersion or later, which works for
+// informers over several namespaces too. An object the informer does not
+// see (a selector it does not match) is caught up with as in
+// WaitForResourceVersion — except by an informer over several
+// namespaces, which waits until ctx ends.
+func (h *InformerHandle) WaitForObject(ctx context.Context, obj metav1.Object) error {
+	rv := obj.GetResourceVersion()
+	if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
+		return fmt.Errorf("%w: %w", ErrResourceVersionNotComparable, err)
+	}
+	key, err := toolscache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return err
+	}
+	e := h.e
+	multi := len(e.cfg.namespaces) > 1
+	return e.waitFor(ctx, rv, func(want string) (bool, error) {
+		if cached, ok, _ := e.informer.GetIndexer().GetByKey(key); ok {
+			if m, err := meta.Accessor(cached); err == nil {
+				if c, err := resourceversion.CompareResourceVersion(m.GetResourceVersion(), want); err == nil && c >= 0 {
+					return true, nil
+				}
+			}
+		}
+		if multi {
+			return false, nil
+		}
+		return e.storeReached(want)
+	})
+}
+
+// waitFor polls reached (see WaitForResourceVersion) until it says yes,
+// the informer is Removed, Failed or Stopped, or ctx ends.
+func (e *entry) waitFor(ctx context.Context, rv string, reached func(string) (bool, error)) error {
+	var t *time.Timer
+	poll := waitPollMin
+	done := e.done
+	for {
+		e.mu.Lock()
+		state, stErr := e.state, e.err
+		e.mu.Unlock()
+		if state == Synced {
+			ok, err := reached(rv)
+			if ok || err != nil {
+				return err
+			}
+		}
+		switch state {
+		case Removed:
+			return fmt.Errorf("waiting for resourceVersion %s of %s: %w: %w", rv, e.currentGVR(), ErrInformerRemoved, stErr)
+		case Failed:
+			return fmt.Errorf("waiting for resourceVersion %s of %s: %w: %w", rv, e.currentGVR(), ErrInformerFailed, stErr)
+		case Stopped:
+			return fmt.Errorf("waiting for resourceVersion %s of %s: %w", rv, e.currentGVR(), ErrInformerStopped)
+		}
+		if t == nil {
+			t = time.NewTimer(poll)
+			defer t.Stop()
+		} else {
+			t.Reset(poll)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for resourceVersion %s of %s (cache at %q): %w", rv, e.currentGVR(), e.storeRV(), ctx.Err())
+		case <-done:
+			// The informer ended: its state says Stopped (published
+			// before done is closed).
+			done = nil
+		case <-t.C:
+			poll = min(2*poll, waitPollMax)
+		}
+	}
+}
+
+// storeRV is the cache's last resourceVersion: client-go's store's, or,
+// without AtomicFIFO, the reflector's.
+func (e *entry) storeRV() string {
+	if rv := e.informer.GetStore().LastStoreSyncResourceVersion(); rv != "" {
+		return rv
+	}
+	return e.informer.LastSyncResourceVersion()
+}
+
+// storeReached reports whether the cache's resourceVersion is at least rv.
+func (e *entry) storeReached(rv string) (bool, error) {
+	last := e.storeRV()
+	if last == "" {
+		return false, nil
+	}
+	c, err := resourceversion.CompareResourceVersion(last, rv)
+	if err != nil {
+		return false, fmt.Errorf("%w: the cache is at %q: %w", ErrResourceVersionNotComparable, last, err)
+	}
+	return c >= 0, nil
+}

@@ -1,0 +1,96 @@
+package dynamicinformer
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// Read-your-writes on a fake client: a write's resourceVersion (or the
+// object itself) is waited for until the cache has it; a version the
+// cache has not reached ends with the context; bad input and informers
+// that cannot catch up get typed errors at once.
+func TestWaitForResourceVersion(t *testing.T) {
+	before := runtime.NumGoroutine()
+	client := fakeClient(rvWidget("a", "w1", "10"))
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := f.ForResource(widgets)
+	multi := f.ForResource(widgets, WithNamespaces("a", "b"))
+	f.Start(ctx)
+	if !f.WaitForCacheSync(ctx)[widgets] {
+		t.Fatal("not synced")
+	}
+
+	created, err := client.Resource(widgets).Namespace("a").Create(ctx, rvWidget("a", "w2", "20"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WaitForResourceVersion(ctx, created.GetResourceVersion()); err != nil {
+		t.Fatalf("WaitForResourceVersion(20): %v", err)
+	}
+	if _, err := h.Lister().ByNamespace("a").Get("w2"); err != nil {
+		t.Fatalf("after the wait the lister lacks the write: %v", err)
+	}
+	updated := rvWidget("a", "w1", "30")
+	updated.SetLabels(map[string]string{"v": "2"})
+	if _, err := client.Resource(widgets).Namespace("a").Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := multi.WaitForObject(ctx, updated); err != nil {
+		t.Fatalf("WaitForObject on a several-namespace informer: %v", err)
+	}
+	if o, err := multi.Lister().ByNamespace("a").Get("w1"); err != nil || o.(metav1.Object).GetLabels()["v"] != "2" {
+		t.Fatalf("after the wait the lister has %v, %v; want the update", o, err)
+	}
+
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	if err := h.WaitForResourceVersion(short, "40"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting for a version nobody wrote: %v, want DeadlineExceeded", err)
+	}
+	for _, c := range []struct {
+		h  *InformerHandle
+		rv string
+	}{{h, "abc"}, {h, "0"}, {h, ""}, {multi, "30"}} {
+		if err := c.h.WaitForResourceVersion(ctx, c.rv); !errors.Is(err, ErrResourceVersionNotComparable) {
+			t.Errorf("WaitForResourceVersion(%q) (namespaces %v) = %v, want ErrResourceVersionNotComparable", c.rv, c.h.e.cfg.namespaces, err)
+		}
+	}
+
+	h.Release()
+	if err := h.WaitForResourceVersion(ctx, "50"); !errors.Is(err, ErrInformerStopped) {
+		t.Fatalf("released informer: %v, want ErrInformerStopped", err)
+	}
+	f.Shutdown()
+	if err := multi.WaitForObject(ctx, rvWidget("a", "w9", "99")); !errors.Is(err, ErrInformerStopped) {
+		t.Fatalf("after shutdown: %v, want ErrInformerStopped", err)
+	}
+	checkNoLeaks(t, before)
+}
+
+// A Failed informer ends the wait with ErrInformerFailed and its cause.
+func TestWaitForResourceVersionFailed(t *testing.T) {
+	client := fakeClient()
+	client.PrependReactor("list", "widgets", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		return true, nil, apierrors.NewForbidden(widgets.GroupResource(), "", errors.New("no access"))
+	})
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	defer f.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := f.ForResource(widgets)
+	f.Start(ctx)
+	err := h.WaitForResourceVersion(ctx, "10")
+	if !errors.Is(err, ErrInformerFailed) || !errors.Is(err, ErrForbidden) {
+		t.Fatalf("forbidden informer: %v, want ErrInformerFailed and ErrForbidden", err)
+	}
+}
