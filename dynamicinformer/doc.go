@@ -89,6 +89,30 @@
 // bounds a slow level-triggered handler's memory by the number of distinct
 // objects, not events.
 //
+// # Metrics
+//
+// WithMetrics sends what each informer does to a Metrics: its state
+// changes, the events it delivers by type with the number of objects
+// cached, its list and watch requests and their failures by reason, watch
+// restarts, the time of its last complete list, recovered handler panics,
+// client-go's own informer metrics (FIFO depth, processing latency, the
+// cache's resourceVersion: enabled under a client-go informer name per
+// informer instance, so that an informer released and created again does
+// not collide with the old one), and how many informers the factory holds
+// and how many of them run. The module
+// github.com/informerkit/informerkit/prometheusmetrics exports them with
+// Prometheus collectors; this package depends on no metrics library.
+// Without WithMetrics nothing is added to the informers.
+//
+// # Read-your-writes
+//
+// A controller that writes an object and then reads its cache can wait
+// for its own write: InformerHandle.WaitForObject with the object the
+// write returned, or WaitForResourceVersion with a resourceVersion,
+// returns once the cache has caught up (the lister sees the write), or
+// with a typed error (ErrInformerRemoved, ErrInformerFailed,
+// ErrInformerStopped, ErrResourceVersionNotComparable, or the context's).
+//
 // # Goroutines and blocking
 //
 // The factory owns every goroutine it starts (see Factory) and Shutdown

@@ -51,7 +51,8 @@ const (
 // the API server's order (resourceversion.CompareResourceVersion). While
 // the informer is Pending or Syncing it waits. It returns an error
 // wrapping ErrInformerRemoved, ErrInformerFailed or ErrInformerStopped
-// when the informer is in that state and not caught up, the context's
+// when the informer is in that state and not caught up (ErrInformerStopped
+// at once if this handle was released), the context's
 // error (errors.Is context.DeadlineExceeded or context.Canceled) when ctx
 // ends first, and ErrResourceVersionNotComparable for a resourceVersion
 // that is not an integer and for informers over several namespaces.
@@ -72,6 +73,9 @@ func (h *InformerHandle) WaitForResourceVersion(ctx context.Context, rv string) 
 	if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
 		return fmt.Errorf("%w: %w", ErrResourceVersionNotComparable, err)
 	}
+	if h.released.Load() {
+		return fmt.Errorf("waiting for resourceVersion %s of %s: this handle was released: %w", rv, h.e.currentGVR(), ErrInformerStopped)
+	}
 	if len(h.e.cfg.namespaces) > 1 {
 		return fmt.Errorf("%w: the informer merges %d namespaces", ErrResourceVersionNotComparable, len(h.e.cfg.namespaces))
 	}
@@ -89,6 +93,9 @@ func (h *InformerHandle) WaitForObject(ctx context.Context, obj metav1.Object) e
 	rv := obj.GetResourceVersion()
 	if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
 		return fmt.Errorf("%w: %w", ErrResourceVersionNotComparable, err)
+	}
+	if h.released.Load() {
+		return fmt.Errorf("waiting for resourceVersion %s of %s: this handle was released: %w", rv, h.e.currentGVR(), ErrInformerStopped)
 	}
 	key, err := toolscache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
