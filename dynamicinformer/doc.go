@@ -89,6 +89,14 @@
 // bounds a slow level-triggered handler's memory by the number of distinct
 // objects, not events.
 //
+// # Start-up
+//
+// At most WithMaxConcurrentInitialLists informers (default 50) send their
+// first list at the same time; the others wait, Pending, for a slot, so
+// that starting informers for 200 CRDs does not send 200 lists at once.
+// A first sync that streams (watch-list) holds its slot until its initial
+// events are in. Relists are not bounded.
+//
 // # Metrics
 //
 // WithMetrics sends what each informer does to a Metrics: its state

@@ -21,6 +21,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/gate"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
 )
@@ -48,6 +49,8 @@ type Factory struct {
 	notifier *statusNotifier
 	presence *presence.Presence
 	metrics  *metricsDeps // nil without WithMetrics
+	// initialLists bounds the informers' concurrent first lists.
+	initialLists *gate.Slots
 
 	mu        sync.Mutex // guards informers, started, runCtx, cancel, shutdown
 	informers map[string]*entry
@@ -80,6 +83,7 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 		closed:    make(chan struct{}),
 		metrics:   newMetricsDeps(cfg.metrics),
 	}
+	f.initialLists = gate.NewSlots(cfg.maxInitial)
 	pc := presence.Config{Resolver: cfg.resolver, Rediscovery: cfg.rediscovery, Logger: cfg.logger.WithName("presence")}
 	if cfg.followCRDs && client != nil {
 		pc.CRDs = client
@@ -213,6 +217,7 @@ func (f *Factory) newEntry(key string, gvr schema.GroupVersionResource, cfg reso
 			return r.Namespaced, ok
 		},
 	}
+	deps.initialLists = f.initialLists
 	var e *entry
 	current := func() schema.GroupVersionResource {
 		if e == nil {

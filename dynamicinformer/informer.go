@@ -85,6 +85,9 @@ type entryDeps struct {
 	lookupScope func(schema.GroupVersionResource) (namespaced, ok bool)
 	watchIdle   time.Duration
 	metrics     *metricsDeps // nil: no metrics
+	// initialLists bounds the first list of the factory's informers
+	// (nil: no bound).
+	initialLists *gate.Slots
 }
 
 var _ presence.Member = (*entry)(nil)
@@ -134,6 +137,7 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 		Bookmark:    bookmarkObject(cfg.metadataOnly),
 		NoWatchList: noWatchList,
 	}
+	e.lw.InitialLists = deps.initialLists
 	var example runtime.Object = &unstructured.Unstructured{}
 	if cfg.metadataOnly {
 		example = &metav1.PartialObjectMetadata{}

@@ -59,6 +59,7 @@ type factoryConfig struct {
 	rediscovery    time.Duration
 	watchIdle      time.Duration
 	metrics        Metrics // nil: none (no handler added, client-go's informer metrics off)
+	maxInitial     int     // WithMaxConcurrentInitialLists; <= 0: no bound
 	// presenceTimings override presence's defaults (tests only).
 	presenceTimings struct{ ready, recheckMin, recheckMax time.Duration }
 }
@@ -76,6 +77,7 @@ func defaults(defaultResync time.Duration) factoryConfig {
 		rediscovery: 30 * time.Second,
 		watchIdle:   DefaultWatchIdleTimeout,
 		metrics:     nil, // WithMetrics: none, at no cost
+		maxInitial:  DefaultMaxConcurrentInitialLists,
 	}
 }
 

@@ -106,6 +106,12 @@ type ListerWatcher struct {
 	Bookmark  func(rv string) runtime.Object
 	// NoWatchList is true when the client cannot stream lists.
 	NoWatchList bool
+	// InitialLists bounds the informer's first list (Pending phase) with
+	// the factory's other informers' (nil: no bound). A plain list holds
+	// its slot until it returns; a watch-list stream until the bookmark
+	// that ends its initial events has been delivered, or it ends. Later
+	// lists (relists, refills) are not bounded.
+	InitialLists *Slots
 
 	mu     sync.Mutex // guards phase, active
 	phase  Phase
@@ -188,8 +194,17 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 			}
 			continue
 		}
+		initial := phase == Pending
+		if initial {
+			if err := lw.InitialLists.Acquire(ctx); err != nil {
+				return nil, err
+			}
+		}
 		lw.Hooks.ListStarted()
 		obj, err := lw.Server.List(ctx, opts, phase == Emptied || phase == Relisting)
+		if initial {
+			lw.InitialLists.Release()
+		}
 		if apierrors.IsNotFound(err) {
 			lw.notFound(err)
 			continue
@@ -243,10 +258,23 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 			return w, err
 		}
 	}
+	initial := watchList && phase == Pending
+	if initial {
+		if err := lw.InitialLists.Acquire(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if watchList {
 		lw.Hooks.ListStarted()
 	}
 	s, err := lw.Server.Watch(ctx, opts)
+	if initial {
+		if err != nil {
+			lw.InitialLists.Release()
+		} else {
+			s.InitialEventsEnd = lw.InitialLists.Release
+		}
+	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			lw.notFound(err)

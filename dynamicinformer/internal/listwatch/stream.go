@@ -5,6 +5,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -34,6 +37,11 @@ type Stream struct {
 	// Both run on the stream's goroutine.
 	Final func() []watch.Event
 	Done  func(delivered bool)
+	// InitialEventsEnd, if set, is called once, on the stream's
+	// goroutine: when the bookmark that ends a watch-list stream's initial
+	// events (annotation metav1.InitialEventsAnnotationKey) has been
+	// delivered, or when the stream ends.
+	InitialEventsEnd func()
 
 	inner   watch.Interface
 	release func()
@@ -69,6 +77,7 @@ func (s *Stream) Stop() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 func (s *Stream) forward() {
 	defer close(s.result)
+	defer s.initialEventsEnd()
 	if s.inner != nil {
 		defer func() {
 			s.inner.Stop()
@@ -189,9 +198,26 @@ func (s *Stream) forwardServer() (interrupted bool) {
 			case <-s.Interrupt:
 				return true
 			}
+			if s.InitialEventsEnd != nil && ev.Type == watch.Bookmark && endsInitialEvents(ev.Object) {
+				s.initialEventsEnd()
+			}
 			if t != nil {
 				last = time.Now()
 			}
 		}
 	}
+}
+
+func (s *Stream) initialEventsEnd() {
+	if f := s.InitialEventsEnd; f != nil {
+		s.InitialEventsEnd = nil
+		f()
+	}
+}
+
+// endsInitialEvents reports whether a bookmark ends a watch-list stream's
+// initial events.
+func endsInitialEvents(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	return err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 }
