@@ -10,7 +10,9 @@ const DefaultMaxConcurrentInitialLists = 50
 // lists at once. An informer waiting for a slot stays Pending. The first
 // list holds its slot until it returns; a first sync that streams
 // (watch-list) holds it until its initial events have been delivered or
-// the stream ends. Later lists (relists, the refill of a resource that
+// the stream ends. An informer over several namespaces takes one slot for
+// all of them. A first list that fails gives its slot back before the
+// retry's backoff. Later lists (relists, the refill of a resource that
 // returns) are not bounded. Default DefaultMaxConcurrentInitialLists; zero
 // or negative: no bound.
 func WithMaxConcurrentInitialLists(n int) Option {
