@@ -13,7 +13,8 @@ type options struct {
 	logger             logr.Logger
 	minRefreshInterval time.Duration
 	serverGroupOrder   bool
-	now                func() time.Time // for tests
+	now                func() time.Time                                        // for tests
+	newTimer           func(d time.Duration) (c <-chan time.Time, stop func()) // for tests
 }
 
 // DefaultMinRefreshInterval is the default of WithMinRefreshInterval.
@@ -25,6 +26,10 @@ func defaultOptions() options {
 		logger:             logr.Discard(),
 		minRefreshInterval: DefaultMinRefreshInterval,
 		now:                time.Now,
+		newTimer: func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTimer(d)
+			return t.C, func() { t.Stop() }
+		},
 	}
 }
 
