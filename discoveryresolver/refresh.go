@@ -25,8 +25,37 @@ type round struct {
 // snapshot stays), or ctx's error. When Refresh returns, the Change the
 // round found has been delivered to OnChange callbacks, unless Refresh is
 // called from inside one.
+//
+// Because nothing limits it, Refresh is meant for one owner that decides
+// the pace itself, such as a single periodic rediscovery loop or a test.
+// Callers that may be many or frequent (one per subscription, per informer,
+// per event) should call RefreshIfStale, which adds no round when a recent
+// one can answer.
 func (r *Resolver) Refresh(ctx context.Context) error {
 	return r.refresh(ctx, true, nil)
+}
+
+// RefreshIfStale makes sure the snapshot comes from a discovery round that
+// started at most maxAge before the call, running one only if needed. A
+// maxAge below the minimum refresh interval (WithMinRefreshInterval) counts
+// as that interval, so RefreshIfStale(ctx, 0) is a refresh that respects
+// the rate limit. After Invalidate, it runs a round whatever maxAge.
+//
+// Like every other round, the one it needs is shared: if a round is in
+// flight, RefreshIfStale waits for it; concurrent callers start at most one.
+// If the latest round is young enough, it returns that round's result at
+// once, without network: nil or a *GroupDiscoveryError if it built the
+// snapshot, or its error if it failed as a whole (the snapshot is then
+// older than maxAge). Otherwise it returns what Refresh would, or ctx's
+// error. It waits for the minimum refresh interval only if the latest round
+// was abandoned by its caller's context before it could answer.
+//
+// Many callers, each with its own maxAge, may call it as often as they like:
+// the server sees at most one round per minimum refresh interval (plus
+// Refresh calls and rounds after Invalidate), and none at all while some
+// round is younger than each caller's maxAge.
+func (r *Resolver) RefreshIfStale(ctx context.Context, maxAge time.Duration) error {
+	return r.refresh(ctx, false, r.startedSince(max(maxAge, r.opts.minRefreshInterval)))
 }
 
 // startedSince returns a test for rounds that started at most age before

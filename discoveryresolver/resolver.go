@@ -89,9 +89,14 @@ func New(client discovery.DiscoveryInterface, opts ...Option) *Resolver {
 // resource, at the group's preferred version unless the reference names a
 // version.
 //
-// Errors: a *ResolveError wrapping ErrNotFound, ErrSubresource or
-// ErrNotWatchable (with the Resource also returned), an *AmbiguousError, or
-// a *ResolveError wrapping a discovery error when discovery never
+// A reference the snapshot does not know is looked up again in a discovery
+// round that started after the call, which may mean waiting, bounded by
+// ctx, for the minimum refresh interval to end (see WithMinRefreshInterval).
+//
+// Errors: a *ResolveError wrapping ErrNotFound (with ctx's error or a
+// discovery error beside it if no newer round could answer), ErrSubresource
+// or ErrNotWatchable (with the Resource also returned), an *AmbiguousError,
+// or a *ResolveError wrapping a discovery error when discovery never
 // succeeded. See the package documentation for how ties are settled.
 func (r *Resolver) Resolve(ctx context.Context, ref string) (Resource, error) {
 	if strings.Contains(ref, "/") {
@@ -189,9 +194,10 @@ func (r *Resolver) FailedGroups() map[schema.GroupVersion]error {
 }
 
 // Invalidate marks the cached discovery as outdated: the next Resolve*,
-// Resources, AllVersions or Match call runs a round first, without waiting
-// for the miss rate limit; if that round fails as a whole, answers come
-// from the previous data. Call it when something suggests the served
+// Resources, AllVersions, Match or RefreshIfStale call runs a round first
+// (or joins the one in flight), without waiting for the minimum refresh
+// interval; if that round fails as a whole, answers come from the previous
+// data. Call it when something suggests the served
 // resources changed (a CustomResourceDefinition or APIService event).
 // Lookup never refreshes.
 func (r *Resolver) Invalidate() {
