@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,17 +47,20 @@ type Controller struct {
 	resources *resourceTable
 	counters  counters
 
-	mu      sync.Mutex // guards handles, subs, started
+	mu      sync.Mutex // guards handles, subs, started, slots
 	handles []*handleSource
 	subs    []*subscriptionSource
 	started bool
+	slots   []*workerSlot // one per worker, set by Run
 
 	// queue is set by Run before any event handler is registered and not
 	// changed after.
-	queue workqueue.TypedRateLimitingInterface[Key]
+	queue workqueue.TypedRateLimitingInterface[item]
 	// stopping is closed when Run's context ends: keys taken from the
-	// queue after that are dropped, failures are not retried.
+	// queue after that are dropped, failures are not retried. stopped is
+	// set just before, for the workers' fast check.
 	stopping chan struct{}
+	stopped  atomic.Bool
 
 	removedMu    sync.Mutex // guards removedQ
 	removedQ     []schema.GroupVersionResource
@@ -145,7 +149,6 @@ func (c *Controller) Subscribe(filter discoveryresolver.Filter, opts ...dynamici
 // Stats returns the controller's counters.
 func (c *Controller) Stats() Stats {
 	s := Stats{
-		Reconciled:      c.counters.reconciled.Load(),
 		Failed:          c.counters.failed.Load(),
 		Requeued:        c.counters.requeued.Load(),
 		GaveUp:          c.counters.gaveUp.Load(),
@@ -155,10 +158,13 @@ func (c *Controller) Stats() Stats {
 		HandlerPanics:   c.counters.handlerPanics.Load(),
 	}
 	c.mu.Lock()
-	q := c.queue
+	q, slots := c.queue, c.slots
 	c.mu.Unlock()
 	if q != nil {
 		s.Queued = q.Len()
+	}
+	for _, sl := range slots {
+		s.Reconciled += sl.reconciled.Load()
 	}
 	return s
 }
@@ -181,9 +187,14 @@ func (c *Controller) Run(ctx context.Context) error {
 		return ErrStarted
 	}
 	c.started = true
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(c.opts.RateLimiter,
-		workqueue.TypedRateLimitingQueueConfig[Key]{Name: c.opts.Name})
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(c.opts.rateLimiter(c.resources),
+		workqueue.TypedRateLimitingQueueConfig[item]{Name: c.opts.Name})
 	handles, subs := c.handles, c.subs
+	slots := make([]*workerSlot, c.opts.Workers)
+	for i := range slots {
+		slots[i] = &workerSlot{}
+	}
+	c.slots = slots
 	c.mu.Unlock()
 
 	var bg sync.WaitGroup // the controller's own goroutines other than workers
@@ -203,11 +214,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	// not when ctx ends, so that running work can finish.
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	slots := make([]*workerSlot, c.opts.Workers)
 	var workers sync.WaitGroup
 	if err == nil {
 		for i := range slots {
-			slots[i] = &workerSlot{}
 			workers.Add(1)
 			go func(slot *workerSlot) {
 				defer workers.Done()
@@ -218,6 +227,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 
 	// Shutdown: no new events, no new keys taken, running work drains.
+	c.stopped.Store(true)
 	close(c.stopping)
 	c.unregister(handles, subs)
 	removeStatus()
@@ -235,8 +245,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		cancelWork()
 		var inflight []Key
 		for _, s := range slots {
-			if k, busy := s.current(); busy {
-				inflight = append(inflight, k)
+			if it, busy := s.current(); busy {
+				inflight = append(inflight, it.key(c.resources.byID(it.resourceID())))
 			}
 		}
 		if err == nil {
@@ -298,16 +308,30 @@ func (c *Controller) unregister(handles []*handleSource, subs []*subscriptionSou
 // (a source whose resource is not served, Removed or Failed does not
 // hold the others back) or ctx ends.
 func (c *Controller) waitForSync(ctx context.Context, handles []*handleSource, subs []*subscriptionSource) {
+	// Status is read at most every statusPollInterval: it counts the
+	// cache's keys, which is not free on a large cache.
+	var lastStatus time.Time
+	settled := make([]bool, len(handles)) // Pending, Removed, Failed or Stopped at the last read
 	synced := func() bool {
-		for _, src := range handles {
+		readStatus := time.Since(lastStatus) >= statusPollInterval
+		if readStatus {
+			lastStatus = time.Now()
+		}
+		for i, src := range handles {
 			if src.reg.HasSynced() {
 				continue
 			}
-			switch src.h.Status().State {
-			case dynamicinformer.Pending, dynamicinformer.Removed, dynamicinformer.Failed, dynamicinformer.Stopped:
-				continue
+			if readStatus {
+				switch src.h.Status().State {
+				case dynamicinformer.Pending, dynamicinformer.Removed, dynamicinformer.Failed, dynamicinformer.Stopped:
+					settled[i] = true
+				default:
+					settled[i] = false
+				}
 			}
-			return false
+			if !settled[i] {
+				return false
+			}
 		}
 		for _, src := range subs {
 			if !src.sub.HasSynced() {
@@ -387,8 +411,8 @@ func (c *Controller) enqueue(r *resource, e dynamicinformer.Event) {
 	if c.opts.Filter != nil && !c.opts.Filter(e) {
 		return
 	}
-	if key, ok := KeyOf(e.GVR, e.Object); ok {
-		c.queue.Add(key)
+	if it, ok := itemOf(r, e.Object); ok {
+		c.queue.Add(it)
 	}
 }
 
@@ -472,11 +496,4 @@ func (c *Controller) callRemoved(gvr schema.GroupVersionResource) {
 }
 
 // stoppingNow reports whether Run's context has ended.
-func (c *Controller) stoppingNow() bool {
-	select {
-	case <-c.stopping:
-		return true
-	default:
-		return false
-	}
-}
+func (c *Controller) stoppingNow() bool { return c.stopped.Load() }

@@ -16,7 +16,7 @@ type Options struct {
 	// Workers is the number of goroutines calling Reconcile. Default 1.
 	Workers int
 	// RateLimiter spaces the retries of a key whose reconcile failed.
-	// Default: client-go's DefaultTypedControllerRateLimiter (per key
+	// Nil: client-go's DefaultTypedControllerRateLimiter (per key
 	// exponential from 5 ms to 1000 s, and 10 retries/s with a burst of
 	// 100 overall).
 	RateLimiter workqueue.TypedRateLimiter[Key]
@@ -47,16 +47,28 @@ type Options struct {
 	Logger logr.Logger
 }
 
+// rateLimiter is the queue's rate limiter: Options.RateLimiter, or
+// client-go's default controller rate limiter.
+func (o Options) rateLimiter(resources *resourceTable) workqueue.TypedRateLimiter[item] {
+	if o.RateLimiter != nil {
+		return keyLimiter{l: o.RateLimiter, resources: resources}
+	}
+	return workqueue.DefaultTypedControllerRateLimiter[item]()
+}
+
 // syncPollInterval is how often Run checks that its sources have synced
 // before it starts the workers.
-const syncPollInterval = 10 * time.Millisecond
+// statusPollInterval is how often it reads the Status of a source that
+// has not synced, to tell a resource that is not served from one that is
+// still listing.
+const (
+	syncPollInterval   = 10 * time.Millisecond
+	statusPollInterval = 250 * time.Millisecond
+)
 
 func (o Options) defaults() Options {
 	if o.Workers <= 0 {
 		o.Workers = 1
-	}
-	if o.RateLimiter == nil {
-		o.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[Key]()
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second

@@ -16,12 +16,15 @@ import (
 // deliver: the informers whose caches hold its objects, and whether it is
 // Removed (its queued keys are then dropped, not reconciled).
 type resource struct {
-	gvr schema.GroupVersionResource
+	gvr    schema.GroupVersionResource
+	id     uint32 // index in resourceTable.ids
+	prefix string // itemPrefix(id)
 
-	mu      sync.RWMutex // guards handles and indexers
+	mu      sync.Mutex // guards handles and writes of indexers
 	handles []*dynamicinformer.InformerHandle
-	// indexers[i] is handles[i]'s cache, looked up in order.
-	indexers []toolscache.Indexer
+	// indexers holds the handles' caches, looked up in order. Replaced,
+	// never modified, so workers read it without a lock.
+	indexers atomic.Pointer[[]toolscache.Indexer]
 
 	removed atomic.Bool
 }
@@ -29,9 +32,11 @@ type resource struct {
 // get returns the cached object for key, or nil if no informer of the
 // resource holds it.
 func (r *resource) get(objectKey string) runtime.Object {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for _, idx := range r.indexers {
+	idxs := r.indexers.Load()
+	if idxs == nil {
+		return nil
+	}
+	for _, idx := range *idxs {
 		obj, ok, err := idx.GetByKey(objectKey)
 		if err == nil && ok {
 			if ro, isObj := obj.(runtime.Object); isObj {
@@ -51,16 +56,22 @@ func (r *resource) addHandle(h *dynamicinformer.InformerHandle) {
 		return
 	}
 	r.handles = append(r.handles, h)
-	r.indexers = append(r.indexers, h.Informer().GetIndexer())
+	var idxs []toolscache.Indexer
+	if old := r.indexers.Load(); old != nil {
+		idxs = slices.Clone(*old)
+	}
+	idxs = append(idxs, h.Informer().GetIndexer())
+	r.indexers.Store(&idxs)
 }
 
 // currentlyRemoved reports whether any informer of the resource is Removed
 // now. It reads the informers' current status, so a late notification
 // (Removed delivered after the resource came back) changes nothing.
 func (r *resource) currentlyRemoved() bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for _, h := range r.handles {
+	r.mu.Lock()
+	handles := slices.Clone(r.handles)
+	r.mu.Unlock()
+	for _, h := range handles {
 		if h.Status().State == dynamicinformer.Removed {
 			return true
 		}
@@ -73,8 +84,11 @@ func (r *resource) currentlyRemoved() bool {
 // goes Removed may come back, and a key's GVR must stay known until the
 // key leaves the queue.
 type resourceTable struct {
-	mu    sync.RWMutex // guards byGVR
+	mu    sync.RWMutex // guards byGVR and writes of ids
 	byGVR map[schema.GroupVersionResource]*resource
+	// ids[i] is the resource with id i. Replaced, never modified, so
+	// workers read it without a lock.
+	ids atomic.Pointer[[]*resource]
 }
 
 func newResourceTable() *resourceTable {
@@ -98,7 +112,16 @@ func (t *resourceTable) ensure(gvr schema.GroupVersionResource) (r *resource, cr
 	if r := t.byGVR[gvr]; r != nil {
 		return r, false
 	}
-	r = &resource{gvr: gvr}
+	var ids []*resource
+	if old := t.ids.Load(); old != nil {
+		ids = slices.Clone(*old)
+	}
+	r = &resource{gvr: gvr, id: uint32(len(ids)), prefix: itemPrefix(uint32(len(ids)))}
+	ids = append(ids, r)
+	t.ids.Store(&ids)
 	t.byGVR[gvr] = r
 	return r, true
 }
+
+// byID returns the resource with id; ids come from items, so it exists.
+func (t *resourceTable) byID(id uint32) *resource { return (*t.ids.Load())[id] }

@@ -30,6 +30,6 @@ type Stats struct {
 
 // counters are the atomic fields behind Stats.
 type counters struct {
-	reconciled, failed, requeued, gaveUp, dropped, removals atomic.Int64
-	reconcilePanics, handlerPanics                          atomic.Int64
+	failed, requeued, gaveUp, dropped, removals atomic.Int64
+	reconcilePanics, handlerPanics              atomic.Int64
 }

@@ -4,59 +4,69 @@ import (
 	"context"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // workerSlot says what one worker is reconciling, for the drain report.
 type workerSlot struct {
-	mu   sync.Mutex // guards key, busy
-	key  Key
-	busy bool
+	mu sync.Mutex // guards it
+	it item       // the last item taken; being reconciled while busy
+	// busy is set under mu with it, cleared without it: one lock per
+	// reconcile.
+	busy atomic.Bool
+	// reconciled counts this worker's successful reconciles (summed by
+	// Stats): one counter per worker keeps workers off a shared cache line.
+	reconciled atomic.Int64
+	_          [64]byte
 }
 
-func (s *workerSlot) set(k Key, busy bool) {
+func (s *workerSlot) start(it item) {
 	s.mu.Lock()
-	s.key, s.busy = k, busy
+	s.it = it
+	s.busy.Store(true)
 	s.mu.Unlock()
 }
 
-func (s *workerSlot) current() (Key, bool) {
+func (s *workerSlot) finish() { s.busy.Store(false) }
+
+func (s *workerSlot) current() (item, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.key, s.busy
+	return s.it, s.busy.Load()
 }
 
 // work takes keys until the queue shuts down and is empty.
 func (c *Controller) work(ctx context.Context, slot *workerSlot) {
 	for {
-		key, shutdown := c.queue.Get()
+		it, shutdown := c.queue.Get()
 		if shutdown {
 			return
 		}
-		c.process(ctx, slot, key)
-		c.queue.Done(key)
+		c.process(ctx, slot, it)
+		c.queue.Done(it)
 	}
 }
 
 // process reconciles one key, or drops it, and decides whether it comes
 // back.
-func (c *Controller) process(ctx context.Context, slot *workerSlot, key Key) {
+func (c *Controller) process(ctx context.Context, slot *workerSlot, it item) {
 	if c.stoppingNow() {
-		c.queue.Forget(key)
+		c.queue.Forget(it)
 		return
 	}
-	r := c.resources.get(key.GVR)
-	if r == nil || r.removed.Load() {
-		c.queue.Forget(key)
+	r := c.resources.byID(it.resourceID())
+	if r.removed.Load() {
+		c.queue.Forget(it)
 		c.counters.dropped.Add(1)
 		return
 	}
-	req := Request{Key: key, Object: r.get(key.ObjectKey())}
-	slot.set(key, true)
+	req := Request{Key: it.key(r), Object: r.get(it.objectKey())}
+	slot.start(it)
 	err := c.reconcile(ctx, req)
-	slot.set(Key{}, false)
+	slot.finish()
 	if err == nil {
-		c.queue.Forget(key)
-		c.counters.reconciled.Add(1)
+		c.queue.Forget(it)
+		slot.reconciled.Add(1)
 		return
 	}
 	c.counters.failed.Add(1)
@@ -64,17 +74,17 @@ func (c *Controller) process(ctx context.Context, slot *workerSlot, key Key) {
 	case r.removed.Load():
 		// Its resource went away meanwhile: a retry would meet 404 until
 		// the resource is back, and then the relist queues it anyway.
-		c.queue.Forget(key)
+		c.queue.Forget(it)
 		c.counters.dropped.Add(1)
 	case c.stoppingNow():
-		c.queue.Forget(key)
-	case c.opts.MaxRetries > 0 && c.queue.NumRequeues(key)+1 >= c.opts.MaxRetries:
-		c.queue.Forget(key)
+		c.queue.Forget(it)
+	case c.opts.MaxRetries > 0 && c.queue.NumRequeues(it)+1 >= c.opts.MaxRetries:
+		c.queue.Forget(it)
 		c.counters.gaveUp.Add(1)
-		c.log.V(1).Info("giving up on a key", "key", key.String(), "failures", c.opts.MaxRetries, "err", err.Error())
+		c.log.V(1).Info("giving up on a key", "key", req.Key.String(), "failures", c.opts.MaxRetries, "err", err.Error())
 	default:
-		c.log.V(4).Info("reconcile failed; retrying with back-off", "key", key.String(), "err", err.Error())
-		c.queue.AddRateLimited(key)
+		c.log.V(4).Info("reconcile failed; retrying with back-off", "key", req.Key.String(), "err", err.Error())
+		c.queue.AddRateLimited(it)
 		c.counters.requeued.Add(1)
 	}
 }
