@@ -69,6 +69,15 @@ func (c *counter) reconcile(obj any) {
 	}
 }
 
+// reconcileNamed is reconcile for the hand-written side, which gets the
+// namespace and name as the controller's Request carries them.
+func (c *counter) reconcileNamed(_, name string, obj any) {
+	if name == "" {
+		panic("no name")
+	}
+	c.reconcile(obj)
+}
+
 // span is the time from the first to the last reconcile: the workers'
 // throughput, without the handler registration and the wait for sync.
 func (c *counter) span() time.Duration { return time.Duration(c.last.Load() - c.first.Load()) }
@@ -191,7 +200,8 @@ func median(xs []float64) float64 {
 
 // handWritten is the client-go controller loop as its sample-controller
 // writes it: handler → queue of MetaNamespaceKeyFunc keys → workers that
-// read the indexer, forget on success, requeue rate-limited on error.
+// split the key, read the indexer and forget on success (a failure would
+// be requeued rate-limited; the no-op reconcile never fails).
 func handWritten(ctx context.Context, inf toolscache.SharedIndexInformer, indexer toolscache.Indexer, workers int, cnt *counter) error {
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{})
@@ -225,11 +235,18 @@ func handWritten(ctx context.Context, inf toolscache.SharedIndexInformer, indexe
 				}
 				func() {
 					defer q.Done(key)
+					// What the controller hands its reconciler: the
+					// namespace, the name and the cached object.
+					ns, name, err := toolscache.SplitMetaNamespaceKey(key)
+					if err != nil {
+						q.Forget(key)
+						return
+					}
 					obj, exists, err := indexer.GetByKey(key)
 					if err != nil || !exists {
 						obj = nil
 					}
-					cnt.reconcile(obj)
+					cnt.reconcileNamed(ns, name, obj)
 					q.Forget(key)
 				}()
 			}

@@ -9,11 +9,14 @@ import (
 
 // workerSlot says what one worker is reconciling, for the drain report.
 type workerSlot struct {
-	mu sync.Mutex // guards it
-	it item       // the last item taken; being reconciled while busy
-	// busy is set under mu with it, cleared without it: one lock per
-	// reconcile.
-	busy atomic.Bool
+	mu sync.Mutex // guards it, busy
+	it item       // the item being reconciled, while busy
+	// busy is set with it when a reconcile starts and stays set until the
+	// next one starts or the worker ends: one lock per reconcile. A worker
+	// between keys is either taking the next one or, at shutdown, about
+	// to end, so the drain report (taken after the bound) names only
+	// reconciles that outlived it.
+	busy bool
 	// reconciled counts this worker's successful reconciles (summed by
 	// Stats): one counter per worker keeps workers off a shared cache line.
 	reconciled atomic.Int64
@@ -22,21 +25,25 @@ type workerSlot struct {
 
 func (s *workerSlot) start(it item) {
 	s.mu.Lock()
-	s.it = it
-	s.busy.Store(true)
+	s.it, s.busy = it, true
 	s.mu.Unlock()
 }
 
-func (s *workerSlot) finish() { s.busy.Store(false) }
+func (s *workerSlot) end() {
+	s.mu.Lock()
+	s.busy = false
+	s.mu.Unlock()
+}
 
 func (s *workerSlot) current() (item, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.it, s.busy.Load()
+	return s.it, s.busy
 }
 
 // work takes keys until the queue shuts down and is empty.
 func (c *Controller) work(ctx context.Context, slot *workerSlot) {
+	defer slot.end()
 	for {
 		it, shutdown := c.queue.Get()
 		if shutdown {
@@ -63,7 +70,6 @@ func (c *Controller) process(ctx context.Context, slot *workerSlot, it item) {
 	req := Request{Key: it.key(r), Object: r.get(it.objectKey())}
 	slot.start(it)
 	err := c.reconcile(ctx, req)
-	slot.finish()
 	if err == nil {
 		c.queue.Forget(it)
 		slot.reconciled.Add(1)
