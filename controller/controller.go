@@ -242,13 +242,15 @@ func (c *Controller) Run(ctx context.Context) error {
 	select {
 	case <-drained:
 	case <-timer.C:
-		cancelWork()
+		// Read the slots before cancelling: a cancelled reconcile returns
+		// and its worker ends, clearing its slot.
 		var inflight []Key
 		for _, s := range slots {
 			if it, busy := s.current(); busy {
 				inflight = append(inflight, it.key(c.resources.byID(it.resourceID())))
 			}
 		}
+		cancelWork()
 		if err == nil {
 			err = &DrainTimeoutError{Timeout: c.opts.DrainTimeout, InFlight: inflight}
 		}
