@@ -296,8 +296,13 @@ func TestRemovedResourceDropsKeysAndComesBack(t *testing.T) {
 
 	// Both workers hold a key of gvr; the rest of its keys are queued.
 	eventually(t, ctx, "two reconciles blocked", func() bool { return blocked.Load() == 2 })
+	// The rest of gvr's keys wait in the queue (none has been reconciled:
+	// both workers are blocked), with some of the other CRD's.
 	eventually(t, ctx, "the other keys queued", func() bool { return c.Stats().Queued >= n-2 })
-	queued := c.Stats().Queued
+	if got := j.total(gvr); got != 2 {
+		t.Fatalf("%d reconciles of gvr before the deletion, want the 2 blocked", got)
+	}
+	queued := n - 2
 
 	if err := cp.DeleteCRD(ctx, crdName); err != nil {
 		t.Fatal(err)
