@@ -457,7 +457,8 @@ func TestShutdownDrains(t *testing.T) {
 
 // TestSubscriptionFollowsCRDsInstalledLater: a controller subscribed to a
 // category reconciles the objects of a CRD installed after it started,
-// reading them from the cache, and forgets the CRD when it is deleted.
+// reading them from the cache, is told when the CRD is deleted, and
+// reconciles each object once when it is installed again.
 func TestSubscriptionFollowsCRDsInstalledLater(t *testing.T) {
 	ctx := ctxT(t, 5*time.Minute)
 	leaks := controlplane.SnapshotGoroutines()
@@ -506,6 +507,30 @@ func TestSubscriptionFollowsCRDsInstalledLater(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("OnRemoved not called for the deleted CRD")
+	}
+
+	// Back: the subscription picks the CRD up again; each new object is
+	// reconciled once, with its cached object.
+	if err := cp.InstallCRD(ctx, controlplane.NewCRD(later.Group, "Widget", "widgets", controlplane.Categories(category))); err != nil {
+		t.Fatal(err)
+	}
+	again := make([]controller.Key, 3)
+	for i := range again {
+		name := fmt.Sprintf("again-%d", i)
+		if _, err := cp.Dynamic().Resource(later).Namespace(ns).Create(ctx, widget(later, ns, name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		again[i] = controller.Key{GVR: later, Namespace: ns, Name: name}
+	}
+	eventually(t, ctx, "the re-created CRD's objects", func() bool { return len(j.countsNot(again, 1)) == 0 })
+	time.Sleep(quiet)
+	if bad := j.countsNot(again, 1); len(bad) > 0 {
+		t.Errorf("after the CRD came back, want one reconcile per object: %v", bad)
+	}
+	for _, k := range again {
+		if calls := j.of(k); len(calls) > 0 && calls[0].gone {
+			t.Errorf("%s: reconciled as gone, want the cached object", k)
+		}
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
