@@ -218,8 +218,8 @@ func TestCRDRemovalAndReturn(t *testing.T) {
 // discovery every second; a subscription now asks discovery nothing of
 // its own: with rediscovery off, the rounds stay those of the start.
 // Subscriptions deliver initial objects as Added with IsInitialList,
-// recover handler panics, and when a resource leaves discovery, deliver a
-// Deleted (FinalStateUnknown) per object they saw.
+// recover handler panics, and when a resource leaves discovery, deliver
+// one Deleted per object they saw.
 func TestSubscriptionAddsNoDiscoveryRounds(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	d := newLockedDiscovery(widgetResources("widgets"))
@@ -268,15 +268,25 @@ func TestSubscriptionAddsNoDiscoveryRounds(t *testing.T) {
 	}
 	cw := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "clusterwidgets"}
 	waitUntil(t, "widgets dropped", 10*time.Second, func() bool { return slices.Equal(sub.Resources(), []schema.GroupVersionResource{cw}) })
-	var last Event
-	waitUntil(t, "the delete", 10*time.Second, func() bool {
+	// One Deleted per object the handler was given (the panicking one
+	// too): from the removal (the resource left discovery, so it is not
+	// served) or from the subscription dropping it, whichever came first.
+	deleted := func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		last = events[len(events)-1]
-		return last.Type == Deleted
-	})
-	if last.Type != Deleted || !last.FinalStateUnknown || last.Object.(metav1.Object).GetName() != "w1" {
-		t.Fatalf("last event %+v", last)
+		var out []string
+		for _, e := range events {
+			if e.Type == Deleted && e.GVR == widgets {
+				out = append(out, e.Object.(metav1.Object).GetName())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	waitUntil(t, "the deletes", 10*time.Second, func() bool { return len(deleted()) >= 2 })
+	time.Sleep(200 * time.Millisecond)
+	if got := deleted(); !slices.Equal(got, []string{"boom", "w1"}) {
+		t.Fatalf("deletes %v, want one per object", got)
 	}
 	sub.Stop()
 	sub.Stop()
@@ -429,7 +439,13 @@ func TestSeveralNamespacesOneForbidden(t *testing.T) {
 func TestForNameFollowsCRDVersions(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	d := newLockedDiscovery(widgetResources("widgets"))
-	c := lcClient(widgetsCRD("v1"), widget("a", "w1", nil))
+	// The objects as v2 serves them (the fake client stores versions
+	// apart, each with its own resourceVersion counter: v2's must be ahead
+	// of v1's, as a real server's would be after the switch).
+	w1v2, w2v2 := widget("a", "w1", nil), widget("a", "w2", nil)
+	w1v2.SetAPIVersion("example.com/v2")
+	w2v2.SetAPIVersion("example.com/v2")
+	c := lcClient(widgetsCRD("v1"), widget("a", "w1", nil), w1v2, w2v2)
 	f := NewSharedInformerFactory(c, 0, WithDiscovery(d))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -452,6 +468,15 @@ func TestForNameFollowsCRDVersions(t *testing.T) {
 	}
 	waitUntil(t, "moved to v2", 10*time.Second, func() bool { return h.GVR() == widgetsV2 })
 	waitUntil(t, "synced at v2", 10*time.Second, func() bool { st := h.Status(); return st.State == Synced && st.GVR == widgetsV2 })
+	objs := h.Informer().GetStore().List()
+	for _, o := range objs {
+		if o.(*unstructured.Unstructured).GetAPIVersion() != "example.com/v2" {
+			t.Fatalf("Synced at v2 with a v1 object cached: %v", o)
+		}
+	}
+	if len(objs) != 2 {
+		t.Fatalf("Synced at v2 with %d objects cached, want 2", len(objs))
+	}
 	if pinned.GVR() != widgets {
 		t.Fatalf("the pinned informer moved to %v", pinned.GVR())
 	}
