@@ -46,6 +46,7 @@ func TestPendingListBlocksUntilOpen(t *testing.T) {
 }
 
 func TestPendingListHonoursContext(t *testing.T) {
+	leaks(t)
 	f := newFixture(t, false, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -251,6 +252,7 @@ func TestRelistWhileClosedAfterRemovalWaits(t *testing.T) {
 // A 404 answer closes the gate (not authoritatively) and tells the hook;
 // the list then waits for the gate instead of retrying the server.
 func TestListNotFoundClosesGate(t *testing.T) {
+	leaks(t)
 	f := newFixture(t, true, 0)
 	f.inner.set(func(s *stubLW) { s.listErr = notFound() })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -533,6 +535,7 @@ func TestRefillDeletesStaleCachedObjects(t *testing.T) {
 // returns the context's error; a watch in Relisting whose gate reopened
 // but that is no longer Emptied tells the reflector to list.
 func TestWatchWaitingEndsWithContext(t *testing.T) {
+	leaks(t)
 	f := newFixture(t, false, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
@@ -579,6 +582,7 @@ func TestGateClosedDuringWatchRequest(t *testing.T) {
 // The liveness layer sits below the gate: a due probe makes the gate's
 // plain watch answer "expired" (the reflector lists, through the probe).
 func TestProbeBelowGate(t *testing.T) {
+	leaks(t)
 	f := newFixture(t, true, 30*time.Millisecond)
 	if _, err := f.lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)

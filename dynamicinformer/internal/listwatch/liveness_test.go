@@ -167,6 +167,7 @@ func TestLivenessBookmarksKeepStreamAlive(t *testing.T) {
 // "storage is (re)initializing" inside the request) is cancelled when the
 // server has been silent for the idle bound; the reflector then lists.
 func TestLivenessUnansweredWatchRequest(t *testing.T) {
+	leaks(t)
 	const idle = 100 * time.Millisecond
 	for _, watchList := range []bool{false, true} {
 		l, inner, hooks := newLiveness(idle)
@@ -209,6 +210,7 @@ func TestLivenessUnansweredWatchRequest(t *testing.T) {
 
 // A cancelled context is the caller's, not silence.
 func TestLivenessCallerCancelIsNotSilence(t *testing.T) {
+	leaks(t)
 	l, inner, hooks := newLiveness(time.Hour)
 	if _, err := l.List(context.Background(), metav1.ListOptions{}, false); err != nil {
 		t.Fatal(err)
@@ -272,6 +274,7 @@ func TestLivenessOff(t *testing.T) {
 // Forget stops measuring silence: a resource not served for longer than
 // the bound is not judged silent; only a list starts measuring again.
 func TestLivenessForget(t *testing.T) {
+	leaks(t)
 	const idle = 50 * time.Millisecond
 	l, _, _ := newLiveness(idle)
 	ctx := context.Background()
@@ -292,6 +295,7 @@ func TestLivenessForget(t *testing.T) {
 // A watch-list stream counts as a list once open: silence is measured from
 // it.
 func TestLivenessWatchListStartsMeasuring(t *testing.T) {
+	leaks(t)
 	const idle = 50 * time.Millisecond
 	l, _, _ := newLiveness(idle)
 	s, err := l.Watch(context.Background(), metav1.ListOptions{SendInitialEvents: truePtr()})
@@ -390,6 +394,7 @@ func (r *racyLW) last() (context.Context, *watch.RaceFreeFakeWatcher) {
 // Contact: any answer is contact, a transport error is lost contact, a
 // cancelled request says nothing.
 func TestLivenessContact(t *testing.T) {
+	leaks(t)
 	refused := &url.URL{Scheme: "https", Host: "x"}
 	connErr := &url.Error{Op: "Get", URL: refused.String(), Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
 	cases := []struct {
