@@ -127,7 +127,7 @@ func TestRemovalAndReturnInStream(t *testing.T) {
 // server's watch: no probe error, no expired event, no silence reported.
 func TestReturnAfterLongerThanIdleBoundRefillsInStream(t *testing.T) {
 	leaks(t)
-	const idle = 200 * time.Millisecond
+	const idle = 400 * time.Millisecond
 	f := newFixture(t, true, idle)
 	w := listAndWatch(t, f.lw)
 	f.lw.SetServed(false, "CRD deleted", true)
@@ -157,7 +157,7 @@ func TestReturnAfterLongerThanIdleBoundRefillsInStream(t *testing.T) {
 		t.Fatalf("refill %v", got)
 	}
 	_, server := f.inner.lastWatch()
-	time.Sleep(idle / 2)
+	time.Sleep(idle / 4)
 	server.Add(widget("w2", "11"))
 	if got := summary(drain(t, r.w, 1)); !slices.Equal(got, []string{"ADDED:w2@11"}) {
 		t.Fatalf("after the refill the stream gave %v, want the server's event", got)

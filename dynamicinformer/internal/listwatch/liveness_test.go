@@ -127,7 +127,7 @@ func TestLivenessFreshList(t *testing.T) {
 // the consumer does not count as silence.
 func TestLivenessBookmarksKeepStreamAlive(t *testing.T) {
 	leaks(t)
-	const idle = 300 * time.Millisecond
+	const idle = 500 * time.Millisecond
 	l, inner, _ := newLiveness(idle)
 	ctx := context.Background()
 	if _, err := l.List(ctx, metav1.ListOptions{}, false); err != nil {
@@ -140,7 +140,7 @@ func TestLivenessBookmarksKeepStreamAlive(t *testing.T) {
 	w := s.Start()
 	defer w.Stop()
 	server := inner.watch(0)
-	for i := 0; i < 12; i++ { // 12 × 60ms > 2 idle periods
+	for i := 0; i < 12; i++ { // 12 × 100ms > 2 idle periods
 		time.Sleep(idle / 5)
 		server.Action(watch.Bookmark, bookmark("11"))
 		if ev, _ := next(t, w, time.Second); ev.Type != watch.Bookmark {

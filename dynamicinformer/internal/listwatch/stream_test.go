@@ -187,14 +187,14 @@ func TestStreamWithoutServer(t *testing.T) {
 // of silence counted from the last event.
 func TestStreamIdleRearm(t *testing.T) {
 	leaks(t)
-	const idle = 150 * time.Millisecond
+	const idle = 400 * time.Millisecond
 	server := watch.NewRaceFreeFake()
 	s := NewStream(server, nil)
 	var idled atomic.Int32
 	var lastEvent atomic.Int64
 	s.idle, s.onIdle, s.onEvent = idle, func() { idled.Add(1) }, func(t time.Time) { lastEvent.Store(t.UnixNano()) }
 	w := s.Start()
-	time.Sleep(idle * 2 / 3)
+	time.Sleep(idle / 4)
 	server.Add(widget("a", "s1", "11"))
 	mustNext(t, w)
 	sent := time.Now()
