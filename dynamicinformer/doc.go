@@ -4,42 +4,56 @@
 // informers that follow CustomResourceDefinitions installed and removed
 // while the program runs.
 //
+// The public face is small: a *Factory (NewForConfig,
+// NewSharedInformerFactory) hands out *InformerHandle values (ForResource,
+// ForName) and Subscriptions (Subscribe); options are Option (the factory)
+// and ResourceOption (one informer), all named With*; Status and its typed
+// errors say what each informer is doing. The machinery lives under
+// internal/: the gate and its list/watch state machine, the liveness layer
+// below it, and presence (CRDs, discovery, 404 re-checks).
+//
 // # Sharing
 //
 // ForResource and ForName return handles. Calls with the same GVR and the
 // same distinguishing options (namespaces, label and field selectors,
-// tweak and transform functions, MetadataOnly, SharingKey) share one
+// tweak and transform funcs, WithMetadataOnly, WithSharingKey) share one
 // client-go SharedIndexInformer. Indexers and resync periods do not
 // distinguish informers: new indexers are added to the shared one. When the
 // last handle of an informer is released the informer stops and its cache
-// is dropped.
+// is dropped. *InformerHandle has client-go's informers.GenericInformer
+// method set.
 //
 // # Lifecycle of the resource
 //
 // Each informer's list and watch go through a gate that knows whether the
 // resource is served (from a watch on CustomResourceDefinitions, from
-// discovery, and from 404 answers). While a resource has never been served
-// the informer is Pending and sends nothing; once it is served the informer
-// lists and syncs. When it stops being served (CRD deleted, version no
-// longer served) the informer's handlers receive a delete for each cached
-// object (carrying its last cached state), the cache empties, the state is
-// Removed and no request is sent until the resource is served again; then
-// the same informer, with the same handlers, relists and delivers an add per
-// object. Both transitions happen inside watch streams, so client-go's
-// relist backoff never delays them. This is the fix for client-go informers
-// that relist a deleted CRD against 404 forever (kubernetes#79610). An
-// informer obtained by ForName without a version follows its resource's
-// preferred served version: it moves when a higher version is served
-// beside its own, and instead of going Removed when its version stops
-// being served.
+// discovery, and from 404 answers). Until a source has answered, the
+// informer is Pending with no error ("checking"). While its resource is
+// not served it is Pending with ErrNotServed and sends nothing; once it is
+// served the informer lists and syncs. When it stops being served (CRD
+// deleted, version no longer served) the informer's handlers receive a
+// delete for each cached object (carrying its last cached state), the cache
+// empties, the state is Removed and no request is sent until the resource
+// is served again; then the same informer, with the same handlers, relists
+// and delivers an add per object. Both transitions happen inside watch
+// streams, not in client-go's relist loop, so its backoff (up to 30 s)
+// does not delay them. This is the fix for client-go informers that
+// relist a deleted CRD against 404 forever (kubernetes#79610). An informer
+// obtained by ForName without a version follows its resource's preferred
+// served version: it moves when a higher version is served beside its own,
+// and instead of going Removed when its version stops being served.
 //
 // # Status
 //
 // Every informer has a Status (Pending, Syncing, Synced, Removed, Failed,
 // Stopped) with a typed error: errors.Is(st.Err, ErrForbidden),
-// ErrNotServed, ErrInvalidSelector, ... Errors come from the reflector's
-// watch-error handler and from the gate, never from parsing logs. The
-// factory lists all statuses and notifies changes (OnStatusChange).
+// ErrNotServed, ErrInvalidSelector, ErrNamespaceOnClusterScoped, ...
+// ContactErr and LastContact say whether the API server can be reached.
+// Errors come from the reflector's watch-error handler, the liveness
+// layer and the gate, never from parsing logs. The factory lists all
+// statuses and notifies changes (OnStatusChange). Failures are logged to
+// the factory's logger (klog's by default) once per kind of failure, not
+// per retry; nothing is logged at V(0) while all is well.
 //
 // # Liveness
 //
@@ -51,14 +65,18 @@
 // (WithWatchIdleTimeout, default 3 minutes, three bookmark intervals):
 // past it, the watch ends and the informer relists with a consistent,
 // paginated probe list, whose error (ErrStoreRead for that case) sets the
-// state Failed until a list succeeds again.
+// state Failed until a list succeeds again. Every request goes through
+// that bound, including the relist that refills a cache when its resource
+// returns.
 //
 // # Several namespaces
 //
-// InNamespaces with more than one namespace lists and watches each
+// WithNamespaces with more than one namespace lists and watches each
 // namespace and merges them into one informer. Because a merged watch
 // cannot resume from one resourceVersion, every watch restart relists
-// (each namespace in pages of 500, as client-go's reflector lists).
+// (each namespace in pages of 500, as client-go's reflector lists). A
+// namespace the caller may not list does not keep the others from
+// syncing: Status.Err names it (ErrForbidden) and it is retried every 30 s.
 //
 // # Handlers
 //
@@ -66,14 +84,24 @@
 // a slow handler never delays another, but its buffer grows with every
 // event it has not consumed, and a panicking handler crashes the process.
 // InformerHandle.AddEventHandler recovers handler panics and counts them
-// in Status (HandlerPanics, LastHandlerPanic); RecoverPanics does the same
-// for any handler (those added to Informer() directly are not covered
-// otherwise). Coalescing wraps a level-triggered handler so that memory is
-// bounded by the number of distinct objects, not events: one pending
-// entry per key with the latest state, deletes kept as deletes.
+// in Status (HandlerPanics, LastHandlerPanic). Package eventhandler has
+// the wrappers for any handler: RecoverPanics, and Coalescing, which
+// bounds a slow level-triggered handler's memory by the number of distinct
+// objects, not events.
+//
+// # Goroutines and blocking
+//
+// The factory owns every goroutine it starts (see Factory) and Shutdown
+// joins them all. Handlers run on client-go's per-handler goroutines;
+// status callbacks on one notifier goroutine; a Subscription's handler on
+// the subscription's delivery path, one call at a time. From a handler or
+// a callback you may call any method of the factory, a handle or a
+// subscription — including Release and Subscription.Stop, which do not
+// wait for the informer — except Factory.Shutdown, which waits for them.
 //
 // # Concurrency and ownership
 //
-// Factories and handles are safe for concurrent use. Objects in caches,
-// listers and handler arguments are shared: never mutate them.
+// Factories, handles and subscriptions are safe for concurrent use.
+// Objects in caches, listers and handler arguments are shared: never
+// mutate them (DeepCopy first, or genericlister's ListCopy/GetCopy).
 package dynamicinformer

@@ -91,6 +91,9 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 // and returns a factory with ForName, Subscribe, CRD tracking and
 // WithMetadataOnly support.
 func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option) (*Factory, error) {
+	monitor := &contactMonitor{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(monitor.wrap)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -104,7 +107,9 @@ func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option)
 		return nil, err
 	}
 	all := append([]Option{WithDiscovery(disc), WithMetadataClient(md)}, opts...)
-	return NewSharedInformerFactory(dyn, defaultResync, all...), nil
+	f := NewSharedInformerFactory(dyn, defaultResync, all...)
+	monitor.setOnChange(f.contactChanged)
+	return f, nil
 }
 
 // Resolver is the discovery resolver in use (nil without one).
@@ -297,7 +302,11 @@ func (f *Factory) ForName(ctx context.Context, ref string, opts ...ResourceOptio
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return f.forResource(res.GVR, cfg, !versionPinned(ref, res.GVR))
+	h, err := f.forResource(res.GVR, cfg, !versionPinned(ref, res.GVR))
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // versionPinned reports whether ref names gvr's version explicitly, as in
@@ -439,6 +448,20 @@ func (f *Factory) release(e *entry) {
 		return
 	}
 	e.setState(Stopped, nil, "released")
+}
+
+// contactChanged: the transport saw the server lost (err) or back (nil).
+// Every informer's status says so.
+func (f *Factory) contactChanged(err error) {
+	f.mu.Lock()
+	es := make([]*entry, 0, len(f.informers))
+	for _, e := range f.informers {
+		es = append(es, e)
+	}
+	f.mu.Unlock()
+	for _, e := range es {
+		e.contact(err)
+	}
 }
 
 // Statuses lists the status of every informer, sorted by GVR, then

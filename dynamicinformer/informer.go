@@ -35,6 +35,7 @@ type entry struct {
 	follow bool                                        // obtained by name without a version (see ForName)
 	cfg    resourceConfig
 	deps   entryDeps
+	funcs  listwatch.Funcs // the resource's requests, for the scope check
 
 	informer toolscache.SharedIndexInformer
 	lw       *gate.ListerWatcher
@@ -88,7 +89,7 @@ var _ presence.Member = (*entry)(nil)
 
 func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, funcs listwatch.Funcs, lists listwatch.ListBuilder, noWatchList bool, deps entryDeps) (*entry, error) {
 	e := &entry{
-		key: key, cfg: cfg, deps: deps,
+		key: key, cfg: cfg, deps: deps, funcs: funcs,
 		logger: deps.logger.WithValues("gvr", gvr.String()),
 		state:  Pending, reason: "not started", since: time.Now(),
 		done: make(chan struct{}), synced: make(chan struct{}), wake: make(chan struct{}, 1),
@@ -528,13 +529,24 @@ func (e *entry) listed(rv string) {
 func (e *entry) notFound(err error) {
 	e.logger.V(2).Info("resource not found on the server; waiting for it to be served", "err", err.Error())
 	gvr := e.currentGVR()
-	if len(e.cfg.namespaces) > 0 {
-		if namespaced, ok := e.deps.lookupScope(gvr); ok && !namespaced {
-			e.configError(ErrNamespaceOnClusterScoped, fmt.Sprintf("%s is cluster-scoped; namespaces %v were given", gvr.GroupResource(), e.cfg.namespaces))
-			return
-		}
+	if len(e.cfg.namespaces) > 0 && e.clusterScoped(gvr) {
+		e.configError(ErrNamespaceOnClusterScoped, fmt.Sprintf("%s is cluster-scoped; namespaces %v were given", gvr.GroupResource(), e.cfg.namespaces))
+		return
 	}
 	e.deps.notFound(gvr)
+}
+
+// clusterScoped reports whether gvr is served cluster-wide: from
+// discovery if it knows gvr, else by listing one object of it across all
+// namespaces (a namespaced URL of a cluster-scoped resource is a 404).
+func (e *entry) clusterScoped(gvr schema.GroupVersionResource) bool {
+	if namespaced, ok := e.deps.lookupScope(gvr); ok {
+		return !namespaced
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := e.funcs.List(ctx, metav1.NamespaceAll, metav1.ListOptions{Limit: 1})
+	return err == nil
 }
 
 // emptied: every cached object was handed over as a delete. Removed is

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
@@ -69,7 +70,7 @@ func defaults(defaultResync time.Duration) factoryConfig {
 			resync:     &defaultResync,
 			labelIndex: &on,
 		},
-		logger:      logr.Discard(),
+		logger:      klog.Background(),
 		followCRDs:  true,
 		rediscovery: 30 * time.Second,
 		watchIdle:   DefaultWatchIdleTimeout,
@@ -114,7 +115,10 @@ func WithWatchIdleTimeout(d time.Duration) Option {
 }
 
 // WithLogger sets the factory's logger. Informers log with the key "gvr".
-// Default: logr.Discard(). In steady state nothing is logged at V(0).
+// Default: klog's (klog.Background()), where client-go logs too, so a
+// failing list or watch is visible as client-go users expect — once per
+// kind of failure, not per retry. While all is well nothing is logged at
+// V(0). Pass logr.Discard() for silence.
 func WithLogger(l logr.Logger) Option { return func(c *factoryConfig) { c.logger = l } }
 
 // WithResolver makes ForName and CRD-lifecycle tracking use r. Without it

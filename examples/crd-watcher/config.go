@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,15 +12,20 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 )
 
 // Exit codes (documented in README.md).
 const (
-	exitOK    = 0 // normal end: demo done, --duration elapsed, SIGINT/SIGTERM
-	exitError = 1 // runtime failure: cannot reach the cluster, control plane failed, ...
-	exitUsage = 2 // bad flags or config file, unknown or ambiguous resource
+	exitOK      = 0 // normal end: demo done, --duration elapsed, SIGINT/SIGTERM
+	exitError   = 1 // runtime failure: cannot reach the cluster, control plane failed, ...
+	exitUsage   = 2 // bad flags or config file, unknown or ambiguous resource, nothing to watch
+	exitFailure = 3 // --exit-on-failure: an informer failed or the API server went away while watching
 )
+
+// defaultRequestTimeout is the --request-timeout default: long enough for a
+// loaded API server, short enough that a server that accepts connections
+// and never answers is reported within seconds.
+const defaultRequestTimeout = 10 * time.Second
 
 // usageError marks errors that exit with exitUsage.
 type usageError struct{ err error }
@@ -38,60 +41,44 @@ func usagef(format string, args ...any) error {
 // per-resource overrides of the global namespace and selector settings.
 // In a config file it is either a plain string or an object.
 type ResourceSpec struct {
-	Name          string   `json:"name"`
-	Namespaces    []string `json:"namespaces,omitempty"`
-	LabelSelector string   `json:"labelSelector,omitempty"`
-	FieldSelector string   `json:"fieldSelector,omitempty"`
-}
-
-// UnmarshalJSON accepts "ct" as well as {"name": "ct", ...}.
-func (r *ResourceSpec) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*r = ResourceSpec{Name: s}
-		return nil
-	}
-	type plain ResourceSpec
-	var p plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return err
-	}
-	*r = ResourceSpec(p)
-	return nil
+	Name          string
+	Namespaces    []string
+	LabelSelector string
+	FieldSelector string
 }
 
 // Config is everything the watcher is told, from flags and the optional
-// config file (flags given on the command line win over the file).
+// config file (flags given on the command line win over the file). The
+// config file's keys are in configfile.go.
 type Config struct {
 	// Where.
-	Kubeconfig string `json:"kubeconfig,omitempty"`
-	Context    string `json:"context,omitempty"`
-	Demo       bool   `json:"demo,omitempty"`
+	Kubeconfig     string
+	Context        string
+	Demo           bool
+	RequestTimeout time.Duration
 
 	// What.
-	Resources     []ResourceSpec `json:"resources,omitempty"`
-	All           bool           `json:"all,omitempty"`
-	Groups        []string       `json:"groups,omitempty"`
-	Categories    []string       `json:"categories,omitempty"`
-	Namespaces    []string       `json:"namespaces,omitempty"`
-	LabelSelector string         `json:"labelSelector,omitempty"`
-	FieldSelector string         `json:"fieldSelector,omitempty"`
-	WaitForCRDs   bool           `json:"waitForCRDs,omitempty"`
+	Resources     []ResourceSpec
+	All           bool
+	Groups        []string
+	Categories    []string
+	Namespaces    []string
+	LabelSelector string
+	FieldSelector string
+	WaitForCRDs   bool
 
 	// How.
-	Output      string        `json:"output,omitempty"` // "text" or "json"
-	ShowObject  bool          `json:"showObject,omitempty"`
-	MetricsAddr string        `json:"metricsAddr,omitempty"`
-	Duration    time.Duration `json:"-"`
-	DurationStr string        `json:"duration,omitempty"`
-	Progress    time.Duration `json:"-"`
-	Verbose     bool          `json:"verbose,omitempty"`
+	Output        string // "text" or "json"
+	ShowObject    bool
+	MetricsAddr   string
+	Duration      time.Duration
+	Progress      time.Duration
+	ExitOnFailure bool
+	Verbose       bool
 
 	// Set by parseArgs, not by the file.
-	ConfigFile    string   `json:"-"`
-	Help          bool     `json:"-"`
+	ConfigFile    string
+	Help          bool
 	resourceFlags []string // --resource values
 }
 
@@ -104,6 +91,7 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "path to a kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster config)")
 	fs.StringVar(&c.Context, "context", "", "kubeconfig context to use (default: the current context)")
 	fs.BoolVar(&c.Demo, "demo", false, "run the demo: start an embedded kube-apiserver + etcd, install sample CRDs and drive a short workload (the default when no cluster is configured)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", defaultRequestTimeout, "how long the watcher waits for the API server to answer a request (connecting, discovery, the contact check) before it reports the server unreachable")
 	fs.StringVar(&c.ConfigFile, "config", "", "YAML file listing resources and options (flags given on the command line override it)")
 	fs.StringArrayVarP(&c.resourceFlags, "resource", "r", nil, "resource to watch, as kubectl names it (ct, deployments.apps, crontabs.v1.stable.example.com); repeatable")
 	fs.BoolVar(&c.All, "all", false, "watch every listable+watchable resource matching --group/--category, following resources as they appear and vanish")
@@ -118,6 +106,7 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and probes on /healthz and /readyz at this address (e.g. :9090, 127.0.0.1:0)")
 	fs.DurationVar(&c.Duration, "duration", 0, "exit 0 after this long (0: run until SIGINT/SIGTERM; in demo mode: until the demo workload is done)")
 	fs.DurationVar(&c.Progress, "progress-interval", time.Second, "how often to print cache sync progress to stderr until every cache has synced (0: never)")
+	fs.BoolVar(&c.ExitOnFailure, "exit-on-failure", false, "exit 3 when an informer fails (forbidden, unauthorized, rejected selector, ...) or the API server cannot be reached, instead of waiting for it to recover")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log the library's and (in demo mode) the embedded control plane's messages to stderr")
 	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
 	return fs
@@ -138,8 +127,10 @@ config follow kubectl's loading rules. With none of them (no --kubeconfig,
 KUBECONFIG unset, not in a pod, ~/.kube/config absent), or with --demo, it
 runs the demo against an embedded API server.
 
-Exit codes: 0 done or interrupted, 1 runtime error, 2 usage error (bad flag
-or config, unknown or ambiguous resource).
+Exit codes: 0 done or interrupted, 1 runtime error (cannot reach or use the
+cluster), 2 usage error (bad flag or config, unknown or ambiguous resource,
+nothing to watch), 3 with --exit-on-failure: an informer failed or the API
+server went away.
 
 Flags:
 ` + fs.FlagUsages()
@@ -169,11 +160,11 @@ func parseArgs(args []string, helpOut io.Writer) (*Config, error) {
 		if err != nil {
 			return nil, usagef("config file: %v", err)
 		}
-		fileCfg, err := parseConfigFile(data)
+		fileCfg, set, err := parseConfigFile(c.ConfigFile, data)
 		if err != nil {
-			return nil, usagef("config file %s: %v", c.ConfigFile, err)
+			return nil, usagef("config file %v", err)
 		}
-		mergeConfig(c, fileCfg, fs.Changed)
+		mergeConfig(c, fileCfg, set, fs.Changed)
 	}
 	if fs.Changed("resource") {
 		c.Resources = nil
@@ -188,51 +179,36 @@ func parseArgs(args []string, helpOut io.Writer) (*Config, error) {
 	return c, validate(c)
 }
 
-// parseConfigFile reads the YAML (or JSON) config file strictly: unknown
-// keys are errors.
-func parseConfigFile(data []byte) (*Config, error) {
-	var c Config
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return nil, err
-	}
-	if c.DurationStr != "" {
-		d, err := time.ParseDuration(c.DurationStr)
-		if err != nil {
-			return nil, fmt.Errorf("duration: %v", err)
-		}
-		c.Duration = d
-	}
-	return &c, nil
+// fileKeyFlags maps each config file key to the flag that overrides it.
+var fileKeyFlags = map[string]string{
+	"kubeconfig": "kubeconfig", "context": "context", "demo": "demo", "resources": "resource",
+	"all": "all", "groups": "group", "categories": "category", "namespaces": "namespace",
+	"labelSelector": "selector", "fieldSelector": "field-selector", "waitForCRDs": "wait-for-crds",
+	"output": "output", "showObject": "show-object", "metricsAddr": "metrics-addr", "duration": "duration",
+	"requestTimeout": "request-timeout", "exitOnFailure": "exit-on-failure", "verbose": "verbose",
 }
 
-// mergeConfig copies file settings into c where the flag was not given.
-// Resources given with --resource replace the file's list.
-func mergeConfig(c, file *Config, changed func(string) bool) {
-	set := func(flag string, apply func()) {
-		if !changed(flag) {
-			apply()
+// mergeConfig copies the settings the file set into c where the flag was
+// not given. Resources given with --resource replace the file's list.
+func mergeConfig(c, file *Config, set map[string]bool, changed func(string) bool) {
+	for key := range set {
+		if changed(fileKeyFlags[key]) {
+			continue
+		}
+		src, dst := fileKeys[key].set(file), fileKeys[key].set(c)
+		switch d := dst.(type) {
+		case *string:
+			*d = *src.(*string)
+		case *bool:
+			*d = *src.(*bool)
+		case *time.Duration:
+			*d = *src.(*time.Duration)
+		case *[]string:
+			*d = *src.(*[]string)
+		case *[]ResourceSpec:
+			*d = *src.(*[]ResourceSpec)
 		}
 	}
-	set("kubeconfig", func() { c.Kubeconfig = file.Kubeconfig })
-	set("context", func() { c.Context = file.Context })
-	set("demo", func() { c.Demo = file.Demo })
-	set("resource", func() { c.Resources = file.Resources })
-	set("all", func() { c.All = file.All })
-	set("group", func() { c.Groups = file.Groups })
-	set("category", func() { c.Categories = file.Categories })
-	set("namespace", func() { c.Namespaces = file.Namespaces })
-	set("selector", func() { c.LabelSelector = file.LabelSelector })
-	set("field-selector", func() { c.FieldSelector = file.FieldSelector })
-	set("wait-for-crds", func() { c.WaitForCRDs = file.WaitForCRDs })
-	if file.Output != "" {
-		set("output", func() { c.Output = file.Output })
-	}
-	set("show-object", func() { c.ShowObject = file.ShowObject })
-	set("metrics-addr", func() { c.MetricsAddr = file.MetricsAddr })
-	if file.DurationStr != "" {
-		set("duration", func() { c.Duration = file.Duration })
-	}
-	set("verbose", func() { c.Verbose = file.Verbose })
 }
 
 func validate(c *Config) error {
@@ -255,6 +231,9 @@ func validate(c *Config) error {
 	}
 	if c.Duration < 0 {
 		return usagef("--duration must not be negative")
+	}
+	if c.RequestTimeout <= 0 {
+		return usagef("--request-timeout must be positive")
 	}
 	for i, g := range c.Groups {
 		if g == "core" {

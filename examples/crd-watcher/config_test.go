@@ -47,17 +47,18 @@ func TestParseArgsAll(t *testing.T) {
 
 func TestParseArgsErrors(t *testing.T) {
 	cases := map[string][]string{
-		"unknown flag":        {"--nope"},
-		"bad output":          {"-o", "yaml"},
-		"all and resource":    {"--all", "--resource", "ct"},
-		"group without all":   {"--group", "apps"},
-		"demo and kubeconfig": {"--demo", "--kubeconfig", "/x"},
-		"show-object text":    {"--show-object"},
-		"positional":          {"ct"},
-		"subresource":         {"--resource", "pods/status"},
-		"missing config file": {"--config", "/does/not/exist.yaml"},
-		"bad duration":        {"--duration", "soon"},
-		"negative duration":   {"--duration", "-1s"},
+		"unknown flag":         {"--nope"},
+		"bad output":           {"-o", "yaml"},
+		"all and resource":     {"--all", "--resource", "ct"},
+		"group without all":    {"--group", "apps"},
+		"demo and kubeconfig":  {"--demo", "--kubeconfig", "/x"},
+		"show-object text":     {"--show-object"},
+		"positional":           {"ct"},
+		"subresource":          {"--resource", "pods/status"},
+		"missing config file":  {"--config", "/does/not/exist.yaml"},
+		"bad duration":         {"--duration", "soon"},
+		"negative duration":    {"--duration", "-1s"},
+		"zero request timeout": {"--request-timeout", "0"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

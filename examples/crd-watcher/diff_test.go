@@ -42,7 +42,7 @@ func TestDiff(t *testing.T) {
 	want := []Change{
 		{Path: "metadata.labels.tier", New: "batch", HasNew: true},
 		{Path: `metadata.labels["app.kubernetes.io/name"]`, Old: "x", New: "y", HasOld: true, HasNew: true},
-		{Path: "spec.args", Old: []any{"a"}, New: []any{"a", "b"}, HasOld: true, HasNew: true},
+		{Path: "spec.args[1]", New: "b", HasNew: true},
 		{Path: "spec.gone", Old: "bye", HasOld: true},
 		{Path: "spec.image", Old: "nginx:1", New: "nginx:2", HasOld: true, HasNew: true},
 		{Path: "spec.null", New: nil, HasNew: true},
@@ -102,5 +102,74 @@ func TestFormatChanges(t *testing.T) {
 	want := `spec.cronSpec: "0 * * * *" → "30 2 * * *"; metadata.labels.tier: <none> → "batch"; spec.color: "blue" → <none>; spec.blob: "xxxxxxxxxxx… → "y"`
 	if got != want {
 		t.Fatalf("FormatChanges:\n got %s\nwant %s", got, want)
+	}
+}
+
+// A listener added in front of the list is one change naming it, not a
+// change of every element (lists of objects with a name are keyed by it).
+func TestDiffListByName(t *testing.T) {
+	l := func(name string, port int64) any { return map[string]any{"name": name, "port": port} }
+	oldObj := map[string]any{"spec": map[string]any{"listeners": []any{l("http", 80), l("https", 443)}}}
+	newObj := map[string]any{"spec": map[string]any{"listeners": []any{l("grpc", 9000), l("http", 80), l("https", 8443)}}}
+	got := Diff(oldObj, newObj)
+	want := []Change{
+		{Path: `spec.listeners[name="grpc"]`, New: l("grpc", 9000), HasNew: true},
+		{Path: `spec.listeners[name="https"].port`, Old: int64(443), New: int64(8443), HasOld: true, HasNew: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Diff:\n got %#v\nwant %#v", got, want)
+	}
+	// Removing one is one change too.
+	got = Diff(newObj, oldObj)
+	if len(got) != 2 || got[0].Path != `spec.listeners[name="grpc"]` || got[0].HasNew {
+		t.Fatalf("Diff of a removed listener = %#v", got)
+	}
+}
+
+// Conditions have no name: they are keyed by type, so a condition that
+// moved in the list but did not change is no change.
+func TestDiffConditionsByType(t *testing.T) {
+	c := func(typ, status string) any { return map[string]any{"type": typ, "status": status} }
+	oldObj := map[string]any{"status": map[string]any{"conditions": []any{c("Accepted", "True"), c("Ready", "Unknown")}}}
+	newObj := map[string]any{"status": map[string]any{"conditions": []any{c("Ready", "True"), c("Accepted", "True")}}}
+	got := Diff(oldObj, newObj)
+	want := []Change{{Path: `status.conditions[type="Ready"].status`, Old: "Unknown", New: "True", HasOld: true, HasNew: true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Diff:\n got %#v\nwant %#v", got, want)
+	}
+}
+
+// Lists whose elements share a name, or are not objects, fall back to the
+// index.
+func TestDiffListWithoutKey(t *testing.T) {
+	dup := map[string]any{"name": "a", "v": int64(1)}
+	oldObj := map[string]any{"l": []any{dup, dup}}
+	newObj := map[string]any{"l": []any{dup, map[string]any{"name": "a", "v": int64(2)}}}
+	got := Diff(oldObj, newObj)
+	if len(got) != 1 || got[0].Path != "l[1].v" {
+		t.Fatalf("Diff = %#v, want l[1].v", got)
+	}
+}
+
+func TestDiffIgnoresLastApplied(t *testing.T) {
+	const key = "kubectl.kubernetes.io/last-applied-configuration"
+	oldObj := map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: `{"spec":{"a":1}}`, "team": "x"}}, "spec": map[string]any{"a": int64(1)}}
+	newObj := map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: `{"spec":{"a":2}}`, "team": "x"}}, "spec": map[string]any{"a": int64(2)}}
+	got := Diff(oldObj, newObj)
+	if len(got) != 1 || got[0].Path != "spec.a" {
+		t.Fatalf("Diff = %#v, want only spec.a", got)
+	}
+}
+
+// Two long values that differ late are both shown around their first
+// difference, not cut at the same prefix.
+func TestFormatChangeLongValues(t *testing.T) {
+	prefix := strings.Repeat("p", 80)
+	got := FormatChange(Change{Path: "x", Old: prefix + "OLD", New: prefix + "NEW", HasOld: true, HasNew: true}, 20)
+	if !strings.Contains(got, "OLD") || !strings.Contains(got, "NEW") {
+		t.Fatalf("FormatChange = %s: the difference is cut off", got)
+	}
+	if !strings.HasPrefix(got, "x: …") {
+		t.Fatalf("FormatChange = %s: want the cut marked", got)
 	}
 }

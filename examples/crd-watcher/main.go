@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 )
 
@@ -35,15 +36,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	demo := noCluster(cfg, os.Getenv, fileExists)
-	if demo && !cfg.Verbose && stderr == io.Writer(os.Stderr) {
-		// The embedded etcd logs to fd 2 directly: keep it in a file.
-		if f, err := os.CreateTemp("", "crd-watcher-demo-*.log"); err == nil {
-			if orig, err := divertStderr(f); err == nil {
-				stderr = orig
-				defer fmt.Fprintf(orig, "demo: embedded control plane logs were written to %s\n", f.Name())
-			}
-			defer f.Close()
-		}
+	if demo && !cfg.Demo && (len(cfg.Resources) > 0 || cfg.All) {
+		// Naming what to watch means a cluster was meant: do not start the
+		// demo server and then fail to find the names there.
+		fmt.Fprintf(stderr, "crd-watcher: no cluster configured: no --kubeconfig or --context, KUBECONFIG unset, not in a pod, and no %s; "+
+			"point the watcher at a cluster, or add --demo to watch on the embedded demo server\n", homeKubeconfig())
+		return exitError
+	}
+	if !demo && len(cfg.Resources) == 0 && !cfg.All {
+		fmt.Fprintf(stderr, "crd-watcher: nothing to watch: name resources with --resource (or resources: in --config), or watch every resource with --all\n(see crd-watcher --help)\n")
+		return exitUsage
 	}
 	logger := setupLogging(cfg.Verbose, stderr)
 	out := newPrinter(stdout, stderr, cfg.Output == "json", cfg.ShowObject)
@@ -66,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return failed(ctx, stderr, err)
 			}
 			cp = c
-			w, err = newWatcher(cfg, c.Config(), out, logger)
+			w, err = newWatcher(cfg, c.Config(), endpoint{Host: c.Config().Host, User: "embedded demo server"}, out, logger)
 			if err != nil {
 				return failed(ctx, stderr, err)
 			}
@@ -77,25 +79,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return failed(ctx, stderr, fmt.Errorf("demo: %w", err))
 			}
 			if cfg.Duration > 0 {
-				<-ctx.Done() // --duration in demo mode: keep watching until it elapses
+				return waitForEnd(ctx, w, stderr) // --duration in demo mode: keep watching until it elapses
 			}
 			return exitOK
 		}
-		restCfg, host, err := restConfig(cfg)
+		restCfg, ep, err := restConfig(cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "crd-watcher: no usable cluster configuration: %v\n", err)
 			return exitError
 		}
-		out.info("watching %s", host)
-		w, err = newWatcher(cfg, restCfg, out, logger)
+		out.info("watching %s", ep)
+		w, err = newWatcher(cfg, restCfg, ep, out, logger)
 		if err != nil {
 			return failed(ctx, stderr, err)
+		}
+		if err := w.connect(ctx); err != nil {
+			if ctx.Err() != nil {
+				out.info("interrupted while connecting to %s", ep)
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "crd-watcher: %v\n", err)
+			return exitError
 		}
 		if code := startWatching(ctx, w, cfg, out, stderr); code >= 0 {
 			return code
 		}
-		<-ctx.Done()
-		return exitOK
+		return waitForEnd(ctx, w, stderr)
 	}()
 	if w != nil {
 		w.shutdown()
@@ -111,6 +120,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // when everything runs, else an exit code.
 func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, stderr io.Writer) int {
 	if err := w.setup(ctx); err != nil {
+		if ctx.Err() != nil {
+			out.info("interrupted while starting")
+			return exitOK // interrupted while resolving names: a normal end
+		}
 		fmt.Fprintf(stderr, "crd-watcher: %v\n", err)
 		var ue *usageError
 		if errors.As(err, &ue) {
@@ -119,7 +132,9 @@ func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, s
 		return exitError
 	}
 	if cfg.MetricsAddr != "" {
-		m, err := startMetrics(cfg.MetricsAddr, w.factory.Statuses, w.counts)
+		m, err := startMetrics(cfg.MetricsAddr, health{
+			statuses: w.factory.Statuses, counts: w.counts, contactErr: w.contactErr, lastContact: w.lastContact,
+		})
 		if err != nil {
 			fmt.Fprintf(stderr, "crd-watcher: --metrics-addr: %v\n", err)
 			return exitUsage
@@ -145,12 +160,29 @@ func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, s
 	return -1
 }
 
+// waitForEnd waits for the end of the run: a signal or --duration (exit
+// 0), or under --exit-on-failure the first failure (exit 3).
+func waitForEnd(ctx context.Context, w *watcher, stderr io.Writer) int {
+	select {
+	case <-ctx.Done():
+		return exitOK
+	case err := <-w.failed:
+		fmt.Fprintf(stderr, "crd-watcher: exiting (--exit-on-failure): %v\n", err)
+		return exitFailure
+	}
+}
+
 func failed(ctx context.Context, stderr io.Writer, err error) int {
 	if ctx.Err() != nil {
 		return exitOK // interrupted while starting: a normal end
 	}
 	fmt.Fprintf(stderr, "crd-watcher: %v\n", err)
 	return exitError
+}
+
+// homeKubeconfig names ~/.kube/config for messages.
+func homeKubeconfig() string {
+	return "~/" + clientcmd.RecommendedHomeDir + "/" + clientcmd.RecommendedFileName
 }
 
 func fileExists(path string) bool {

@@ -110,6 +110,21 @@ func writeMetrics(w io.Writer, sts []dynamicinformer.Status, counts map[schema.G
 	}
 }
 
+// writeContactMetrics writes whether the API server is in contact and
+// when it last answered.
+func writeContactMetrics(w io.Writer, contactErr error, last time.Time) {
+	up := 1
+	if contactErr != nil {
+		up = 0
+	}
+	fmt.Fprintln(w, "# HELP informerkit_server_contact 1 while the API server answers the watcher, 0 while it cannot be reached.")
+	fmt.Fprintln(w, "# TYPE informerkit_server_contact gauge")
+	fmt.Fprintf(w, "informerkit_server_contact %d\n", up)
+	fmt.Fprintln(w, "# HELP informerkit_server_last_contact_timestamp_seconds When the API server last answered the watcher (Unix time).")
+	fmt.Fprintln(w, "# TYPE informerkit_server_last_contact_timestamp_seconds gauge")
+	fmt.Fprintf(w, "informerkit_server_last_contact_timestamp_seconds %.3f\n", float64(last.UnixMilli())/1000)
+}
+
 func gvrLabels(gvr schema.GroupVersionResource) string {
 	return fmt.Sprintf(`group="%s",version="%s",resource="%s"`, escapeLabel(gvr.Group), escapeLabel(gvr.Version), escapeLabel(gvr.Resource))
 }
@@ -118,19 +133,36 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 func escapeLabel(s string) string { return labelEscaper.Replace(s) }
 
-// ready reports whether every informer has synced or reached a state it
-// will not leave by syncing (Removed, Failed, Stopped), with the ones that
-// are not.
-func ready(sts []dynamicinformer.Status) (bool, []string) {
+// ready reports whether the watcher is ready: the API server is in
+// contact (contactErr nil) and every informer is Synced, or Removed (its
+// resource is gone: nothing to wait for). Pending, Syncing, Failed (it
+// retries and may recover) and Stopped are not ready. The second result
+// lists what it waits for.
+func ready(sts []dynamicinformer.Status, contactErr error) (bool, []string) {
 	var waiting []string
+	if contactErr != nil {
+		waiting = append(waiting, "no contact with the API server: "+contactErr.Error())
+	}
 	for _, st := range sts {
 		switch st.State {
-		case dynamicinformer.Synced, dynamicinformer.Removed, dynamicinformer.Failed, dynamicinformer.Stopped:
+		case dynamicinformer.Synced, dynamicinformer.Removed:
 		default:
-			waiting = append(waiting, gvrString(st.GVR)+" "+string(st.State))
+			w := gvrString(st.GVR) + " " + string(st.State)
+			if d := statusDetail(st); d != "" {
+				w += " (" + d + ")"
+			}
+			waiting = append(waiting, w)
 		}
 	}
 	return len(waiting) == 0, waiting
+}
+
+// health is what the metrics server reads from the watcher.
+type health struct {
+	statuses    func() []dynamicinformer.Status
+	counts      *counters
+	contactErr  func([]dynamicinformer.Status) error
+	lastContact func([]dynamicinformer.Status) time.Time
 }
 
 // metricsServer serves /metrics, /healthz and /readyz.
@@ -140,17 +172,20 @@ type metricsServer struct {
 	done chan struct{}
 }
 
-func startMetrics(addr string, statuses func() []dynamicinformer.Status, c *counters) (*metricsServer, error) {
+func startMetrics(addr string, h health) (*metricsServer, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		writeMetrics(w, statuses(), c.snapshot())
+		sts := h.statuses()
+		writeMetrics(w, sts, h.counts.snapshot())
+		writeContactMetrics(w, h.contactErr(sts), h.lastContact(sts))
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ok, waiting := ready(statuses())
+		sts := h.statuses()
+		ok, waiting := ready(sts, h.contactErr(sts))
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintf(w, "not ready: %s\n", strings.Join(waiting, ", "))

@@ -57,6 +57,10 @@ func TestWriteMetrics(t *testing.T) {
 	}
 }
 
+// Ready means every informer is Synced and the API server answers, or the
+// informer's resource is gone (Removed). A Failed informer (it retries and
+// may recover: forbidden until a role is bound) and lost contact are not
+// ready.
 func TestReady(t *testing.T) {
 	gvr := func(r string) schema.GroupVersionResource {
 		return schema.GroupVersionResource{Version: "v1", Resource: r}
@@ -64,18 +68,22 @@ func TestReady(t *testing.T) {
 	ok, waiting := ready([]dynamicinformer.Status{
 		{GVR: gvr("a"), State: dynamicinformer.Synced},
 		{GVR: gvr("b"), State: dynamicinformer.Removed},
-		{GVR: gvr("c"), State: dynamicinformer.Failed, Err: errors.New("forbidden")},
-		{GVR: gvr("d"), State: dynamicinformer.Stopped},
-	})
+	}, nil)
 	if !ok || len(waiting) != 0 {
-		t.Errorf("synced/terminal informers: ready = %v %v, want true", ok, waiting)
+		t.Errorf("synced/removed informers: ready = %v %v, want true", ok, waiting)
 	}
 	ok, waiting = ready([]dynamicinformer.Status{
 		{GVR: gvr("a"), State: dynamicinformer.Synced},
 		{GVR: gvr("p"), State: dynamicinformer.Pending},
 		{GVR: gvr("s"), State: dynamicinformer.Syncing},
-	})
-	if ok || strings.Join(waiting, ",") != "p.v1 Pending,s.v1 Syncing" {
-		t.Errorf("pending/syncing informers: ready = %v %v, want false naming p and s", ok, waiting)
+		{GVR: gvr("f"), State: dynamicinformer.Failed, Reason: "forbidden", Err: errors.New("forbidden")},
+		{GVR: gvr("x"), State: dynamicinformer.Stopped},
+	}, nil)
+	if ok || strings.Join(waiting, ",") != "p.v1 Pending,s.v1 Syncing,f.v1 Failed (forbidden),x.v1 Stopped" {
+		t.Errorf("pending/syncing/failed/stopped informers: ready = %v %q, want false naming p, s, f and x", ok, waiting)
+	}
+	ok, waiting = ready([]dynamicinformer.Status{{GVR: gvr("a"), State: dynamicinformer.Synced}}, errors.New("connection refused"))
+	if ok || len(waiting) != 1 || !strings.Contains(waiting[0], "no contact with the API server: connection refused") {
+		t.Errorf("synced informer, server gone: ready = %v %q, want false", ok, waiting)
 	}
 }

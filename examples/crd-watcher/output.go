@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -10,20 +11,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 )
-
-// gvrString spells a GVR the way kubectl accepts it fully qualified:
-// crontabs.v1.stable.example.com, pods.v1 (core group).
-func gvrString(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource + "." + gvr.Version
-	}
-	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
-}
 
 // jsonEvent is one line of -o json output for an object event. Field names
 // are part of the tool's interface (README.md).
@@ -38,6 +31,7 @@ type jsonEvent struct {
 	ResourceVersion   string   `json:"resourceVersion"`
 	Initial           bool     `json:"initial,omitempty"`
 	FinalStateUnknown bool     `json:"finalStateUnknown,omitempty"`
+	NoLongerMatches   bool     `json:"noLongerMatches,omitempty"`
 	Diff              []Change `json:"diff,omitempty"`
 	Object            any      `json:"object,omitempty"`
 }
@@ -58,6 +52,17 @@ type jsonStatus struct {
 	LabelSelector string   `json:"labelSelector,omitempty"`
 	FieldSelector string   `json:"fieldSelector,omitempty"`
 	Final         bool     `json:"final,omitempty"`
+}
+
+// jsonContact is one line of -o json output when contact with the API
+// server is lost or restored.
+type jsonContact struct {
+	Time        string  `json:"time"`
+	Type        string  `json:"type"` // always "CONTACT"
+	Server      string  `json:"server"`
+	Contact     bool    `json:"contact"`
+	Error       string  `json:"error,omitempty"`
+	DownSeconds float64 `json:"downSeconds,omitempty"`
 }
 
 // printer writes events to out and, in text mode, status lines to errOut.
@@ -82,7 +87,16 @@ func objectOf(obj any) (*unstructured.Unstructured, bool) {
 	return u, ok
 }
 
-func (p *printer) event(ev dynamicinformer.Event) {
+// inlineChanges is how many changes an UPDATED line holds on the line
+// itself; more go one per line below it, indented.
+const inlineChanges = 3
+
+// maxValueLen is how much of a value a diff shows before cutting it.
+const maxValueLen = 80
+
+// event prints one object event. unmatched, for a DELETED of an object
+// that still exists, is the selector it no longer matches.
+func (p *printer) event(ev dynamicinformer.Event, unmatched string) {
 	u, ok := objectOf(ev.Object)
 	if !ok {
 		return
@@ -99,7 +113,8 @@ func (p *printer) event(ev dynamicinformer.Event) {
 			Time: now.UTC().Format(time.RFC3339Nano), Type: string(ev.Type),
 			Group: ev.GVR.Group, Version: ev.GVR.Version, Resource: ev.GVR.Resource,
 			Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion(),
-			Initial: ev.IsInitialList, FinalStateUnknown: ev.FinalStateUnknown, Diff: changes,
+			Initial: ev.IsInitialList, FinalStateUnknown: ev.FinalStateUnknown, NoLongerMatches: unmatched != "",
+			Diff: changes,
 		}
 		if p.showObject {
 			je.Object = u.Object
@@ -115,8 +130,17 @@ func (p *printer) event(ev dynamicinformer.Event) {
 	switch {
 	case ev.Type == dynamicinformer.Updated && len(changes) == 0:
 		detail = "(no change)"
+	case ev.Type == dynamicinformer.Updated && len(changes) <= inlineChanges:
+		detail = FormatChanges(changes, maxValueLen)
 	case ev.Type == dynamicinformer.Updated:
-		detail = FormatChanges(changes, 60)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d changes:", len(changes))
+		for _, c := range changes {
+			b.WriteString("\n    " + FormatChange(c, maxValueLen))
+		}
+		detail = b.String()
+	case unmatched != "":
+		detail = fmt.Sprintf("(no longer matches the selector %s; the object still exists)", unmatched)
 	case ev.IsInitialList:
 		detail = "(initial list)"
 	case ev.FinalStateUnknown:
@@ -129,7 +153,49 @@ func (p *printer) event(ev dynamicinformer.Event) {
 	p.writeLine(p.out, line)
 }
 
-func (p *printer) status(st dynamicinformer.Status, prev dynamicinformer.State, final bool) {
+// statusDetail says why an informer is in its state: the library's reason
+// and, where the API server answered, the server's own words (who was
+// refused what: `configmaps is forbidden: User "alice" cannot list
+// resource "configmaps" in API group "" at the cluster scope`).
+func statusDetail(st dynamicinformer.Status) string {
+	detail := st.Reason
+	if st.Err == nil {
+		return detail
+	}
+	var status apierrors.APIStatus
+	cause := st.Err.Error()
+	if errors.As(st.Err, &status) && status.Status().Message != "" {
+		cause = status.Status().Message
+	} else {
+		var ie *dynamicinformer.InformerError
+		if errors.As(st.Err, &ie) && ie.Err != nil {
+			cause = innermost(ie.Err).Error()
+		}
+	}
+	if strings.Contains(detail, cause) {
+		return detail
+	}
+	if detail == "" {
+		return cause
+	}
+	return detail + ": " + cause
+}
+
+// status prints an informer's state change; prev is the state last
+// printed for it ("" if none).
+func (p *printer) status(st dynamicinformer.Status, prev dynamicinformer.State) {
+	p.statusLine(st, prev, false)
+}
+
+// finalStatus prints, in JSON mode, an informer's last state at exit (in
+// text mode the final status table says it).
+func (p *printer) finalStatus(st dynamicinformer.Status) {
+	if p.json {
+		p.statusLine(st, "", true)
+	}
+}
+
+func (p *printer) statusLine(st dynamicinformer.Status, prev dynamicinformer.State, final bool) {
 	now := p.now()
 	if p.json {
 		js := jsonStatus{
@@ -140,26 +206,38 @@ func (p *printer) status(st dynamicinformer.Status, prev dynamicinformer.State, 
 			Final: final,
 		}
 		if st.Err != nil {
-			js.Error = st.Err.Error()
+			js.Error = statusDetail(st)
 		}
 		p.writeJSON(js)
 		return
-	}
-	if final {
-		return // the status table says it at exit
 	}
 	line := fmt.Sprintf("%s STATUS  %s ", now.Format("15:04:05.000"), gvrString(st.GVR))
 	if prev != "" && prev != st.State {
 		line += string(prev) + " → "
 	}
 	line += fmt.Sprintf("%s (%d objects)", st.State, st.Objects)
-	if st.Reason != "" {
-		line += ": " + st.Reason
-	}
-	if st.Err != nil && !strings.Contains(st.Err.Error(), st.Reason) {
-		line += " [" + st.Err.Error() + "]"
+	if d := statusDetail(st); d != "" {
+		line += ": " + d
 	}
 	p.writeLine(p.errOut, line)
+}
+
+// contact reports that contact with the API server at server was lost
+// (text says why) or restored (text "", down is how long it was lost):
+// a line on stderr in both modes, and a CONTACT record in JSON mode.
+func (p *printer) contact(server, text string, down time.Duration) {
+	now := p.now()
+	if text != "" {
+		p.writeLine(p.errOut, fmt.Sprintf("%s CONTACT lost: %s", now.Format("15:04:05.000"), text))
+	} else {
+		p.writeLine(p.errOut, fmt.Sprintf("%s CONTACT restored: the API server at %s answers again (after %s)", now.Format("15:04:05.000"), server, roundDuration(down)))
+	}
+	if p.json {
+		p.writeJSON(jsonContact{
+			Time: now.UTC().Format(time.RFC3339Nano), Type: "CONTACT", Server: server,
+			Contact: text == "", Error: text, DownSeconds: down.Seconds(),
+		})
+	}
 }
 
 // info writes a human-readable note to stderr (both modes).
@@ -181,19 +259,21 @@ func (p *printer) writeLine(w io.Writer, line string) {
 	_, _ = io.WriteString(w, line+"\n")
 }
 
-// statusTable renders the informers' statuses with event counts.
-func (p *printer) statusTable(title string, sts []dynamicinformer.Status, counts map[schema.GroupVersionResource]map[string]uint64) {
+// statusTable renders the informers' statuses with event counts; server,
+// when not empty, is a line about contact with the API server printed
+// under the title.
+func (p *printer) statusTable(title, server string, sts []dynamicinformer.Status, counts map[schema.GroupVersionResource]map[string]uint64) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- %s (%s) ---\n", title, p.now().Format("15:04:05"))
+	if server != "" {
+		b.WriteString(server + "\n")
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESOURCE\tSTATE\tOBJECTS\tADDED\tUPDATED\tDELETED\tFOR\tREASON")
 	sort.Slice(sts, func(i, j int) bool { return gvrString(sts[i].GVR) < gvrString(sts[j].GVR) })
 	for _, st := range sts {
 		c := counts[st.GVR]
-		reason := st.Reason
-		if st.Err != nil && !strings.Contains(st.Err.Error(), reason) {
-			reason = strings.TrimSpace(reason + " " + st.Err.Error())
-		}
+		reason := statusDetail(st)
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", gvrString(st.GVR), st.State, st.Objects,
 			c["ADDED"], c["UPDATED"], c["DELETED"], p.now().Sub(st.Since).Round(time.Second), reason)
 	}

@@ -10,9 +10,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -22,39 +26,155 @@ import (
 )
 
 // watcher owns the factory, the informers the configuration asks for, and
-// everything that looks at them (printer, counters, event waiters).
+// everything that looks at them (printer, counters, event waiters, the
+// server contact monitor).
 type watcher struct {
 	cfg     *Config
+	ep      endpoint
 	factory *dynamicinformer.Factory
+	dyn     dynamic.Interface
+	probe   rest.Interface // for GET /version
 	out     *printer
 	counts  *counters
+	tr      *transitions
+	contact *contactMonitor
 
 	handles []*dynamicinformer.InformerHandle
 	sub     *dynamicinformer.Subscription
 
-	stateMu   sync.Mutex
-	lastState map[schema.GroupVersionResource]dynamicinformer.State
-
-	seenMu  sync.Mutex
+	seenMu  sync.Mutex     // guards seen and changed
 	seen    map[string]int // "TYPE gvr ns/name" → count, for the demo's waits
 	changed chan struct{}  // closed and replaced on every event
 
+	// failed receives the first failure that ends the run under
+	// --exit-on-failure (buffered; later ones are dropped).
+	failed chan error
+
 	removeStatus func()
+	stopContact  context.CancelFunc // ends the contact monitor; nil before start
 	started      time.Time
 }
 
-func newWatcher(cfg *Config, restCfg *rest.Config, out *printer, logger logr.Logger) (*watcher, error) {
+func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, logger logr.Logger) (*watcher, error) {
 	f, err := dynamicinformer.NewForConfig(restCfg, 0,
 		dynamicinformer.WithLogger(logger),
 		dynamicinformer.WithDefaults(dynamicinformer.WithTransform(cache.StripManagedFields)))
 	if err != nil {
 		return nil, err
 	}
-	return &watcher{
-		cfg: cfg, factory: f, out: out, counts: newCounters(),
-		lastState: map[schema.GroupVersionResource]dynamicinformer.State{},
-		seen:      map[string]int{}, changed: make(chan struct{}),
-	}, nil
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	w := &watcher{
+		cfg: cfg, ep: ep, factory: f, dyn: dyn, probe: disc.RESTClient(), out: out, counts: newCounters(),
+		seen: map[string]int{}, changed: make(chan struct{}), failed: make(chan error, 1),
+	}
+	w.tr = newTransitions(statusGrace, w.served, out.status)
+	w.contact = newContactMonitor(func(ctx context.Context) error {
+		return probeServer(ctx, w.probe, cfg.RequestTimeout)
+	}, contactInterval, w.onContact)
+	return w, nil
+}
+
+// statusGrace is how long an informer may pass through a transient state
+// (Syncing, a start-up Pending) before a STATUS line says so.
+const statusGrace = time.Second
+
+// served reports whether discovery, as last seen, serves the informer's
+// resource (a "not served" Pending for it is a start-up artefact, not a
+// wait for a CRD).
+func (w *watcher) served(st dynamicinformer.Status) bool {
+	r := w.factory.Resolver()
+	if r == nil {
+		return false
+	}
+	_, ok := r.Lookup(st.GVR)
+	return ok
+}
+
+// connect checks that the API server answers before anything else talks to
+// it, saying "still connecting…" while it waits, and explains a failure in
+// the user's terms.
+func (w *watcher) connect(ctx context.Context) error {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		start := time.Now()
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				w.out.info("still connecting to %s… (%s; --request-timeout %s)", w.ep, time.Since(start).Round(time.Second), w.cfg.RequestTimeout)
+				t.Reset(3 * time.Second)
+			}
+		}
+	}()
+	if err := probeServer(ctx, w.probe, w.cfg.RequestTimeout); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return errors.New(explain(w.ep, err, w.cfg.RequestTimeout))
+	}
+	return nil
+}
+
+// onContact reports a change of contact with the API server.
+func (w *watcher) onContact(err error, down time.Duration) {
+	var text string
+	if err != nil {
+		text = explain(w.ep, err, w.cfg.RequestTimeout)
+	}
+	w.out.contact(w.ep.Host, text, down)
+	if err != nil {
+		w.fail(errors.New(text))
+	}
+}
+
+// fail ends the run with exit code 3 under --exit-on-failure; without it,
+// it does nothing (the failure has been printed already).
+func (w *watcher) fail(err error) {
+	if !w.cfg.ExitOnFailure {
+		return
+	}
+	select {
+	case w.failed <- err:
+	default:
+	}
+}
+
+// contactErr is the watcher's view of its contact with the API server:
+// its own monitor's error, else the first informer that reports it cannot
+// reach the server.
+func (w *watcher) contactErr(sts []dynamicinformer.Status) error {
+	if _, err := w.contact.state(); err != nil {
+		return errors.New(explain(w.ep, err, w.cfg.RequestTimeout))
+	}
+	for _, st := range sts {
+		if _, err := libraryContact(st); err != nil {
+			return fmt.Errorf("%s: %v", gvrString(st.GVR), err)
+		}
+	}
+	return nil
+}
+
+// lastContact is the last time the server answered the watcher or any
+// informer.
+func (w *watcher) lastContact(sts []dynamicinformer.Status) time.Time {
+	last, _ := w.contact.state()
+	for _, st := range sts {
+		if l, _ := libraryContact(st); l.After(last) {
+			last = l
+		}
+	}
+	return last
 }
 
 // resourceOptions are the informer options of one resource: its own
@@ -99,7 +219,8 @@ func checkSelectors(label, field string) error {
 
 // setup resolves every resource and registers handlers, before anything
 // starts. Errors that are the user's (unknown, ambiguous, unwatchable
-// names, bad selectors) are usage errors (exit 2).
+// names, bad selectors, an --all selection that matches nothing) are usage
+// errors (exit 2).
 func (w *watcher) setup(ctx context.Context) error {
 	if err := checkSelectors(w.cfg.LabelSelector, w.cfg.FieldSelector); err != nil {
 		return err
@@ -111,11 +232,20 @@ func (w *watcher) setup(ctx context.Context) error {
 			namespaced := true // a namespace option does not apply to cluster-scoped resources
 			filter.Namespaced = &namespaced
 		}
-		sub, err := w.factory.Subscribe(ctx, filter, w.onEvent, w.resourceOptions(ResourceSpec{})...)
+		// The subscription runs until shutdown(), not until ctx ends: it
+		// releases its informers when its context ends, and the final
+		// status must still see every one of them.
+		sub, err := w.factory.Subscribe(context.WithoutCancel(ctx), filter, w.onEvent(w.cfg.LabelSelector, w.cfg.FieldSelector), w.resourceOptions(ResourceSpec{})...)
 		if err != nil {
-			return fmt.Errorf("subscribe: %w", err)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return w.serverError("discovery", err)
 		}
 		w.sub = sub
+		if len(sub.Resources()) == 0 && !w.cfg.WaitForCRDs {
+			return groupOrCategoryError(w.cfg.Groups, w.cfg.Categories, w.servedResources(ctx))
+		}
 		return nil
 	}
 	seen := map[string]bool{}
@@ -124,16 +254,22 @@ func (w *watcher) setup(ctx context.Context) error {
 			return err
 		}
 		opts := w.resourceOptions(r)
-		gi, err := w.factory.ForName(ctx, r.Name, opts...)
+		rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
+		gi, err := w.factory.ForName(rctx, r.Name, opts...)
+		cancel()
 		if err != nil {
 			gvr, waitable := parseQualifiedGVR(r.Name)
 			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
 			case w.cfg.WaitForCRDs && errors.Is(err, discoveryresolver.ErrNotFound) && waitable:
 				gi = w.factory.ForResource(gvr, opts...)
 			case w.cfg.WaitForCRDs && errors.Is(err, discoveryresolver.ErrNotFound):
-				return usagef("resource %q is not served by the cluster; to wait for it with --wait-for-crds, name it fully qualified as resource.version.group (for example crontabs.v1.stable.example.com): %v", r.Name, err)
+				return waitNameError(r.Name, w.servedResources(ctx))
+			case isNameError(err):
+				return resolveError(r.Name, err, w.servedResources(ctx))
 			default:
-				return resolveError(r.Name, err)
+				return w.serverError(fmt.Sprintf("resource %q", r.Name), err)
 			}
 		}
 		h := gi
@@ -144,7 +280,7 @@ func (w *watcher) setup(ctx context.Context) error {
 			continue
 		}
 		seen[key] = true
-		if _, err := h.Informer().AddEventHandler(w.handlerFor(h.GVR())); err != nil {
+		if _, err := h.Informer().AddEventHandler(w.handlerFor(h.GVR(), st.LabelSelector, st.FieldSelector)); err != nil {
 			return fmt.Errorf("%s: add handler: %w", r.Name, err)
 		}
 		w.handles = append(w.handles, h)
@@ -152,61 +288,90 @@ func (w *watcher) setup(ctx context.Context) error {
 	return nil
 }
 
-// resolveError explains why a name cannot be watched, as a usage error when
-// the name (not the network) is the problem.
-func resolveError(name string, err error) error {
+// isNameError reports whether resolving a name failed because of the name
+// (not the network).
+func isNameError(err error) bool {
 	var amb *discoveryresolver.AmbiguousError
-	switch {
-	case errors.As(err, &amb):
-		var cands []string
-		for _, c := range amb.Candidates {
-			cands = append(cands, gvrString(c.GVR))
-		}
-		return usagef("resource %q is ambiguous; qualify it with its group, one of: %s", name, strings.Join(cands, ", "))
-	case errors.Is(err, discoveryresolver.ErrNotFound):
-		return usagef("unknown resource %q: the server serves no resource of that name (see kubectl api-resources; use --wait-for-crds with resource.version.group to wait for a CRD): %v", name, err)
-	case errors.Is(err, discoveryresolver.ErrNotWatchable):
-		return usagef("resource %q cannot be watched (it does not support list and watch)", name)
-	case errors.Is(err, discoveryresolver.ErrSubresource):
-		return usagef("resource %q is a subresource; subresources cannot be watched", name)
-	case errors.Is(err, dynamicinformer.ErrNamespaceOnClusterScoped):
-		return usagef("resource %q is cluster-scoped; drop -n/--namespace for it", name)
-	case errors.Is(err, dynamicinformer.ErrInvalidSelector):
-		return usagef("resource %q: %v", name, err)
-	}
-	return fmt.Errorf("resource %q: %w", name, err)
+	return errors.As(err, &amb) || errors.Is(err, discoveryresolver.ErrNotFound) ||
+		errors.Is(err, discoveryresolver.ErrNotWatchable) || errors.Is(err, discoveryresolver.ErrSubresource) ||
+		errors.Is(err, dynamicinformer.ErrNamespaceOnClusterScoped) || errors.Is(err, dynamicinformer.ErrInvalidSelector)
 }
 
-func (w *watcher) handlerFor(gvr schema.GroupVersionResource) toolscache.ResourceEventHandler {
+// serverError explains a failure to talk to the server during setup.
+func (w *watcher) serverError(what string, err error) error {
+	return fmt.Errorf("%s: %s", what, explain(w.ep, err, w.cfg.RequestTimeout))
+}
+
+// servedResources lists what discovery serves, for suggestions; nil if it
+// cannot tell.
+func (w *watcher) servedResources(ctx context.Context) []discoveryresolver.Resource {
+	r := w.factory.Resolver()
+	if r == nil {
+		return nil
+	}
+	rs, _ := r.Resources(ctx)
+	return rs
+}
+
+// handlerFor adapts an informer's handler calls to events of gvr. label
+// and field are the informer's selectors: a delete of an object that
+// stopped matching them is told apart from a real delete.
+func (w *watcher) handlerFor(gvr schema.GroupVersionResource, label, field string) toolscache.ResourceEventHandler {
+	on := w.onEvent(label, field)
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			w.onEvent(dynamicinformer.Event{Type: dynamicinformer.Added, GVR: gvr, Object: obj, IsInitialList: initial})
+			on(dynamicinformer.Event{Type: dynamicinformer.Added, GVR: gvr, Object: obj, IsInitialList: initial})
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			w.onEvent(dynamicinformer.Event{Type: dynamicinformer.Updated, GVR: gvr, Object: newObj, OldObject: oldObj})
+			on(dynamicinformer.Event{Type: dynamicinformer.Updated, GVR: gvr, Object: newObj, OldObject: oldObj})
 		},
 		DeleteFunc: func(obj any) {
 			ev := dynamicinformer.Event{Type: dynamicinformer.Deleted, GVR: gvr, Object: obj}
 			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				ev.Object, ev.FinalStateUnknown = d.Obj, true
 			}
-			w.onEvent(ev)
+			on(ev)
 		},
 	}
 }
 
-func (w *watcher) onEvent(ev dynamicinformer.Event) {
-	u, ok := objectOf(ev.Object)
-	if !ok {
-		return
+// onEvent returns the event handler of informers with these selectors.
+func (w *watcher) onEvent(label, field string) func(dynamicinformer.Event) {
+	return func(ev dynamicinformer.Event) {
+		u, ok := objectOf(ev.Object)
+		if !ok {
+			return
+		}
+		var unmatched string
+		if ev.Type == dynamicinformer.Deleted && (label != "" || field != "") && w.stillExists(ev.GVR, u) {
+			unmatched = strings.Trim(label+","+field, ",")
+		}
+		w.counts.inc(ev.GVR, string(ev.Type))
+		w.out.event(ev, unmatched)
+		w.seenMu.Lock()
+		w.seen[eventKey(string(ev.Type), ev.GVR, u.GetNamespace(), u.GetName())]++
+		close(w.changed)
+		w.changed = make(chan struct{})
+		w.seenMu.Unlock()
 	}
-	w.counts.inc(ev.GVR, string(ev.Type))
-	w.out.event(ev)
-	w.seenMu.Lock()
-	w.seen[eventKey(string(ev.Type), ev.GVR, u.GetNamespace(), u.GetName())]++
-	close(w.changed)
-	w.changed = make(chan struct{})
-	w.seenMu.Unlock()
+}
+
+// stillExists reports whether the object of a delete seen through a
+// selector is still on the server (the same object: same uid, not being
+// deleted). The server sends such a delete both when the object is deleted
+// and when it changes so that it no longer matches the selector (with the
+// object's last matching state in both cases); only a GET tells them
+// apart. An error (gone, forbidden, no answer within --request-timeout)
+// counts as deleted.
+func (w *watcher) stillExists(gvr schema.GroupVersionResource, u *unstructured.Unstructured) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.RequestTimeout)
+	defer cancel()
+	var ri dynamic.ResourceInterface = w.dyn.Resource(gvr)
+	if ns := u.GetNamespace(); ns != "" {
+		ri = w.dyn.Resource(gvr).Namespace(ns)
+	}
+	cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	return err == nil && cur.GetUID() == u.GetUID() && cur.GetDeletionTimestamp() == nil
 }
 
 func eventKey(typ string, gvr schema.GroupVersionResource, ns, name string) string {
@@ -233,11 +398,10 @@ func (w *watcher) waitEvent(ctx context.Context, typ dynamicinformer.EventType, 
 }
 
 func (w *watcher) onStatus(st dynamicinformer.Status) {
-	w.stateMu.Lock()
-	prev := w.lastState[st.GVR]
-	w.lastState[st.GVR] = st.State
-	w.stateMu.Unlock()
-	w.out.status(st, prev, false)
+	w.tr.observe(st)
+	if st.State == dynamicinformer.Failed {
+		w.fail(fmt.Errorf("%s failed: %s", gvrString(st.GVR), statusDetail(st)))
+	}
 }
 
 // watches reports whether any informer of the watcher is for gvr.
@@ -286,6 +450,9 @@ func (w *watcher) start(ctx context.Context) {
 	// --duration or a signal cancels ctx, and shutdown() must still see the
 	// informers' last real states (not Stopped) for the final status.
 	w.factory.Start(context.WithoutCancel(ctx))
+	cctx, cancel := context.WithCancel(ctx)
+	w.stopContact = cancel
+	go w.contact.run(cctx)
 }
 
 // settled: the informer is not going to change by itself soon — it has
@@ -296,19 +463,23 @@ func settled(st dynamicinformer.Status) bool {
 	case dynamicinformer.Syncing:
 		return false
 	case dynamicinformer.Pending:
-		return st.Reason != "not started" && !time.Now().Before(st.Since.Add(2*time.Second))
+		return st.Err != nil && !time.Now().Before(st.Since.Add(2*time.Second))
 	}
 	return true
 }
 
-// progress prints, every interval until every informer has settled, one
-// line per resource: synced or not and how many objects are cached.
+// progress prints, every interval while some informer has not settled,
+// one line per resource: synced or not and how many objects are cached.
+// Caches that settle before the first interval print no progress at all
+// (their STATUS lines say it); after progress lines, a last one says when
+// the last informer settled.
 func (w *watcher) progress(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	printed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -316,9 +487,13 @@ func (w *watcher) progress(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 		sts := w.factory.Statuses()
+		if len(sts) == 0 {
+			continue // --all --wait-for-crds with nothing matching yet
+		}
 		done := 0
 		var parts []string
 		allSettled := true
+		var last time.Time
 		for _, st := range sts {
 			if st.State == dynamicinformer.Synced {
 				done++
@@ -326,23 +501,56 @@ func (w *watcher) progress(ctx context.Context, interval time.Duration) {
 			if !settled(st) {
 				allSettled = false
 			}
+			if st.Since.After(last) {
+				last = st.Since
+			}
 			mark := "…"
 			if st.State == dynamicinformer.Synced {
 				mark = "✓"
 			}
 			parts = append(parts, fmt.Sprintf("%s %s %s %d objects", mark, gvrString(st.GVR), st.State, st.Objects))
 		}
+		if allSettled && !printed {
+			return
+		}
 		sort.Strings(parts)
+		after := time.Since(w.started)
+		if allSettled {
+			after = last.Sub(w.started)
+		}
 		w.out.info("%s SYNC    %d/%d synced after %s: %s", time.Now().Format("15:04:05.000"), done, len(sts),
-			time.Since(w.started).Round(100*time.Millisecond), strings.Join(parts, "; "))
-		if allSettled && len(sts) > 0 {
+			roundDuration(after), strings.Join(parts, "; "))
+		printed = true
+		if allSettled {
 			return
 		}
 	}
 }
 
+// roundDuration keeps about two significant digits: 21ms, 1.2s, 14s.
+func roundDuration(d time.Duration) time.Duration {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond)
+	case d < 10*time.Second:
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+// serverLine is the status table's line about the API server: empty while
+// in contact, else since when it has not answered and why.
+func (w *watcher) serverLine(sts []dynamicinformer.Status) string {
+	err := w.contactErr(sts)
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("NO CONTACT with the API server since %s: %v", w.lastContact(sts).Format("15:04:05"), err)
+}
+
 func (w *watcher) printStatus(title string) {
-	w.out.statusTable(title, w.factory.Statuses(), w.counts.snapshot())
+	sts := w.factory.Statuses()
+	w.out.statusTable(title, w.serverLine(sts), sts, w.counts.snapshot())
 }
 
 // shutdown stops every informer and, if they were started, prints the
@@ -352,19 +560,26 @@ func (w *watcher) shutdown() {
 		if w.removeStatus != nil {
 			w.removeStatus()
 		}
+		w.tr.stop()
+		if w.sub != nil {
+			w.sub.Stop()
+		}
 		w.factory.Shutdown()
 		return
 	}
+	w.stopContact()
 	final := w.factory.Statuses() // before stopping: the last real states, not Stopped
+	server := w.serverLine(final)
 	if w.removeStatus != nil {
 		w.removeStatus()
 	}
+	w.tr.stop()
 	if w.sub != nil {
 		w.sub.Stop()
 	}
 	w.factory.Shutdown()
-	w.out.statusTable("final status", final, w.counts.snapshot())
+	w.out.statusTable("final status", server, final, w.counts.snapshot())
 	for _, st := range final {
-		w.out.status(st, "", true)
+		w.out.finalStatus(st)
 	}
 }

@@ -47,10 +47,6 @@ func (p *panicky) OnAdd(any, bool)   { p.n.Add(1); panic("panicky handler: add")
 func (p *panicky) OnUpdate(any, any) { p.n.Add(1); panic("panicky handler: update") }
 func (p *panicky) OnDelete(any)      { p.n.Add(1); panic("panicky handler: delete") }
 func (r *recorder) events() int      { _, a, u, d := r.snapshot(); return a + u + d }
-func handle(h *dynamicinformer.InformerHandle) *dynamicinformer.InformerHandle {
-	return h
-}
-
 // TestSlowAndPanickingHandlers: on one informer, a fast handler, a handler
 // that sleeps 50 ms per event, a handler stuck until the fast one has
 // converged, and a handler that panics on every event. The fast one
@@ -67,7 +63,7 @@ func TestSlowAndPanickingHandlers(t *testing.T) {
 	leaks := controlplane.SnapshotGoroutines()
 	f := newFactory(t, cp.Config())
 	defer f.Shutdown()
-	h := handle(f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns)))
+	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
 	fast, slow := newRecorder(), sleepy{newRecorder(), 50 * time.Millisecond}
 	stuck := blocked{newRecorder(), make(chan struct{})}
 	boom := &panicky{}
@@ -132,7 +128,7 @@ func TestCoalescingUnderBurst(t *testing.T) {
 	leaks := controlplane.SnapshotGoroutines()
 	f := newFactory(t, cp.Config())
 	defer f.Shutdown()
-	h := handle(f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns)))
+	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
 	coalescedRec, plainRec := newRecorder(), newRecorder()
 	cctx, stopCoalescing := context.WithCancel(ctx)
 	defer stopCoalescing()

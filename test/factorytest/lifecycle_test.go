@@ -13,10 +13,6 @@ import (
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
-func statusOf(h *dynamicinformer.InformerHandle) dynamicinformer.Status {
-	return h.Status()
-}
-
 // TestPendingUntilCRDInstalled: an informer asked for before its CRD exists
 // is Pending (no error, no spinning), then Synced once the CRD is
 // installed, and its handler sees objects created after.
@@ -46,7 +42,7 @@ func TestPendingUntilCRDInstalled(t *testing.T) {
 	})
 	f.Start(ctx)
 	eventually(t, ctx, "Pending", func() bool {
-		return statusOf(h).State == dynamicinformer.Pending && statusOf(h).Reason != "not started"
+		return h.Status().State == dynamicinformer.Pending && h.Status().Reason != "not started"
 	})
 	path := "/apis/" + group + "/"
 	time.Sleep(3 * time.Second)
@@ -59,7 +55,7 @@ func TestPendingUntilCRDInstalled(t *testing.T) {
 	if err := cp.InstallCRD(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "Synced after install", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	eventually(t, ctx, "Synced after install", func() bool { return h.Status().State == dynamicinformer.Synced })
 	ns := unique("pend")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -98,18 +94,18 @@ func TestCRDRemovedAndRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Start(ctx)
-	eventually(t, ctx, "Synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	eventually(t, ctx, "Synced", func() bool { return h.Status().State == dynamicinformer.Synced })
 	if err := cp.DeleteCRD(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, ctx, "Removed with an empty cache", func() bool {
-		return statusOf(h).State == dynamicinformer.Removed && len(h.Informer().GetStore().ListKeys()) == 0
+		return h.Status().State == dynamicinformer.Removed && len(h.Informer().GetStore().ListKeys()) == 0
 	})
 	eventually(t, ctx, "a delete per object", func() bool {
 		objs, _, _, deletes := rec.snapshot()
 		return deletes == 6 && len(objs) == 0
 	})
-	st := statusOf(h)
+	st := h.Status()
 	if !errors.Is(st.Err, dynamicinformer.ErrNotServed) {
 		t.Fatalf("Removed status error %v, want ErrNotServed", st.Err)
 	}
@@ -125,7 +121,7 @@ func TestCRDRemovedAndRestored(t *testing.T) {
 	if err := cp.InstallCRD(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "Synced again", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	eventually(t, ctx, "Synced again", func() bool { return h.Status().State == dynamicinformer.Synced })
 	createN(t, ctx, gvr, ns, 2, nil)
 	eventually(t, ctx, "handler sees objects of the restored CRD", func() bool {
 		objs, _, _, _ := rec.snapshot()
@@ -149,7 +145,7 @@ func TestCRDCycleNoGoroutineGrowth(t *testing.T) {
 	defer f.Shutdown()
 	h := f.ForResource(gvr)
 	f.Start(ctx)
-	eventually(t, ctx, "Synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	eventually(t, ctx, "Synced", func() bool { return h.Status().State == dynamicinformer.Synced })
 	base := informerGoroutines()
 	var removal, resume []time.Duration
 	for i := 0; i < 20; i++ {
@@ -157,13 +153,13 @@ func TestCRDCycleNoGoroutineGrowth(t *testing.T) {
 		if err := cp.DeleteCRD(ctx, name); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, ctx, "Removed", func() bool { return statusOf(h).State == dynamicinformer.Removed })
+		eventually(t, ctx, "Removed", func() bool { return h.Status().State == dynamicinformer.Removed })
 		removal = append(removal, time.Since(start))
 		if err := cp.InstallCRD(ctx, controlplane.NewCRD(gvr.Group, "Widget", "widgets")); err != nil {
 			t.Fatal(err)
 		}
 		start = time.Now() // InstallCRD returns once the CRD is established and served
-		eventually(t, ctx, "Synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+		eventually(t, ctx, "Synced", func() bool { return h.Status().State == dynamicinformer.Synced })
 		resume = append(resume, time.Since(start))
 	}
 	slices.Sort(removal)

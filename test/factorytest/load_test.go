@@ -115,7 +115,7 @@ func TestManyCRDs(t *testing.T) {
 	start = time.Now()
 	f.Start(ctx)
 	for i, h := range handles {
-		eventually(t, ctx, gvrs[i].Group+" synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+		eventually(t, ctx, gvrs[i].Group+" synced", func() bool { return h.Status().State == dynamicinformer.Synced })
 	}
 	synced := time.Since(start)
 	for i, h := range handles {
@@ -171,12 +171,12 @@ func TestManyObjects(t *testing.T) {
 	defer f.Shutdown()
 	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
 	rec := newRecorder()
-	if _, err := handle(h).AddEventHandler(rec); err != nil {
+	if _, err := h.AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
 	f.Start(ctx)
-	eventually(t, ctx, "synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	eventually(t, ctx, "synced", func() bool { return h.Status().State == dynamicinformer.Synced })
 	syncTook := time.Since(start)
 	heapSynced := heapMiB()
 	// Updates for secs seconds.
@@ -238,11 +238,11 @@ func TestStorageVersionConversionUnderLoad(t *testing.T) {
 	defer f.Shutdown()
 	h := f.ForResource(v1)
 	rec := newRecorder()
-	if _, err := handle(h).AddEventHandler(rec); err != nil {
+	if _, err := h.AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	f.Start(ctx)
-	eventually(t, ctx, "synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+	eventually(t, ctx, "synced", func() bool { return h.Status().State == dynamicinformer.Synced })
 	// Writers: patch objects through v1 until told to stop.
 	wctx, stopWriters := context.WithCancel(ctx)
 	var writes, writeErrs atomic.Int64
@@ -297,7 +297,7 @@ func TestStorageVersionConversionUnderLoad(t *testing.T) {
 			t.Fatalf("cached object at %s, want %s", u.GetAPIVersion(), v1.GroupVersion())
 		}
 	}
-	st := statusOf(h)
+	st := h.Status()
 	if st.State != dynamicinformer.Synced {
 		t.Fatalf("status %+v", st)
 	}

@@ -48,7 +48,7 @@ func TestRBACPartialAccess(t *testing.T) {
 	defer f.Shutdown()
 	cmA := f.ForResource(configmaps, dynamicinformer.WithNamespaces(nsA))
 	rec := newRecorder()
-	if _, err := handle(cmA).AddEventHandler(rec); err != nil {
+	if _, err := cmA.AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	widgets := f.ForResource(crd)
@@ -58,16 +58,16 @@ func TestRBACPartialAccess(t *testing.T) {
 	f.Start(ctx)
 	took := map[string]time.Duration{}
 	for name, h := range map[string]*dynamicinformer.InformerHandle{"configmaps/" + nsB: cmB, "secrets/" + nsA: secrets} {
-		eventually(t, ctx, name+" forbidden", func() bool { return statusOf(h).State == dynamicinformer.Failed })
+		eventually(t, ctx, name+" forbidden", func() bool { return h.Status().State == dynamicinformer.Failed })
 		took[name] = time.Since(start).Round(time.Millisecond)
-		st := statusOf(h)
+		st := h.Status()
 		var ie *dynamicinformer.InformerError
 		if !errors.Is(st.Err, dynamicinformer.ErrForbidden) || !errors.As(st.Err, &ie) || !apierrors.IsForbidden(ie.Err) {
 			t.Fatalf("%s: status error %v, want ErrForbidden wrapping the API server's 403", name, st.Err)
 		}
 	}
 	for name, h := range map[string]*dynamicinformer.InformerHandle{"configmaps/" + nsA: cmA, crd.Resource: widgets} {
-		eventually(t, ctx, name+" synced", func() bool { return statusOf(h).State == dynamicinformer.Synced })
+		eventually(t, ctx, name+" synced", func() bool { return h.Status().State == dynamicinformer.Synced })
 	}
 	n := converged(t, ctx, cmA, rec, nsA)
 	if got := len(widgets.Informer().GetStore().ListKeys()); got != 3 {
@@ -89,7 +89,7 @@ func TestRBACPartialAccess(t *testing.T) {
 	if retriesB > 16 || retriesSecrets > 16 {
 		t.Fatalf("forbidden informers retried %d and %d times in 10 s", retriesB, retriesSecrets)
 	}
-	if st := statusOf(cmB); !errors.Is(st.Err, dynamicinformer.ErrForbidden) {
+	if st := cmB.Status(); !errors.Is(st.Err, dynamicinformer.ErrForbidden) {
 		t.Fatalf("status changed to %+v", st)
 	}
 	f.Shutdown()

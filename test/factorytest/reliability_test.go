@@ -165,7 +165,7 @@ func TestConvergesAcrossAPIServerRestart(t *testing.T) {
 	w.run(ctx, t, 60)
 	n := converged(t, ctx, h, rec, ns)
 	_, adds, updates, deletes := rec.snapshot()
-	t.Logf("converged on %d objects after restart (handler: %d adds, %d updates, %d deletes; status %s)", n, adds, updates, deletes, statusOf(h).State)
+	t.Logf("converged on %d objects after restart (handler: %d adds, %d updates, %d deletes; status %s)", n, adds, updates, deletes, h.Status().State)
 	f.Shutdown()
 	leaks.VerifyNoLeaks(t)
 	sc.Held("converged: %d objects, cache = server = handler; handler saw %d adds, %d updates, %d deletes; no goroutine leak", n, adds, updates, deletes)

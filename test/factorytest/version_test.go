@@ -65,7 +65,7 @@ func TestForNameFollowsPreferredVersion(t *testing.T) {
 	})
 	f.Start(ctx)
 	eventually(t, ctx, "both synced at v1", func() bool {
-		return statusOf(byName).State == dynamicinformer.Synced && statusOf(pinned).State == dynamicinformer.Synced
+		return byName.Status().State == dynamicinformer.Synced && pinned.Status().State == dynamicinformer.Synced
 	})
 
 	setVersions := func(v1Served bool) {
@@ -93,7 +93,7 @@ func TestForNameFollowsPreferredVersion(t *testing.T) {
 		st := h.Status()
 		return h.GVR() == v2 && st.GVR == v2 && st.State == dynamicinformer.Synced
 	})
-	if st := statusOf(pinned); st.State != dynamicinformer.Synced || st.GVR != v1 || len(pinned.Informer().GetStore().ListKeys()) != 3 {
+	if st := pinned.Status(); st.State != dynamicinformer.Synced || st.GVR != v1 || len(pinned.Informer().GetStore().ListKeys()) != 3 {
 		t.Fatalf("pinned informer moved or lost objects while v1 is still served: %+v", st)
 	}
 	eventually(t, ctx, "the handler got an update per object at the switch", func() bool {
@@ -104,16 +104,16 @@ func TestForNameFollowsPreferredVersion(t *testing.T) {
 
 	// Stop serving v1.
 	setVersions(false)
-	eventually(t, ctx, "the pinned informer is Removed", func() bool { return statusOf(pinned).State == dynamicinformer.Removed })
+	eventually(t, ctx, "the pinned informer is Removed", func() bool { return pinned.Status().State == dynamicinformer.Removed })
 	if st := h.Status(); h.GVR() != v2 || st.State != dynamicinformer.Synced {
 		t.Fatalf("the follower left v2 when v1 went away: %v %+v", h.GVR(), st)
 	}
 	// The reason names the version once the CRD event is in (a 404 on the
 	// pinned informer's own requests may close its gate a moment before).
 	eventually(t, ctx, "the Removed status names the unserved version", func() bool {
-		return strings.Contains(statusOf(pinned).Reason, "does not serve version v1")
+		return strings.Contains(pinned.Status().Reason, "does not serve version v1")
 	})
-	st := statusOf(pinned)
+	st := pinned.Status()
 	if !errors.Is(st.Err, dynamicinformer.ErrNotServed) || st.State != dynamicinformer.Removed {
 		t.Fatalf("pinned informer: state %s, err %v, reason %q; want Removed with ErrNotServed", st.State, st.Err, st.Reason)
 	}

@@ -175,8 +175,8 @@ func (l *Liveness) Watch(ctx context.Context, opts metav1.ListOptions) (*Stream,
 		l.markProbe("waiting for a watch request to be answered")
 		return nil, ProbeError(watchList)
 	}
-	l.report(err)
 	if err != nil {
+		l.report(err)
 		return nil, err
 	}
 	l.alive(time.Now())
@@ -186,6 +186,10 @@ func (l *Liveness) Watch(ctx context.Context, opts metav1.ListOptions) (*Stream,
 		l.mu.Unlock()
 	}
 	s := NewStream(w, release)
+	// A watch that opens says little: client-go's REST client turns a
+	// watch that kept meeting EOF into an empty, closed watch. The first
+	// event (or bookmark) is the server's answer.
+	s.firstEvent = func() { l.report(nil) }
 	if l.Idle > 0 {
 		s.idle = l.Idle
 		s.onIdle = func() { l.markProbe("on the open watch") }

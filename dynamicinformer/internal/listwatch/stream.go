@@ -40,6 +40,8 @@ type Stream struct {
 	idle    time.Duration
 	onIdle  func()
 	onEvent func(time.Time)
+	// firstEvent, if set, is called when the first server event arrives.
+	firstEvent func()
 
 	result   chan watch.Event
 	stop     chan struct{} // closed by Stop
@@ -175,6 +177,10 @@ func (s *Stream) forwardServer() (interrupted bool) {
 		case ev, ok := <-in:
 			if !ok {
 				return false
+			}
+			if s.firstEvent != nil {
+				s.firstEvent()
+				s.firstEvent = nil
 			}
 			select {
 			case s.result <- ev:

@@ -533,7 +533,9 @@ func (p *Presence) recheck(gvr schema.GroupVersionResource) {
 	ctx := p.ctx
 	p.mu.Unlock()
 	if p.cfg.Resolver != nil && ctx != nil {
-		p.discoveryAnswered(p.cfg.Resolver.Refresh(ctx))
+		// Rate-limited and shared: many informers meeting 404s at once
+		// cost one round.
+		p.discoveryAnswered(p.cfg.Resolver.RefreshIfStale(ctx, 0))
 	}
 	p.reevaluate(gvr, "re-check after 404", true)
 }

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+func probeClient(t *testing.T, host string) rest.Interface {
+	t.Helper()
+	d, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.RESTClient()
+}
+
+// What a failed connection says, for the failures a user meets: refused,
+// a port that accepts and never answers, a server that is not Kubernetes,
+// rejected credentials. Each in the user's terms, without client internals.
+func TestExplainConnectionErrors(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts (the kernel does), never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	notKube := httptest.NewServer(http.NotFoundHandler())
+	defer notKube.Close()
+	unauthorized := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`))
+	}))
+	defer unauthorized.Close()
+	kube := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"major":"1","minor":"37","gitVersion":"v1.37.2"}`))
+	}))
+	defer kube.Close()
+
+	cases := []struct {
+		name, host string
+		want       string
+	}{
+		{"refused", "http://127.0.0.1:1", `cannot reach the API server at http://127.0.0.1:1 (context "c", user "u"): connection refused`},
+		{"silent", "http://" + silent.Addr().String(), `no answer from the API server at http://` + silent.Addr().String() + ` (context "c", user "u") within 500ms (--request-timeout)`},
+		{"not kubernetes", notKube.URL, `the server at ` + notKube.URL + ` (context "c", user "u") does not look like a Kubernetes API server`},
+		{"unauthorized", unauthorized.URL, `the API server at ` + unauthorized.URL + ` (context "c", user "u") rejected the credentials (401 Unauthorized)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			err := probeServer(context.Background(), probeClient(t, tc.host), 500*time.Millisecond)
+			if err == nil {
+				t.Fatal("probe succeeded")
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("probe took %s with a 500ms timeout", d)
+			}
+			got := explain(endpoint{Host: tc.host, Context: "c", User: "u"}, err, 500*time.Millisecond)
+			if !strings.HasPrefix(got, tc.want) {
+				t.Errorf("explain:\n got %s\nwant %s…", got, tc.want)
+			}
+			for _, internal := range []string{"discoveryresolver", "?timeout=", "Get \""} {
+				if strings.Contains(got, internal) {
+					t.Errorf("explain shows %q: %s", internal, got)
+				}
+			}
+		})
+	}
+	if err := probeServer(context.Background(), probeClient(t, kube.URL), time.Second); err != nil {
+		t.Errorf("probe of a Kubernetes-like server: %v", err)
+	}
+}
+
+// The monitor reports each change of contact once, in order.
+func TestContactMonitor(t *testing.T) {
+	var mu sync.Mutex
+	fail := false
+	var changes []string
+	m := newContactMonitor(func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return errors.New("down")
+		}
+		return nil
+	}, 10*time.Millisecond, func(err error, down time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			changes = append(changes, "lost")
+		} else {
+			changes = append(changes, "restored")
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.run(ctx) }()
+	set := func(f bool) {
+		mu.Lock()
+		fail = f
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+	}
+	set(false)
+	set(true)
+	if _, err := m.state(); err == nil {
+		t.Error("state reports contact while the probe fails")
+	}
+	set(false)
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(changes, ","); got != "lost,restored" {
+		t.Fatalf("changes = %s, want lost,restored", got)
+	}
+}

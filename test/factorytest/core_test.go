@@ -1,0 +1,220 @@
+package factorytest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+// TestLostServerIsReported (issue 20, defect 13): when the API server
+// cannot be reached, a synced informer's Status says so within seconds
+// (ContactErr, errors.Is ErrNoContact; State stays Synced: the cache is
+// still what it was), and the error clears when the server is back; what
+// changed meanwhile arrives.
+func TestLostServerIsReported(t *testing.T) {
+	ctx := ctxT(t, 3*time.Minute)
+	sc := scenario(t)
+	ns := unique("contact")
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	gvr, _ := installCRD(t, ctx)
+	createN(t, ctx, gvr, ns, 3, nil)
+	f := newFactory(t, cp.Config())
+	defer f.Shutdown()
+	h := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
+	var changes []dynamicinformer.Status
+	var mu = make(chan struct{}, 1)
+	mu <- struct{}{}
+	defer f.OnStatusChange(func(s dynamicinformer.Status) {
+		<-mu
+		changes = append(changes, s)
+		mu <- struct{}{}
+	})()
+	f.Start(ctx)
+	eventually(t, ctx, "synced", func() bool { return h.Status().State == dynamicinformer.Synced })
+	before := h.Status().LastContact
+	if before.IsZero() {
+		t.Fatal("LastContact is zero on a synced informer")
+	}
+
+	lost := time.Now()
+	t.Cleanup(func() { cp.Proxy().SetRefuse(false) })
+	cp.Proxy().SetRefuse(true)
+	cp.Proxy().CutAll()
+	eventually(t, ctx, "contact lost reported", func() bool { return h.Status().ContactErr != nil })
+	tookLost := time.Since(lost)
+	st := h.Status()
+	if !errors.Is(st.ContactErr, dynamicinformer.ErrNoContact) || st.State != dynamicinformer.Synced || st.Objects != 3 {
+		t.Fatalf("after losing the server: state %s, %d objects, ContactErr %v", st.State, st.Objects, st.ContactErr)
+	}
+	// Created directly (not through the proxy) while the informer is cut off.
+	if _, err := dynamic.NewForConfigOrDie(cp.DirectConfig()).Resource(gvr).Namespace(ns).Create(ctx, obj(gvr.GroupVersion().String(), "Widget", ns, "during-outage", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	restored := time.Now()
+	cp.Proxy().SetRefuse(false)
+	eventually(t, ctx, "contact restored", func() bool { return h.Status().ContactErr == nil })
+	tookBack := time.Since(restored)
+	eventually(t, ctx, "object created during the outage cached", func() bool { return h.Status().Objects == 4 })
+	if st := h.Status(); !st.LastContact.After(before) {
+		t.Fatalf("LastContact %v did not move past %v", st.LastContact, before)
+	}
+	<-mu
+	var lostN, backN int
+	for i, s := range changes {
+		if s.ContactErr != nil && (i == 0 || changes[i-1].ContactErr == nil) {
+			lostN++
+		}
+		if s.ContactErr == nil && i > 0 && changes[i-1].ContactErr != nil {
+			backN++
+		}
+	}
+	mu <- struct{}{}
+	if lostN != 1 || backN != 1 {
+		t.Fatalf("OnStatusChange reported contact lost %d times and restored %d times; want once each", lostN, backN)
+	}
+	sc.Injected("the API server refused every connection (proxy) for a synced CRD informer, an object created meanwhile, then the server reachable again")
+	sc.Held("ContactErr (ErrNoContact) reported %v after the server was lost, State stayed Synced with its 3 objects; cleared %v after it was back, the object created meanwhile arrived; each transition notified once",
+		tookLost.Round(10*time.Millisecond), tookBack.Round(10*time.Millisecond))
+}
+
+// TestClusterScopedResourceInNamespace (issue 20, defect 10): a served,
+// cluster-scoped resource asked for in a namespace is Failed with
+// ErrNamespaceOnClusterScoped at once, with discovery or without it (then
+// from the 404 of the namespaced URL and a cluster-wide check) — not
+// Pending "not served" forever.
+func TestClusterScopedResourceInNamespace(t *testing.T) {
+	ctx := ctxT(t, 2*time.Minute)
+	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	for _, withDiscovery := range []bool{true, false} {
+		t.Run(fmt.Sprintf("discovery=%v", withDiscovery), func(t *testing.T) {
+			var f *dynamicinformer.Factory
+			if withDiscovery {
+				f = newFactory(t, cp.Config())
+			} else {
+				f = dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cp.Config()), 0)
+			}
+			defer f.Shutdown()
+			h := f.ForResource(namespaces, dynamicinformer.WithNamespaces("default"))
+			start := time.Now()
+			f.Start(ctx)
+			eventually(t, ctx, "Failed", func() bool { return h.Status().State == dynamicinformer.Failed })
+			st := h.Status()
+			if !errors.Is(st.Err, dynamicinformer.ErrNamespaceOnClusterScoped) || errors.Is(st.Err, dynamicinformer.ErrNotServed) {
+				t.Fatalf("status %s %q: %v", st.State, st.Reason, st.Err)
+			}
+			t.Logf("reported after %v: %v", time.Since(start).Round(time.Millisecond), st.Err)
+		})
+	}
+}
+
+// TestForbiddenCRDListDoesNotDelaySync (issue 20, defect 8): a user who
+// may not list CRDs, with a factory that has no discovery client, syncs
+// an allowed informer without waiting for presence's readiness timeout
+// (5 s): a forbidden CRD list is an answer.
+func TestForbiddenCRDListDoesNotDelaySync(t *testing.T) {
+	ctx := ctxT(t, 2*time.Minute)
+	ns := unique("nocrd")
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		if _, err := cp.Kube().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := unique("nocrd-user")
+	if err := cp.Grant(ctx, user, ns, "cm", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}}); err != nil {
+		t.Fatal(err)
+	}
+	f := dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cp.UserConfig(user)), 0)
+	defer f.Shutdown()
+	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
+	start := time.Now()
+	f.Start(ctx)
+	if !f.WaitForCacheSync(ctx)[configmaps] {
+		t.Fatal("not synced")
+	}
+	took := time.Since(start)
+	t.Logf("synced %d configmaps in %v with the CRD list forbidden", h.Status().Objects, took.Round(time.Millisecond))
+	if took >= 5*time.Second {
+		t.Fatalf("sync took %v: waited for presence's readiness timeout", took)
+	}
+}
+
+// TestSeveralNamespacesOneForbidden (issue 20, defect 14): an informer over
+// two namespaces, one of which the user may not list, syncs and delivers
+// the allowed namespace's objects; its status names the forbidden one.
+func TestSeveralNamespacesOneForbidden(t *testing.T) {
+	ctx := ctxT(t, 2*time.Minute)
+	allowed, denied := unique("ns-ok"), unique("ns-denied")
+	for _, ns := range []string{allowed, denied} {
+		if err := cp.CreateNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			if _, err := cp.Kube().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	user := unique("ns-user")
+	if err := cp.Grant(ctx, user, allowed, "cm", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFactory(t, cp.UserConfig(user))
+	defer f.Shutdown()
+	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(allowed, denied))
+	rec := newRecorder()
+	if _, err := h.AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	eventually(t, ctx, "synced", func() bool { return h.Status().State == dynamicinformer.Synced })
+	eventually(t, ctx, "allowed objects delivered", func() bool { return h.Status().Objects == 2 })
+	st := h.Status()
+	if !errors.Is(st.Err, dynamicinformer.ErrForbidden) || !strings.Contains(st.Err.Error(), denied) || strings.Contains(st.Err.Error(), "["+allowed) {
+		t.Fatalf("status %s: Err %v; want ErrForbidden naming %s only", st.State, st.Err, denied)
+	}
+	// Later changes in the allowed namespace arrive.
+	if _, err := cp.Kube().CoreV1().ConfigMaps(allowed).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "later object delivered", func() bool { return h.Status().Objects == 3 })
+}
+
+// TestNoCRDNoDiscoveryIsQuiet (issue 20, defect 6): with only a dynamic
+// client (no discovery), an informer of a resource no CRD serves yet sends
+// one list (answered 404) and then waits quietly for the CRD, instead of
+// re-trying every 250 ms doubling.
+func TestNoCRDNoDiscoveryIsQuiet(t *testing.T) {
+	ctx := ctxT(t, 2*time.Minute)
+	gvr := schema.GroupVersionResource{Group: unique("g") + ".quiet.example.com", Version: "v1", Resource: "widgets"}
+	cfg, counter := controlplane.CountRequests(cp.Config())
+	f := dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), 0)
+	defer f.Shutdown()
+	h := f.ForResource(gvr)
+	f.Start(ctx)
+	eventually(t, ctx, "pending", func() bool { return errors.Is(h.Status().Err, dynamicinformer.ErrNotServed) })
+	time.Sleep(10 * time.Second)
+	lists, watches := counter.Count("list", "/"+gvr.Resource), counter.Count("watch", "/"+gvr.Resource)
+	t.Logf("in 10 s: %d lists, %d watches of a resource no CRD serves", lists, watches)
+	if lists > 2 || watches > 1 {
+		t.Fatalf("%d lists and %d watches in 10 s for a resource no CRD serves", lists, watches)
+	}
+	if st := h.Status(); st.State != dynamicinformer.Pending {
+		t.Fatalf("state %s, want Pending", st.State)
+	}
+}
