@@ -61,7 +61,7 @@ type entry struct {
 	since        time.Time
 	started      bool
 	everSynced   bool
-	watchOpen    bool      // a server watch was handed to the reflector since the last removal
+	watchOpen    bool // a server watch was handed to the reflector since the last removal
 	awaitRelist  bool // a removal or version switch happened; Synced again after a real relist
 	relisted     bool // that relist returned, at relistRV
 	relistRV     string
