@@ -52,16 +52,25 @@
 // discovery round (one ServerGroupsAndResources call: two requests with
 // aggregated discovery, which client-go uses when the server offers it).
 // References the snapshot knows are answered by a map lookup, without
-// network and without locks. A reference it does not know (a miss) starts a
-// round, at most one at a time: concurrent misses, Refresh calls and
-// invalidated lookups wait for the round in flight instead of starting
-// another. Misses are also rate-limited (WithMinRefreshInterval, one second
-// by default): a miss less than that after the previous round started is
-// answered from the snapshot, so a typo resolved in a loop costs nothing.
-// A CRD installed after the last round is therefore found by the first miss
-// after the interval, or at once after Invalidate or Refresh. A deleted
-// resource stays known until the next round; call Invalidate (on a CRD
-// delete event, say) or Refresh to drop it.
+// network and without locks. A reference it does not know (a miss) is
+// answered from a round that started after the call, so a CRD that became
+// Established before Resolve was called is found. Rounds are single-flight
+// and rate-limited: at most one runs at a time, and a round started by a
+// miss starts at least WithMinRefreshInterval (one second by default) after
+// the previous one. A miss therefore runs a round at once, joins the one in
+// flight and then waits for the next if that one started before it, or
+// waits for the interval to end; concurrent misses share one round, and a
+// typo resolved in a loop costs the server at most one round per interval
+// (and the loop up to an interval per miss). The wait is bounded by the
+// caller's ctx. A deleted resource stays known until the next round; call
+// Invalidate (on a CRD delete event, say) or Refresh to drop it.
+//
+// Besides misses, rounds are run by Refresh, which is forced (it ignores
+// the interval; for one owner that paces itself, such as a periodic
+// rediscovery loop), and by RefreshIfStale, which runs one only if the
+// latest round is older than a maximum age and respects the interval (for
+// callers that may be many or frequent). After Invalidate, the next lookup
+// or RefreshIfStale runs a round at once.
 //
 // If discovery of some group-versions fails (an aggregated API server is
 // down), the round still succeeds for everything else: the failed

@@ -12,11 +12,13 @@ import (
 // Sentinel errors. Test for them with errors.Is; the resolver returns them
 // wrapped in a *ResolveError that names the reference.
 var (
-	// ErrNotFound means no served resource matches the reference, after a
-	// discovery refresh (or within the miss rate limit, see
-	// WithMinRefreshInterval). When some group-versions failed discovery, the
-	// error also wraps a *GroupDiscoveryError: the resource may be served by
-	// one of them.
+	// ErrNotFound means no served resource matches the reference in a
+	// discovery round that started after the call. When some group-versions
+	// failed discovery, the error also wraps a *GroupDiscoveryError: the
+	// resource may be served by one of them. When no such round could answer
+	// (the caller's ctx ended while waiting for it, or discovery failed as a
+	// whole), the error wraps that error too, and the answer comes from an
+	// older snapshot.
 	ErrNotFound = errors.New("no served resource matches")
 
 	// ErrNotWatchable means the resource exists but does not support both the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery/fake"
@@ -42,6 +43,8 @@ func Example() {
 	}
 	_, err := r.Resolve(ctx, "pods/status")
 	fmt.Println(errors.Is(err, discoveryresolver.ErrSubresource))
+	// A miss is answered by a discovery round that starts after it: here it
+	// waits for the one-second minimum refresh interval to end.
 	_, err = r.Resolve(ctx, "cromtabs")
 	fmt.Println(errors.Is(err, discoveryresolver.ErrNotFound), err)
 	// Output:
@@ -88,4 +91,26 @@ func ExampleResolver_OnChange() {
 	_ = r.Refresh(ctx)
 	// Output:
 	// removed stable.example.com/v1, Resource=crontabs
+}
+
+func ExampleResolver_RefreshIfStale() {
+	client := fakeClient()
+	r := discoveryresolver.New(client)
+	ctx := context.Background()
+	// One owner runs forced rounds at its own pace (a rediscovery loop).
+	if err := r.Refresh(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	rounds := len(client.Actions())
+	// Any number of other callers ask for data at most 30s old: while the
+	// latest round is younger than that, they add no round.
+	for i := 0; i < 10; i++ {
+		if err := r.RefreshIfStale(ctx, 30*time.Second); err != nil {
+			fmt.Println(err)
+		}
+	}
+	fmt.Println("discovery requests added:", len(client.Actions())-rounds)
+	// Output:
+	// discovery requests added: 0
 }

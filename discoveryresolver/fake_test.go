@@ -3,6 +3,7 @@ package discoveryresolver
 import (
 	"context"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ type fakeDiscovery struct {
 
 	calls   atomic.Int32
 	entered chan struct{} // receives (non-blocking) when a round starts
+	starts  []time.Time   // guarded by mu: wall-clock start of every round
 
 	own map[schema.GroupVersion]*metav1.APIResourceList // guarded by mu; see setOwn
 }
@@ -107,6 +109,13 @@ func (f *fakeDiscovery) set(groups ...fakeGroup) {
 	}
 }
 
+// roundStarts returns the wall-clock start of every round so far.
+func (f *fakeDiscovery) roundStarts() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.starts...)
+}
+
 // fail makes gv fail discovery (its resource list is left out).
 func (f *fakeDiscovery) fail(gv schema.GroupVersion, err error) {
 	f.mu.Lock()
@@ -151,6 +160,8 @@ func (f *fakeDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav
 	return f.ServerGroupsAndResourcesWithContext(context.Background())
 }
 
+// ServerGroupsAndResourcesWithContext answers with the data set when the
+// round starts, even if the round is held and the data changes meanwhile.
 func (f *fakeDiscovery) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
 	f.calls.Add(1)
 	select {
@@ -158,7 +169,9 @@ func (f *fakeDiscovery) ServerGroupsAndResourcesWithContext(ctx context.Context)
 	default:
 	}
 	f.mu.Lock()
+	f.starts = append(f.starts, time.Now())
 	gate := f.gate
+	groups, lists, err := f.answerLocked()
 	f.mu.Unlock()
 	if gate != nil {
 		select {
@@ -167,8 +180,10 @@ func (f *fakeDiscovery) ServerGroupsAndResourcesWithContext(ctx context.Context)
 			return nil, nil, ctx.Err()
 		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	return groups, lists, err
+}
+
+func (f *fakeDiscovery) answerLocked() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
 	if f.err != nil {
 		return nil, nil, f.err
 	}
@@ -197,10 +212,21 @@ func (f *fakeDiscovery) ServerGroupsAndResourcesWithContext(ctx context.Context)
 	return groups, lists, nil
 }
 
-// fakeClock is a settable clock for the rate limit.
+// fakeClock is a settable clock for the rate limit, with timers that fire
+// when advance reaches them. With auto set, a new timer moves the clock to
+// its deadline and fires at once: waiting costs no real time.
 type fakeClock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
+	mu     sync.Mutex // guards t, auto, timers
+	t      time.Time
+	auto   bool
+	timers []*fakeTimer
+
+	waiting chan struct{} // if non-nil, receives (non-blocking) when a timer is set
+}
+
+type fakeTimer struct {
+	at time.Time
+	c  chan time.Time // buffered: firing never blocks
 }
 
 func (c *fakeClock) now() time.Time {
@@ -211,12 +237,52 @@ func (c *fakeClock) now() time.Time {
 
 func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+	c.timers = slices.DeleteFunc(c.timers, func(ft *fakeTimer) bool {
+		if ft.at.After(c.t) {
+			return false
+		}
+		ft.c <- c.t
+		return true
+	})
+}
+
+func (c *fakeClock) newTimer(d time.Duration) (<-chan time.Time, func()) {
+	c.mu.Lock()
+	ft := &fakeTimer{at: c.t.Add(d), c: make(chan time.Time, 1)}
+	if c.auto {
+		c.t = ft.at
+		ft.c <- c.t
+	} else {
+		c.timers = append(c.timers, ft)
+	}
 	c.mu.Unlock()
+	if c.waiting != nil {
+		select {
+		case c.waiting <- struct{}{}:
+		default:
+		}
+	}
+	return ft.c, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.timers = slices.DeleteFunc(c.timers, func(x *fakeTimer) bool { return x == ft })
+	}
+}
+
+// pending returns the number of timers set and not yet fired or stopped.
+func (c *fakeClock) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
 }
 
 func withClock(c *fakeClock) Option {
-	return func(o *options) { o.now = c.now }
+	return func(o *options) {
+		o.now = c.now
+		o.newTimer = c.newTimer
+	}
 }
 
 type discoveryErrGroupFailed = discovery.ErrGroupDiscoveryFailed

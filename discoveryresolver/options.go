@@ -13,7 +13,8 @@ type options struct {
 	logger             logr.Logger
 	minRefreshInterval time.Duration
 	serverGroupOrder   bool
-	now                func() time.Time // for tests
+	now                func() time.Time                                        // for tests
+	newTimer           func(d time.Duration) (c <-chan time.Time, stop func()) // for tests
 }
 
 // DefaultMinRefreshInterval is the default of WithMinRefreshInterval.
@@ -25,22 +26,28 @@ func defaultOptions() options {
 		logger:             logr.Discard(),
 		minRefreshInterval: DefaultMinRefreshInterval,
 		now:                time.Now,
+		newTimer: func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTimer(d)
+			return t.C, func() { t.Stop() }
+		},
 	}
 }
 
 // WithLogger sets the logger. The default discards. The resolver logs at
 // V(0) only when the set of group-versions failing discovery changes; refresh
-// rounds are logged at V(1), rate-limited misses at V(2).
+// rounds are logged at V(1), waits for the minimum refresh interval at V(2).
 func WithLogger(l logr.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
 
-// WithMinRefreshInterval sets the minimum time between the starts of two
-// discovery rounds triggered by misses (default DefaultMinRefreshInterval).
-// A miss within the interval is answered from the cache, without network,
-// so that a typo resolved in a loop cannot hammer the API server. Refresh
-// and Invalidate are not rate-limited. Zero or negative disables the limit
-// (concurrent misses still share one round).
+// WithMinRefreshInterval sets the minimum time between the start of a
+// discovery round and the start of the next one triggered by a miss or by
+// RefreshIfStale (default DefaultMinRefreshInterval). A miss within the
+// interval waits for its end (bounded by its ctx) and shares the round that
+// starts then, so that a typo resolved in a loop cannot hammer the API
+// server. Refresh, and the first round after Invalidate, are not
+// rate-limited. Zero or negative disables the limit (concurrent misses
+// still share one round).
 func WithMinRefreshInterval(d time.Duration) Option {
 	return func(o *options) { o.minRefreshInterval = d }
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -23,34 +22,32 @@ import (
 //
 // The resolver holds one immutable snapshot of discovery. Answers for names
 // in the snapshot are map lookups. A reference the snapshot does not know (a
-// miss) triggers a discovery round unless one started less than the minimum
-// refresh interval ago; concurrent misses, Refresh calls and invalidated
-// lookups share one round. The resolver starts no goroutines: a round runs
-// in the goroutine of the caller that started it.
+// miss) is answered from a discovery round that started after the call: it
+// runs one, or waits for the next one the minimum refresh interval allows.
+// At most one round runs at a time; concurrent misses, Refresh and
+// RefreshIfStale calls and invalidated lookups share it. The resolver starts
+// no goroutines: a round runs in the goroutine of the caller that started
+// it, and a waiting caller waits in its own.
 type Resolver struct {
 	client discovery.DiscoveryInterfaceWithContext
 	cached discovery.CachedDiscoveryInterface // non-nil if the client caches; invalidated before each round
 	opts   options
 	log    logr.Logger
 
-	snap  atomic.Pointer[snapshot] // nil until the first successful round
-	stale atomic.Bool              // set by Invalidate: the next lookup refreshes first
+	snap    atomic.Pointer[snapshot] // nil until the first successful round
+	stale   atomic.Bool              // set by Invalidate: the next lookup refreshes first
+	started atomic.Uint64            // number of rounds started; written under mu, read without it
 
-	mu         sync.Mutex // guards round, lastStart, lastErr, failedKeys, listeners, nextID, pending, delivering
+	mu         sync.Mutex // guards round, last, lastStart, failedKeys, listeners, nextID, pending, delivering, direct
 	round      *round     // the round in flight, nil if none
-	lastStart  time.Time  // start of the latest round
-	lastErr    error      // error of the latest round that found no snapshot at all
+	last       *round     // the latest round that ended and was not abandoned, nil if none
+	lastStart  time.Time  // start of the latest round, abandoned or not: the rate limit counts from it
 	failedKeys string     // failing group-versions of the latest round, for logging changes only
 	listeners  []listener
 	nextID     int
 	pending    []Change                     // changes not yet delivered, in order
 	delivering bool                         // a goroutine is delivering pending changes
-	direct     map[schema.GroupVersion]bool // read from their own endpoints until aggregated discovery agrees; guarded by mu
-}
-
-type round struct {
-	done chan struct{} // closed when err is set
-	err  error
+	direct     map[schema.GroupVersion]bool // read from their own endpoints until aggregated discovery agrees
 }
 
 type listener struct {
@@ -92,9 +89,14 @@ func New(client discovery.DiscoveryInterface, opts ...Option) *Resolver {
 // resource, at the group's preferred version unless the reference names a
 // version.
 //
-// Errors: a *ResolveError wrapping ErrNotFound, ErrSubresource or
-// ErrNotWatchable (with the Resource also returned), an *AmbiguousError, or
-// a *ResolveError wrapping a discovery error when discovery never
+// A reference the snapshot does not know is looked up again in a discovery
+// round that started after the call, which may mean waiting, bounded by
+// ctx, for the minimum refresh interval to end (see WithMinRefreshInterval).
+//
+// Errors: a *ResolveError wrapping ErrNotFound (with ctx's error or a
+// discovery error beside it if no newer round could answer), ErrSubresource
+// or ErrNotWatchable (with the Resource also returned), an *AmbiguousError,
+// or a *ResolveError wrapping a discovery error when discovery never
 // succeeded. See the package documentation for how ties are settled.
 func (r *Resolver) Resolve(ctx context.Context, ref string) (Resource, error) {
 	if strings.Contains(ref, "/") {
@@ -191,21 +193,11 @@ func (r *Resolver) FailedGroups() map[schema.GroupVersion]error {
 	return copyGroupErrors(s.failed)
 }
 
-// Refresh runs a discovery round now, ignoring the miss rate limit. If a
-// round is already in flight, Refresh waits for it instead of starting
-// another. It returns a *GroupDiscoveryError if some group-versions failed
-// (the rest was refreshed), another error if discovery failed as a whole
-// (the previous snapshot stays), or ctx's error. When Refresh returns, the
-// Change the round found has been delivered to OnChange callbacks, unless
-// Refresh is called from inside one.
-func (r *Resolver) Refresh(ctx context.Context) error {
-	return r.refresh(ctx, true)
-}
-
 // Invalidate marks the cached discovery as outdated: the next Resolve*,
-// Resources, AllVersions or Match call runs a round first, without waiting
-// for the miss rate limit; if that round fails as a whole, answers come
-// from the previous data. Call it when something suggests the served
+// Resources, AllVersions, Match or RefreshIfStale call runs a round first
+// (or joins the one in flight), without waiting for the minimum refresh
+// interval; if that round fails as a whole, answers come from the previous
+// data. Call it when something suggests the served
 // resources changed (a CustomResourceDefinition or APIService event).
 // Lookup never refreshes.
 func (r *Resolver) Invalidate() {
@@ -350,52 +342,32 @@ func (r *Resolver) OnChange(f func(Change)) (remove func()) {
 	}
 }
 
-// current returns the snapshot to answer from, running a round first if
-// there is none or it was invalidated. On a failed round it still returns
-// the previous snapshot if there is one.
-func (r *Resolver) current(ctx context.Context) (*snapshot, error) {
-	s := r.snap.Load()
-	if s != nil && !r.stale.Load() {
-		return s, nil
-	}
-	err := r.refresh(ctx, false)
-	if s2 := r.snap.Load(); s2 != nil {
-		return s2, nil
-	}
-	if err == nil {
-		err = r.lastError()
-	}
-	return nil, err
-}
-
-func (r *Resolver) lastError() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.lastErr != nil {
-		return r.lastErr
-	}
-	return errors.New("discoveryresolver: no discovery data")
-}
-
-// lookupOrRefresh answers from the snapshot, and on a miss refreshes (within
-// the rate limit) and tries again. ref is called only to build an error.
+// lookupOrRefresh answers from the snapshot, and on a miss from a round that
+// started after the call (see refresh). ref is called only to build an
+// error.
 func (r *Resolver) lookupOrRefresh(ctx context.Context, ref func() string, find func(*snapshot) result) (Resource, error) {
+	seen := r.started.Load() // rounds that started before the call cannot answer its miss
 	s, err := r.current(ctx)
 	if s == nil {
 		return Resource{}, &ResolveError{Ref: ref(), Err: err}
 	}
 	res := find(s)
-	if !res.answered() {
-		_ = r.refresh(ctx, false) // errors surface below as not found plus failed groups
-		if s2 := r.snap.Load(); s2 != s {
-			s = s2
-			res = find(s)
-		}
+	if res.answered() {
+		return r.answer(s, ref, res, nil)
 	}
-	return r.answer(s, ref, res)
+	err = r.refresh(ctx, false, func(rd *round) bool { return rd.seq > seen })
+	if s2 := r.snap.Load(); s2 != s {
+		s = s2
+		res = find(s)
+	}
+	return r.answer(s, ref, res, err)
 }
 
-func (r *Resolver) answer(s *snapshot, refFn func() string, res result) (Resource, error) {
+// answer turns a lookup result into what Resolve* return. refreshErr is the
+// error of the round a miss waited for (or of the wait): a whole-round
+// discovery error or ctx's error is joined to ErrNotFound, since the
+// snapshot that did not know the reference may be older than the call.
+func (r *Resolver) answer(s *snapshot, refFn func() string, res result, refreshErr error) (Resource, error) {
 	if res.found() {
 		e := &s.entries[res.idx]
 		if !e.watchable {
@@ -404,83 +376,30 @@ func (r *Resolver) answer(s *snapshot, refFn func() string, res result) (Resourc
 		return e.res.clone(), nil
 	}
 	ref := refFn()
-	switch {
-	case res.ambiguous():
+	if res.ambiguous() {
 		cands := make([]Resource, len(res.cands))
 		for i, c := range res.cands {
 			cands[i] = s.entries[c].res.clone()
 		}
 		return Resource{}, &AmbiguousError{Ref: ref, Candidates: cands}
 	}
+	errs := []error{ErrNotFound}
 	if len(s.failed) > 0 {
-		return Resource{}, &ResolveError{Ref: ref, Err: errors.Join(ErrNotFound, &GroupDiscoveryError{Groups: copyGroupErrors(s.failed)})}
+		errs = append(errs, &GroupDiscoveryError{Groups: copyGroupErrors(s.failed)})
 	}
-	return Resource{}, &ResolveError{Ref: ref, Err: ErrNotFound}
-}
-
-// refresh runs a round or joins the one in flight. Unless force is set, a
-// round is started only if there is no snapshot, the snapshot was
-// invalidated, or the last round started at least minRefreshInterval ago.
-func (r *Resolver) refresh(ctx context.Context, force bool) error {
-	for {
-		r.mu.Lock()
-		if rd := r.round; rd != nil {
-			r.mu.Unlock()
-			select {
-			case <-rd.done:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if isContextError(rd.err) && ctx.Err() == nil {
-				continue // the leader gave up; this caller has not
-			}
-			return rd.err
-		}
-		now := r.opts.now()
-		if !force && !r.stale.Load() && !r.lastStart.IsZero() && now.Sub(r.lastStart) < r.opts.minRefreshInterval {
-			r.mu.Unlock()
-			r.log.V(2).Info("miss within the minimum refresh interval: not refreshing", "sinceLastRound", now.Sub(r.lastStart))
-			return nil
-		}
-		rd := &round{done: make(chan struct{})}
-		r.round = rd
-		r.lastStart = now
-		r.stale.Store(false)
-		r.mu.Unlock()
-		err := r.lead(ctx, rd)
-		r.deliver()
-		return err
+	var gde *GroupDiscoveryError
+	if refreshErr != nil && !errors.As(refreshErr, &gde) { // a *GroupDiscoveryError is s.failed, added above
+		errs = append(errs, refreshErr)
 	}
-}
-
-// lead runs round rd and always ends it, even if the discovery client
-// panics, so that waiters are never stranded.
-func (r *Resolver) lead(ctx context.Context, rd *round) (err error) {
-	var change *Change
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("discoveryresolver: discovery panicked: %v", p)
-			defer panic(p)
-		}
-		r.mu.Lock()
-		r.round = nil
-		if change != nil && len(r.listeners) > 0 {
-			r.pending = append(r.pending, *change)
-		}
-		rd.err = err
-		r.mu.Unlock()
-		close(rd.done)
-	}()
-	change, err = r.runRound(ctx)
-	return err
-}
-
-func isContextError(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if len(errs) == 1 {
+		return Resource{}, &ResolveError{Ref: ref, Err: ErrNotFound}
+	}
+	return Resource{}, &ResolveError{Ref: ref, Err: errors.Join(errs...)}
 }
 
 // runRound fetches discovery, swaps in a new snapshot and returns what
-// changed (nil if nothing did).
+// changed (nil if nothing did). A whole-round failure leaves the snapshot
+// as it was.
 func (r *Resolver) runRound(ctx context.Context) (*Change, error) {
 	start := r.opts.now()
 	if r.cached != nil {
@@ -492,11 +411,6 @@ func (r *Resolver) runRound(ctx context.Context) (*Change, error) {
 		if gerr, ok := discovery.GroupDiscoveryFailedErrorGroups(err); ok && (len(groups) > 0 || len(lists) > 0) {
 			failed = gerr
 		} else {
-			r.mu.Lock()
-			if r.snap.Load() == nil {
-				r.lastErr = err
-			}
-			r.mu.Unlock()
 			r.log.V(1).Info("discovery failed", "err", err.Error())
 			return nil, err
 		}

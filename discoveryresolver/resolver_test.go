@@ -46,9 +46,11 @@ func cluster() []fakeGroup {
 	}
 }
 
+// newTestResolver returns a resolver on a fake clock that jumps ahead when
+// the resolver waits, so that a miss runs its round without real waiting.
 func newTestResolver(t *testing.T, f *fakeDiscovery, opts ...Option) *Resolver {
 	t.Helper()
-	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	clock := &fakeClock{t: time.Unix(1_000_000, 0), auto: true}
 	return New(f, append([]Option{withClock(clock)}, opts...)...)
 }
 
@@ -325,7 +327,7 @@ func TestMissRefreshesAndFindsNewResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.set(append(cluster(), group("late.example.com", version("v1", res("lates", "Late", "lt"))))...)
-	clock.advance(2 * time.Second)
+	clock.advance(2 * time.Second) // past the interval: the miss runs its round at once
 	got, err := r.Resolve(ctx, "lt")
 	if err != nil || got.GVR != gvr("late.example.com", "v1", "lates") {
 		t.Fatalf("Resolve(lt) after install = %v, %v", got.GVR, err)
@@ -335,28 +337,67 @@ func TestMissRefreshesAndFindsNewResource(t *testing.T) {
 	}
 }
 
+// TestMissesAreRateLimited: misses within the minimum refresh interval wait
+// for the round the interval allows and share it; the wait is bounded by
+// ctx; Invalidate lets the next miss through at once; Refresh always runs.
 func TestMissesAreRateLimited(t *testing.T) {
+	defer checkNoGoroutineLeak(t)()
 	f := newFake(cluster()...)
-	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	clock := &fakeClock{t: time.Unix(1_000_000, 0), waiting: make(chan struct{}, 100)}
 	r := New(f, withClock(clock), WithMinRefreshInterval(time.Second))
 	ctx := context.Background()
-	for i := 0; i < 50; i++ {
-		if _, err := r.Resolve(ctx, "podz"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Resolve(podz) = %v, want ErrNotFound", err)
-		}
+	// The first call's own round answers its miss: no wait.
+	if _, err := r.Resolve(ctx, "podz"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Resolve(podz) = %v, want ErrNotFound", err)
 	}
 	if n := f.calls.Load(); n != 1 {
-		t.Fatalf("50 misses within the interval ran %d rounds, want 1", n)
+		t.Fatalf("%d rounds, want 1", n)
+	}
+	f.set(append(cluster(), group("late.example.com", version("v1", res("lates", "Late", "lt"))))...)
+	const n = 20
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			got, err := r.Resolve(ctx, "lt")
+			if err == nil && got.GVR.Resource != "lates" {
+				err = fmt.Errorf("got %v", got.GVR)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		<-clock.waiting // every miss waits for the interval
 	}
 	clock.advance(999 * time.Millisecond)
-	_, _ = r.Resolve(ctx, "podz")
-	if n := f.calls.Load(); n != 1 {
-		t.Fatalf("a miss 999ms later ran a round (%d rounds)", n)
+	if got := f.calls.Load(); got != 1 || clock.pending() != n {
+		t.Fatalf("999ms after the round: %d rounds, %d misses waiting; want 1 round, %d waiting", got, clock.pending(), n)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("a miss returned inside the interval: %v", err)
+	default:
 	}
 	clock.advance(time.Millisecond)
-	_, _ = r.Resolve(ctx, "podz")
-	if n := f.calls.Load(); n != 2 {
-		t.Fatalf("a miss after the interval ran %d rounds in all, want 2", n)
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatalf("waiting miss: %v", err)
+		}
+	}
+	if got := f.calls.Load(); got != 2 {
+		t.Fatalf("%d waiting misses ran %d rounds after the interval, want 1", n, got-1)
+	}
+	// A wait ends with the caller's ctx: the error says both that the older
+	// snapshot does not know the name and why no newer round answered.
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := r.Resolve(cctx, "podz"); done <- err }()
+	<-clock.waiting
+	cancel()
+	if err := <-done; !errors.Is(err, ErrNotFound) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("miss whose ctx ended while waiting = %v, want ErrNotFound and context.Canceled", err)
+	}
+	if clock.pending() != 0 || f.calls.Load() != 2 {
+		t.Fatalf("after the cancelled wait: %d timers left, %d rounds; want 0, 2", clock.pending(), f.calls.Load())
 	}
 	// Invalidate lets the next miss through at once; Refresh always runs.
 	r.Invalidate()
@@ -364,8 +405,8 @@ func TestMissesAreRateLimited(t *testing.T) {
 	if err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.calls.Load(); n != 4 {
-		t.Fatalf("%d rounds after Invalidate+miss and Refresh, want 4", n)
+	if got := f.calls.Load(); got != 4 {
+		t.Fatalf("%d rounds after Invalidate+miss and Refresh, want 4", got)
 	}
 }
 
@@ -375,18 +416,19 @@ func TestZeroIntervalDisablesRateLimit(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		_, _ = r.Resolve(context.Background(), "podz")
 	}
-	if n := f.calls.Load(); n != 4 { // first round, then a retry per miss
-		t.Fatalf("%d rounds, want 4", n)
+	if n := f.calls.Load(); n != 3 { // the first round answers the first miss, then a round per miss
+		t.Fatalf("%d rounds, want 3", n)
 	}
 }
 
+// TestConcurrentMissesShareOneRound: misses that arrive while a round is in
+// flight wait for it but are not answered by it (it started before them, so
+// it may predate what they look for); they then share one round, the one
+// the minimum refresh interval allows.
 func TestConcurrentMissesShareOneRound(t *testing.T) {
 	defer checkNoGoroutineLeak(t)()
 	f := newFake(cluster()...)
-	// With an hour's interval, a caller that did not wait for the shared
-	// round would be rate-limited and answer ErrNotFound while the round is
-	// held: every caller getting the new resource proves they waited.
-	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	clock := &fakeClock{t: time.Unix(1_000_000, 0), waiting: make(chan struct{}, 100)}
 	r := New(f, withClock(clock), WithMinRefreshInterval(time.Hour))
 	ctx := context.Background()
 	if err := r.Refresh(ctx); err != nil {
@@ -395,16 +437,13 @@ func TestConcurrentMissesShareOneRound(t *testing.T) {
 	<-f.entered
 	clock.advance(2 * time.Hour)
 	release := f.hold()
-	f.set(append(cluster(), group("late.example.com", version("v1", res("lates", "Late", "lt"))))...)
+	refreshed := make(chan error, 1)
+	go func() { refreshed <- r.Refresh(ctx) }()
+	<-f.entered // round 2 is in flight and held; it does not serve lt
 	const n = 32
-	var wg sync.WaitGroup
 	errs := make(chan error, n)
-	started := make(chan struct{}, n)
 	for i := 0; i < n; i++ {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			started <- struct{}{}
 			got, err := r.Resolve(ctx, "lt")
 			if err == nil && got.GVR.Resource != "lates" {
 				err = fmt.Errorf("got %v", got.GVR)
@@ -412,25 +451,26 @@ func TestConcurrentMissesShareOneRound(t *testing.T) {
 			errs <- err
 		}()
 	}
-	for i := 0; i < n; i++ {
-		<-started
-	}
-	<-f.entered // the one round has started and is held
-	// Give the other callers time to reach the shared round.
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
+	// lt is installed after round 2 started: only a later round can see it.
+	f.set(append(cluster(), group("late.example.com", version("v1", res("lates", "Late", "lt"))))...)
 	release()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
+	if err := <-refreshed; err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		<-clock.waiting // each miss waits for the interval after round 2
+	}
+	if got := f.calls.Load(); got != 2 {
+		t.Fatalf("%d rounds before the interval passed, want 2", got)
+	}
+	clock.advance(time.Hour)
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := f.calls.Load(); got != 2 {
-		t.Fatalf("%d concurrent misses ran %d rounds after the first, want 1", n, got-1)
+	if got := f.calls.Load(); got != 3 {
+		t.Fatalf("%d concurrent misses ran %d rounds after round 2, want 1", n, got-2)
 	}
 }
 

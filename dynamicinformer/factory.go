@@ -311,7 +311,11 @@ func (f *Factory) ForName(ctx context.Context, ref string, opts ...ResourceOptio
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return f.forResource(res.GVR, cfg, !versionPinned(ref, res.GVR))
+	h, err := f.forResource(res.GVR, cfg, !versionPinned(ref, res.GVR))
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // versionPinned reports whether ref names gvr's version explicitly, as in

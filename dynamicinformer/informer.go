@@ -62,6 +62,7 @@ type entry struct {
 	since        time.Time
 	started      bool
 	everSynced   bool
+	watchOpen    bool // a server watch was handed to the reflector since the last removal
 	awaitRelist  bool // a removal or version switch happened; Synced again after a real relist
 	relisted     bool // that relist returned, at relistRV
 	relistRV     string
@@ -130,6 +131,7 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 			NotFound:    e.notFound,
 			Emptied:     e.emptied,
 			Waiting:     e.waiting,
+			Watching:    e.watching,
 		},
 		EmptyList:   func(rv string) runtime.Object { o, _ := lists(rv, nil); return o },
 		Cached:      func() []interface{} { return e.informer.GetStore().List() },
@@ -335,6 +337,7 @@ func (e *entry) monitorSync(ctx context.Context) {
 	for {
 		e.mu.Lock()
 		syncing := e.state == Syncing
+		watchOpen := e.watchOpen
 		await, listed, listRV := e.awaitRelist, e.relisted, e.relistRV
 		removal, removalSince := e.removal, e.removalSince
 		e.mu.Unlock()
@@ -349,7 +352,9 @@ func (e *entry) monitorSync(ctx context.Context) {
 			removal = ""
 		}
 		informerSynced := e.informer.HasSynced()
-		if syncing && informerSynced && (!await || listed && rvReached(e.informer.LastSyncResourceVersion(), listRV)) {
+		// Synced means the list is in the cache and the watch runs: with
+		// list+watch the watch opens after the list has been taken in.
+		if syncing && informerSynced && watchOpen && (!await || listed && rvReached(e.informer.LastSyncResourceVersion(), listRV)) {
 			e.update(func() bool {
 				if e.state != Syncing {
 					return false
@@ -563,12 +568,23 @@ func (e *entry) clusterScoped(gvr schema.GroupVersionResource) bool {
 	return err == nil
 }
 
+// watching: a server watch was handed to the reflector.
+func (e *entry) watching() {
+	e.mu.Lock()
+	open := e.watchOpen
+	e.watchOpen = true
+	e.mu.Unlock()
+	if !open {
+		e.nudge()
+	}
+}
+
 // emptied: every cached object was handed over as a delete. Removed is
 // published by the sync monitor once the cache is empty, so that a caller
 // told "Removed" finds the cache empty.
 func (e *entry) emptied(reason string) {
 	e.update(func() bool {
-		e.awaitRelist, e.relisted = true, false
+		e.awaitRelist, e.relisted, e.watchOpen = true, false, false
 		e.removal, e.removalSince = reason, time.Now()
 		return false
 	})

@@ -187,8 +187,10 @@ func TestFactoryReducedObjects(t *testing.T) {
 	if got.GetUID() != server.GetUID() || got.GetResourceVersion() != server.GetResourceVersion() || got.GetLabels()["app"] != "db" {
 		t.Errorf("projection lost metadata: %v", got.Object["metadata"])
 	}
-	if meta.UnstructuredLister() != nil {
-		t.Error("metadata-only handle offers an Unstructured lister")
+	// A metadata-only handle's lister reads the cached metadata (converted
+	// to Unstructured by genericlister).
+	if m, err := meta.UnstructuredLister().Namespace(f.ns).Get("w001"); err != nil || m.GetUID() != server.GetUID() || m.Object["spec"] != nil {
+		t.Errorf("metadata-only lister Get: %v, %v", m, err)
 	}
 	mobj, err := meta.Lister().ByNamespace(f.ns).Get("w001")
 	if err != nil {

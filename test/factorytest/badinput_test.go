@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
@@ -99,9 +100,9 @@ func TestBadInput(t *testing.T) {
 		{"invalid label selector (ForResource): Failed at once", statusBecomes(cm, dynamicinformer.Failed, dynamicinformer.ErrInvalidSelector, dynamicinformer.WithLabelSelector("=x"))},
 		{"field the server cannot select on: Failed from the server's 400", statusBecomes(cm, dynamicinformer.Failed, dynamicinformer.ErrInvalidSelector, dynamicinformer.WithFieldSelector("data.foo=bar"))},
 		{"namespace on a cluster-scoped resource (ForName)", forName("namespaces", dynamicinformer.ErrNamespaceOnClusterScoped, dynamicinformer.WithNamespaces("default"))},
-		// ForResource trusts its GVR: the namespaced URL of a cluster-scoped
-		// resource is a 404, so the informer waits as not served.
-		{"namespace on a cluster-scoped resource (ForResource): Pending, not served", statusBecomes(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, dynamicinformer.Pending, dynamicinformer.ErrNotServed, dynamicinformer.WithNamespaces("default"))},
+		// ForResource: discovery says the resource is cluster-scoped, so the
+		// namespace is a configuration error, not "not served".
+		{"namespace on a cluster-scoped resource (ForResource): Failed", statusBecomes(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, dynamicinformer.Failed, dynamicinformer.ErrNamespaceOnClusterScoped, dynamicinformer.WithNamespaces("default"))},
 		{"nil handler", func(context.Context) error {
 			h := f.ForResource(cm, dynamicinformer.WithNamespaces("default"))
 			defer h.Release()
@@ -138,9 +139,11 @@ func TestBadInput(t *testing.T) {
 			if l, w := counter.Count("list", path), counter.Count("watch", path); l > 1 || w > 1 || l+w == 0 {
 				return fmt.Errorf("%d lists and %d watches after Start twice, want one of each at most", l, w)
 			}
-			h2.Release()
-			if !h2.Informer().IsStopped() {
-				return errors.New("informer still running after its last Release")
+			h2.Release() // returns at once; the informer stops shortly after
+			if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				return h2.Informer().IsStopped(), nil
+			}); err != nil {
+				return errors.New("informer still running 10 s after its last Release")
 			}
 			return nil
 		}},

@@ -47,6 +47,7 @@ func (p *panicky) OnAdd(any, bool)   { p.n.Add(1); panic("panicky handler: add")
 func (p *panicky) OnUpdate(any, any) { p.n.Add(1); panic("panicky handler: update") }
 func (p *panicky) OnDelete(any)      { p.n.Add(1); panic("panicky handler: delete") }
 func (r *recorder) events() int      { _, a, u, d := r.snapshot(); return a + u + d }
+
 // TestSlowAndPanickingHandlers: on one informer, a fast handler, a handler
 // that sleeps 50 ms per event, a handler stuck until the fast one has
 // converged, and a handler that panics on every event. The fast one

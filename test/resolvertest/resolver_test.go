@@ -464,12 +464,12 @@ func TestCRDLifecycle(t *testing.T) {
 }
 
 // TestMissCost counts requests: one discovery round is two requests
-// (aggregated discovery), concurrent misses share one round, and repeated
-// misses within the minimum refresh interval send nothing.
+// (aggregated discovery), concurrent misses share rounds, and a loop of
+// misses costs one round per minimum refresh interval.
 func TestMissCost(t *testing.T) {
 	ctx := context.Background()
 
-	t.Run("concurrent misses share one round", func(t *testing.T) {
+	t.Run("concurrent misses share rounds", func(t *testing.T) {
 		r, counter := newResolver(t, discoveryresolver.WithMinRefreshInterval(0))
 		if err := r.Refresh(ctx); err != nil {
 			t.Fatal(err)
@@ -520,8 +520,13 @@ func TestMissCost(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		if got := counter.Count("discovery", ""); got != perRound {
-			t.Fatalf("%d concurrent misses sent %d discovery requests (%v); one round is %d", n, got, counter.Keys(), perRound)
+		// A miss is answered by a round that started after it: misses that
+		// reached the resolver before the held round started share it, and
+		// any that came after share one more.
+		got := counter.Count("discovery", "")
+		t.Logf("%d concurrent misses sent %d discovery requests (one round is %d)", n, got, perRound)
+		if got > 2*perRound {
+			t.Fatalf("%d concurrent misses sent %d discovery requests (%v); want at most two rounds (%d)", n, got, counter.Keys(), 2*perRound)
 		}
 	})
 
@@ -532,24 +537,25 @@ func TestMissCost(t *testing.T) {
 		}
 		perRound := counter.Count("discovery", "")
 		counter.Reset()
+		// Each miss waits for a round that starts after it, at least the
+		// interval after the previous one: a loop of misses costs one
+		// round per interval.
 		start := time.Now()
-		for i := 0; i < 1000; i++ {
+		misses := 0
+		for time.Since(start) < 3*time.Second {
 			if _, err := r.Resolve(ctx, "typo"); !errors.Is(err, discoveryresolver.ErrNotFound) {
 				t.Fatal(err)
 			}
+			misses++
 		}
-		if time.Since(start) >= time.Second {
-			t.Skip("the loop took longer than the interval; the count would not prove the limit")
+		elapsed := time.Since(start)
+		got := counter.Count("discovery", "")
+		t.Logf("%d misses in a loop for %v sent %d discovery requests (one round is %d)", misses, elapsed.Round(time.Millisecond), got, perRound)
+		if most := perRound * (int(elapsed/time.Second) + 1); got > most {
+			t.Fatalf("%d misses in %v sent %d discovery requests, want at most %d (one round per interval)", misses, elapsed, got, most)
 		}
-		if got := counter.Count("discovery", ""); got != 0 {
-			t.Fatalf("1000 misses right after a round sent %d discovery requests, want 0", got)
-		}
-		time.Sleep(time.Second)
-		for i := 0; i < 1000; i++ {
-			_, _ = r.Resolve(ctx, "typo")
-		}
-		if got := counter.Count("discovery", ""); got != perRound {
-			t.Fatalf("1000 misses after the interval sent %d discovery requests, want one round (%d)", got, perRound)
+		if got < perRound {
+			t.Fatalf("%d misses in %v ran no discovery round", misses, elapsed)
 		}
 		// Known names never cost a request.
 		counter.Reset()

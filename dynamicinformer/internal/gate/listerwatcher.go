@@ -71,6 +71,9 @@ type Hooks struct {
 	Emptied func(reason string)
 	// Waiting: the informer never listed and waits for the gate.
 	Waiting func(reason string)
+	// Watching: a stream of the server's events was handed to the
+	// reflector (nil: not told).
+	Watching func()
 }
 
 // ListerWatcher is the toolscache.ListerWatcherWithContext an informer's
@@ -391,6 +394,9 @@ func (lw *ListerWatcher) start(s *listwatch.Stream) watch.Interface {
 	lw.mu.Lock()
 	lw.active = a
 	lw.mu.Unlock()
+	if lw.Hooks.Watching != nil {
+		lw.Hooks.Watching()
+	}
 	if open, _, _ := lw.Gate.State(); !open {
 		lw.mu.Lock()
 		if lw.active == a {

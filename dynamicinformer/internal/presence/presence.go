@@ -118,7 +118,7 @@ type Presence struct {
 	crdByName     map[string]schema.GroupResource
 	crdSynced     bool
 	crdFailed     bool // the CRD list failed (forbidden, ...): that source has answered "unavailable"
-	discoveryDone bool
+	discoveryDone bool // discovery has answered: a snapshot exists (a round failed as a whole is no answer)
 	ready         bool
 	backoff       map[schema.GroupVersionResource]time.Duration
 	timers        map[schema.GroupVersionResource]*time.Timer
@@ -203,12 +203,11 @@ func (p *Presence) Run(ctx context.Context) {
 // not list yet (a CRD is announced Established a moment before discovery
 // shows it).
 func (p *Presence) discoveryLoop(ctx context.Context) {
-	if err := p.cfg.Resolver.Refresh(ctx); err != nil && ctx.Err() == nil {
+	err := p.cfg.Resolver.Refresh(ctx)
+	if err != nil && ctx.Err() == nil {
 		p.log.V(1).Info("discovery failed; presence relies on CRDs and 404 answers until it works", "err", err.Error())
 	}
-	p.mu.Lock()
-	p.discoveryDone = true
-	p.mu.Unlock()
+	p.discoveryAnswered(err)
 	p.markReady("discovery")
 	var tick <-chan time.Time
 	if p.cfg.Rediscovery > 0 {
@@ -234,7 +233,7 @@ func (p *Presence) discoveryLoop(ctx context.Context) {
 		case <-retryC:
 			retryC = nil
 		}
-		_ = p.cfg.Resolver.Refresh(ctx) // OnChange re-evaluates
+		p.discoveryAnswered(p.cfg.Resolver.Refresh(ctx)) // OnChange re-evaluates
 		if p.crdAheadOfDiscovery() && retries < 5 {
 			retries++
 			if retry == nil {
@@ -244,6 +243,25 @@ func (p *Presence) discoveryLoop(ctx context.Context) {
 			}
 			retryC = retry.C
 		}
+	}
+}
+
+// discoveryAnswered records the outcome of a discovery round: with no
+// error, or only some group-versions failed, the resolver holds a snapshot
+// and discovery's word counts; a round that failed as a whole (or was
+// cancelled) is no answer. The first answer after Run's start re-evaluates
+// every member (the round's own change was delivered before this).
+func (p *Presence) discoveryAnswered(err error) {
+	var partial *discoveryresolver.GroupDiscoveryError
+	if err != nil && !errors.As(err, &partial) {
+		return
+	}
+	p.mu.Lock()
+	first, ready := !p.discoveryDone, p.ready
+	p.discoveryDone = true
+	p.mu.Unlock()
+	if first && ready {
+		p.reevaluateAll("discovery answered")
 	}
 }
 
@@ -515,7 +533,9 @@ func (p *Presence) recheck(gvr schema.GroupVersionResource) {
 	ctx := p.ctx
 	p.mu.Unlock()
 	if p.cfg.Resolver != nil && ctx != nil {
-		_ = p.cfg.Resolver.Refresh(ctx)
+		// Rate-limited and shared: many informers meeting 404s at once
+		// cost one round.
+		p.discoveryAnswered(p.cfg.Resolver.RefreshIfStale(ctx, 0))
 	}
 	p.reevaluate(gvr, "re-check after 404", true)
 }

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/metadata"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 )

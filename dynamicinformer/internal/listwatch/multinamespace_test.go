@@ -1,0 +1,344 @@
+package listwatch
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+var widgetsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+
+// nsServer serves widgets per namespace; forbidden namespaces answer 403.
+type nsServer struct {
+	mu        sync.Mutex // guards everything below
+	objects   map[string][]*unstructured.Unstructured
+	rv        map[string]string
+	forbidden map[string]bool
+	listOpts  []metav1.ListOptions
+	watched   []string
+	watches   map[string]*watch.RaceFreeFakeWatcher
+	watchErr  error
+}
+
+func newNSServer() *nsServer {
+	return &nsServer{
+		objects: map[string][]*unstructured.Unstructured{
+			"a": {widget("a", "a1", "3"), widget("a", "a2", "4")},
+			"b": {widget("b", "b1", "7")},
+		},
+		rv:        map[string]string{"a": "5", "b": "8"},
+		forbidden: map[string]bool{},
+		watches:   map[string]*watch.RaceFreeFakeWatcher{},
+	}
+}
+
+func (s *nsServer) funcs() Funcs {
+	return Funcs{
+		List: func(_ context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.listOpts = append(s.listOpts, o)
+			if s.forbidden[ns] {
+				return nil, apierrors.NewForbidden(widgetsGVR.GroupResource(), "", errors.New("namespace "+ns+" refused"))
+			}
+			return widgetList(s.rv[ns], s.objects[ns]...), nil
+		},
+		Watch: func(_ context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.watched = append(s.watched, ns)
+			if s.watchErr != nil && ns == "b" {
+				return nil, s.watchErr
+			}
+			w := watch.NewRaceFreeFake()
+			s.watches[ns] = w
+			return w, nil
+		},
+	}
+}
+
+func (s *nsServer) watchOf(ns string) *watch.RaceFreeFakeWatcher {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watches[ns]
+}
+
+func listNames(t *testing.T, obj runtime.Object) []string {
+	t.Helper()
+	items, err := meta.ExtractList(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, it := range items {
+		m, _ := meta.Accessor(it)
+		out = append(out, m.GetNamespace()+"/"+m.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+func newMulti(s *nsServer) (*MultiNamespace, *[]map[string]error) {
+	var told []map[string]error
+	var mu sync.Mutex
+	return &MultiNamespace{
+		Funcs: s.funcs(), Namespaces: []string{"a", "b"},
+		Selectors: Selectors{Label: "app=x"},
+		Lists:     UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		ForbiddenNamespaces: func(m map[string]error) {
+			mu.Lock()
+			told = append(told, m)
+			mu.Unlock()
+		},
+		RetryForbidden: 100 * time.Millisecond,
+	}, &told
+}
+
+// Lists are concatenated at the highest resourceVersion; watches are
+// merged; a second watch of one list answers "expired"; relists are
+// consistent.
+func TestMultiNamespaceListAndWatch(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	lw, told := newMulti(s)
+	ctx := context.Background()
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listNames(t, obj); !slices.Equal(got, []string{"a/a1", "a/a2", "b/b1"}) {
+		t.Fatalf("listed %v", got)
+	}
+	if rv, _ := ListRV(obj); rv != "8" {
+		t.Fatalf("list rv %q, want the highest (8)", rv)
+	}
+	if len(*told) != 1 || len((*told)[0]) != 0 {
+		t.Fatalf("forbidden hook told %v, want one call with none", *told)
+	}
+	for _, o := range s.listOpts {
+		if o.LabelSelector != "app=x" {
+			t.Fatalf("selector not applied: %+v", o)
+		}
+	}
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: truePtr()}); !errors.Is(err, ErrWatchListDeclined) {
+		t.Fatalf("watch-list: %v", err)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8", AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.watchOf("a").Add(widget("a", "a3", "9"))
+	s.watchOf("b").Add(widget("b", "b2", "10"))
+	got := names([]watch.Event{mustNext(t, w), mustNext(t, w)})
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"ADDED:a3", "ADDED:b2"}) {
+		t.Fatalf("merged events %v", got)
+	}
+	// No retry timer without forbidden namespaces: still open.
+	select {
+	case ev, ok := <-w.ResultChan():
+		t.Fatalf("merged watch gave %v (open %v)", ev, ok)
+	case <-time.After(200 * time.Millisecond):
+	}
+	// One namespace's watch ends: the merged one ends.
+	s.watchOf("b").Stop()
+	drain(t, w)
+	if !s.watchOf("a").IsStopped() {
+		t.Fatal("the other namespace's watch was not stopped")
+	}
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("second watch of one list: %v, want expired", err)
+	}
+	// A relist asks for a consistent list, whatever the reflector asked.
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"}); err != nil {
+		t.Fatal(err)
+	}
+	if o := s.listOpts[len(s.listOpts)-1]; o.ResourceVersion != "" {
+		t.Fatalf("relist sent rv %q", o.ResourceVersion)
+	}
+	// The deprecated entry points go the same way.
+	if _, err := lw.List(metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err = lw.Watch(metav1.ListOptions{ResourceVersion: "8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	drain(t, w)
+	if !lw.IsWatchListSemanticsUnSupported() {
+		t.Fatal("merged watches must not stream lists")
+	}
+}
+
+// Issue 20, defect 14: with one namespace forbidden, the old informer
+// delivered nothing at all. Now the list holds the allowed namespace's
+// objects, the hook is told which namespace was refused, the watch covers
+// only the listed namespaces and ends after RetryForbidden (so the
+// reflector relists and tries the refused one again); if every namespace
+// is refused, the list fails.
+func TestMultiNamespaceForbiddenNamespace(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	s.forbidden["b"] = true
+	lw, told := newMulti(s)
+	ctx := context.Background()
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list with one forbidden namespace: %v", err)
+	}
+	if got := listNames(t, obj); !slices.Equal(got, []string{"a/a1", "a/a2"}) {
+		t.Fatalf("listed %v, want namespace a's objects", got)
+	}
+	if rv, _ := ListRV(obj); rv != "5" {
+		t.Fatalf("rv %q, want a's", rv)
+	}
+	if len(*told) != 1 || len((*told)[0]) != 1 || !apierrors.IsForbidden((*told)[0]["b"]) {
+		t.Fatalf("forbidden hook told %v, want b refused", *told)
+	}
+	if msg := ForbiddenMessage((*told)[0]); !strings.Contains(msg, "[b]") || !strings.Contains(msg, "refused") {
+		t.Fatalf("message %q", msg)
+	}
+	start := time.Now()
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	watched := slices.Clone(s.watched)
+	s.mu.Unlock()
+	if !slices.Equal(watched, []string{"a"}) {
+		t.Fatalf("watched %v, want only the listed namespace", watched)
+	}
+	s.watchOf("a").Add(widget("a", "a3", "6"))
+	if ev := mustNext(t, w); names([]watch.Event{ev})[0] != "ADDED:a3" {
+		t.Fatalf("event %v", ev)
+	}
+	drain(t, w)
+	if took := time.Since(start); took < 90*time.Millisecond {
+		t.Fatalf("merged watch ended after %v, before RetryForbidden", took)
+	}
+	// The namespace is allowed again: the relist reads both and says so.
+	s.mu.Lock()
+	s.forbidden["b"] = false
+	s.mu.Unlock()
+	obj, err = lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || len(listNames(t, obj)) != 3 || len((*told)[1]) != 0 {
+		t.Fatalf("relist: %v, told %v", err, *told)
+	}
+	// Every namespace refused: the list fails with the first one's error.
+	s.mu.Lock()
+	s.forbidden["a"], s.forbidden["b"] = true, true
+	s.mu.Unlock()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "namespace a") {
+		t.Fatalf("all forbidden: %v, want namespace a's 403", err)
+	}
+}
+
+// Errors other than 403 fail the list; a failed namespace watch stops the
+// ones already opened.
+func TestMultiNamespaceErrors(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	lw, _ := newMulti(s)
+	ctx := context.Background()
+	boom := apierrors.NewInternalError(errors.New("boom"))
+	lw.Funcs.List = func(context.Context, string, metav1.ListOptions) (runtime.Object, error) { return nil, boom }
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); !apierrors.IsInternalError(err) {
+		t.Fatalf("list err %v", err)
+	}
+	lw.Funcs = s.funcs()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.watchErr = boom
+	s.mu.Unlock()
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"}); !apierrors.IsInternalError(err) {
+		t.Fatalf("watch err %v", err)
+	}
+	if !s.watchOf("a").IsStopped() {
+		t.Fatal("namespace a's watch left open after b's failed")
+	}
+}
+
+// Selectors set label and field selectors, then the tweak runs (and may
+// override them); Single applies them to each request.
+func TestSingleAndSelectors(t *testing.T) {
+	leaks(t)
+	var got []metav1.ListOptions
+	var gotNS []string
+	f := Funcs{
+		List: func(_ context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
+			got, gotNS = append(got, o), append(gotNS, ns)
+			return widgetList("3"), nil
+		},
+		Watch: func(_ context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
+			got, gotNS = append(got, o), append(gotNS, ns)
+			return watch.NewEmptyWatch(), nil
+		},
+	}
+	lw := &Single{Funcs: f, Namespace: "a", NoWatchList: true, Selectors: Selectors{Label: "app=x", Field: "metadata.name=n",
+		Tweak: func(o *metav1.ListOptions) { o.FieldSelector += ",extra" }}}
+	if _, err := lw.List(metav1.ListOptions{LabelSelector: "ignored"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.Watch(metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	for i, o := range got {
+		if o.LabelSelector != "app=x" || o.FieldSelector != "metadata.name=n,extra" || gotNS[i] != "a" {
+			t.Fatalf("request %d: ns %q opts %+v", i, gotNS[i], o)
+		}
+	}
+	if !lw.IsWatchListSemanticsUnSupported() {
+		t.Fatal("NoWatchList not reported")
+	}
+	var o metav1.ListOptions
+	Selectors{}.Apply(&o)
+	if o.LabelSelector != "" || o.FieldSelector != "" {
+		t.Fatalf("empty selectors set %+v", o)
+	}
+}
+
+func TestListBuilders(t *testing.T) {
+	l, err := UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR })("7", []runtime.Object{widget("a", "w", "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ul := l.(*unstructured.UnstructuredList)
+	if ul.GetResourceVersion() != "7" || len(ul.Items) != 1 || ul.GetAPIVersion() != "example.com/v1" {
+		t.Fatalf("list %+v", ul)
+	}
+	m, err := MetadataLists("9", []runtime.Object{&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ml := m.(*metav1.PartialObjectMetadataList); ml.ResourceVersion != "9" || len(ml.Items) != 1 {
+		t.Fatalf("metadata list %+v", ml)
+	}
+	if rv, err := ListRV(m); err != nil || rv != "9" {
+		t.Fatalf("ListRV %q %v", rv, err)
+	}
+	if _, err := ListRV(&runtime.Unknown{}); err == nil {
+		t.Fatal("ListRV of a non-list: no error")
+	}
+	bad := listBuilder(func() runtime.Object { return &runtime.Unknown{} })
+	if _, err := bad("1", nil); err == nil {
+		t.Fatal("a builder of a non-list type did not fail")
+	}
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+)
+
+// Exit codes (documented in README.md).
+const (
+	exitOK    = 0 // normal end: demo done, --duration elapsed, SIGINT/SIGTERM
+	exitError = 1 // runtime failure: cannot reach the cluster, control plane failed, ...
+	exitUsage = 2 // bad flags or rules, unknown resource, a CEL expression that does not compile
+)
+
+// usageError marks errors that exit with exitUsage.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// RuleSpec is one CEL rule: Expression must evaluate to true for a
+// compliant object; the object is the variable `object`.
+type RuleSpec struct {
+	Name       string `json:"name"`
+	Expression string `json:"expression"`
+	Message    string `json:"message,omitempty"`
+}
+
+// Rules is what an object is checked against. In a --rules file it is
+// YAML (or JSON) with these keys; flags add to it.
+type Rules struct {
+	RequiredLabels      []string   `json:"requiredLabels,omitempty"`
+	RequiredAnnotations []string   `json:"requiredAnnotations,omitempty"`
+	CEL                 []RuleSpec `json:"rules,omitempty"`
+}
+
+// Config is everything the auditor is told.
+type Config struct {
+	Kubeconfig string
+	Context    string
+	Demo       bool
+
+	// What to audit: names (kubectl-style) and/or every resource of some
+	// groups or categories, following CRDs as they come and go.
+	Resources  []string
+	Groups     []string
+	Categories []string
+	Namespaces []string
+
+	Rules     Rules
+	RulesFile string
+
+	SummaryNamespace string
+	SummaryName      string
+	SummaryInterval  time.Duration
+
+	Workers     int
+	MetricsAddr string
+	Duration    time.Duration
+	Verbose     bool
+	Help        bool
+}
+
+const helpText = `audit-controller checks Kubernetes objects against rules and reports
+violations as Events on the objects, a summary ConfigMap and Prometheus
+metrics. Resources are chosen at run time; CRDs installed later are
+followed with --category/--group.
+
+With no cluster configured (no --kubeconfig/--context, KUBECONFIG unset,
+not in a pod, no ~/.kube/config) or with --demo it runs a demo against an
+embedded kube-apiserver and exits 0.
+
+Exit codes: 0 done, 1 runtime failure, 2 bad flags or rules.
+
+Flags:
+`
+
+func parseArgs(args []string, stdout io.Writer) (*Config, error) {
+	c := &Config{}
+	fs := pflag.NewFlagSet("audit-controller", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: kubectl's loading rules)")
+	fs.StringVar(&c.Context, "context", "", "kubeconfig context")
+	fs.BoolVar(&c.Demo, "demo", false, "run the demo on an embedded API server")
+	fs.StringSliceVarP(&c.Resources, "resource", "r", nil, "resource to audit, as kubectl names it (repeatable)")
+	fs.StringSliceVar(&c.Groups, "group", nil, "audit every resource of these API groups (repeatable)")
+	fs.StringSliceVar(&c.Categories, "category", nil, "audit every resource in these categories (repeatable)")
+	fs.StringSliceVarP(&c.Namespaces, "namespace", "n", nil, "only these namespaces (default: all)")
+	fs.StringSliceVar(&c.Rules.RequiredLabels, "require-label", nil, "label every object must carry (repeatable)")
+	fs.StringSliceVar(&c.Rules.RequiredAnnotations, "require-annotation", nil, "annotation every object must carry (repeatable)")
+	var celFlags []string
+	fs.StringArrayVar(&celFlags, "rule", nil, "CEL rule NAME=EXPRESSION, true when compliant; the object is `object` (repeatable)")
+	fs.StringVar(&c.RulesFile, "rules", "", "YAML file with requiredLabels, requiredAnnotations and rules (name, expression, message)")
+	fs.StringVar(&c.SummaryNamespace, "summary-namespace", "default", "namespace of the summary ConfigMap")
+	fs.StringVar(&c.SummaryName, "summary-name", "audit-summary", "name of the summary ConfigMap")
+	fs.DurationVar(&c.SummaryInterval, "summary-interval", 2*time.Second, "how often the summary is written when it changed")
+	fs.IntVar(&c.Workers, "workers", 2, "reconcile workers")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address (e.g. :9090)")
+	fs.DurationVar(&c.Duration, "duration", 0, "exit 0 after this long (default: until SIGINT/SIGTERM; demo: until done)")
+	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log client-go's and the library's messages to stderr")
+	fs.BoolVarP(&c.Help, "help", "h", false, "this help")
+	if err := fs.Parse(args); err != nil {
+		return nil, usagef("%v", err)
+	}
+	if c.Help {
+		fmt.Fprint(stdout, helpText+fs.FlagUsages())
+		return c, nil
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected arguments %q", fs.Args())
+	}
+	if c.RulesFile != "" {
+		data, err := os.ReadFile(c.RulesFile)
+		if err != nil {
+			return nil, usagef("--rules: %v", err)
+		}
+		var fileRules Rules
+		if err := yaml.UnmarshalStrict(data, &fileRules); err != nil {
+			return nil, usagef("--rules %s: %v", c.RulesFile, err)
+		}
+		c.Rules.RequiredLabels = append(fileRules.RequiredLabels, c.Rules.RequiredLabels...)
+		c.Rules.RequiredAnnotations = append(fileRules.RequiredAnnotations, c.Rules.RequiredAnnotations...)
+		c.Rules.CEL = append(fileRules.CEL, c.Rules.CEL...)
+	}
+	for _, f := range celFlags {
+		name, expr, ok := strings.Cut(f, "=")
+		if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(expr) == "" {
+			return nil, usagef("--rule %q: want NAME=EXPRESSION", f)
+		}
+		c.Rules.CEL = append(c.Rules.CEL, RuleSpec{Name: strings.TrimSpace(name), Expression: expr})
+	}
+	if c.Demo && (c.Kubeconfig != "" || c.Context != "") {
+		return nil, usagef("--demo cannot be combined with --kubeconfig or --context")
+	}
+	if c.Workers < 1 {
+		return nil, usagef("--workers must be at least 1")
+	}
+	if c.SummaryInterval <= 0 {
+		return nil, usagef("--summary-interval must be positive")
+	}
+	return c, nil
+}
+
+// validate checks what a run needs (the demo fills in its defaults first).
+func (c *Config) validate() error {
+	if len(c.Resources) == 0 && len(c.Groups) == 0 && len(c.Categories) == 0 {
+		return usagef("nothing to audit: give --resource, --group or --category")
+	}
+	r := c.Rules
+	if len(r.RequiredLabels)+len(r.RequiredAnnotations)+len(r.CEL) == 0 {
+		return usagef("no rules: give --require-label, --require-annotation, --rule or --rules")
+	}
+	return nil
+}
+
+// noCluster reports whether no cluster is configured, as the crd-watcher
+// decides it: no --kubeconfig/--context, KUBECONFIG empty, not in a pod,
+// no ~/.kube/config.
+func noCluster(c *Config, getenv func(string) string, exists func(string) bool) bool {
+	if c.Demo {
+		return true
+	}
+	if c.Kubeconfig != "" || c.Context != "" || getenv("KUBECONFIG") != "" {
+		return false
+	}
+	if getenv("KUBERNETES_SERVICE_HOST") != "" && getenv("KUBERNETES_SERVICE_PORT") != "" {
+		return false
+	}
+	home := getenv("HOME")
+	return home == "" || !exists(home+"/.kube/config")
+}
+
+// jsonString renders v for the summary.
+func jsonString(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprintf("%q", errors.New("cannot encode: "+err.Error()).Error())
+	}
+	return b.String()
+}
