@@ -276,7 +276,7 @@ func TestProxyCutAll(t *testing.T) {
 }
 
 // TestInstallCRDYAMLAndDelete installs the project's own CRDs from YAML (a
-// multi-document file of four CRDs, and one CRD with a ~670 KB schema),
+// multi-document file of four CRDs, and one CRD with a ~680 KB schema),
 // shows that the server serves every version as declared and enforces the
 // large schema, then deletes them all.
 func TestInstallCRDYAMLAndDelete(t *testing.T) {

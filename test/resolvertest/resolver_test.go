@@ -34,7 +34,7 @@ var (
 // uses: a CRD with short names, categories and two versions; the project's
 // edge.example.com CRDs from test/crds (short names, a shared category, a
 // cluster-scoped kind, a storage version that is not the preferred one, an
-// unserved version, a ~670 KB schema); two CRDs in different groups that
+// unserved version, a ~680 KB schema); two CRDs in different groups that
 // share plural, kind and short name; and a look-alike of Istio's Gateway
 // that collides with edge.example.com's, as Istio's and Gateway API's
 // collide in real clusters.
