@@ -680,9 +680,14 @@ func (e *entry) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, 
 		switch {
 		case errors.Is(kind, ErrNotServed) || e.configErr != nil:
 			return false // the gate handles it (Pending/Removed)
-		case e.state == Synced && (errors.Is(kind, ErrWatch) || errors.Is(kind, ErrNoContact)):
+		case errors.Is(kind, ErrNoContact):
+			// The server was not reached: ContactErr says so (the liveness
+			// layer and, for NewForConfig, the transport set it); Failed is
+			// for answers that refuse.
+			return false
+		case e.state == Synced && errors.Is(kind, ErrWatch):
 			// A broken watch on a synced cache: the reflector resumes by
-			// itself; lost contact shows in ContactErr.
+			// itself.
 			return false
 		case e.state == Failed && e.err != nil && e.err.Error() == ie.Error():
 			return false // the same failure again: keep the status, and its Since

@@ -28,8 +28,10 @@ const (
 	// published after 5 s and that object goes when the resource returns.
 	// The informer resumes by itself if the resource is served again.
 	Removed State = "Removed"
-	// Failed: list or watch fails (forbidden, unauthorized, invalid
-	// selector, the server unreachable before the first sync, ...);
+	// Failed: the server answered list or watch with a refusal or an
+	// error (forbidden, unauthorized, invalid selector, unreadable
+	// storage, ...); a server that cannot be reached is not Failed but
+	// shows in ContactErr;
 	// Status.Err says which. The informer keeps retrying with the
 	// reflector's backoff and moves on by itself if the cause goes away —
 	// except for ErrNamespaceOnClusterScoped, a configuration error no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 
 	"github.com/informerkit/informerkit/test/controlplane"
+	"github.com/informerkit/informerkit/test/crds"
 )
 
 var cp *controlplane.ControlPlane
@@ -273,25 +275,161 @@ func TestProxyCutAll(t *testing.T) {
 	}
 }
 
+// TestInstallCRDYAMLAndDelete installs the project's own CRDs from YAML (a
+// multi-document file of four CRDs, and one CRD with a ~680 KB schema),
+// shows that the server serves every version as declared and enforces the
+// large schema, then deletes them all.
 func TestInstallCRDYAMLAndDelete(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	data, err := os.ReadFile("../../../shared/testdata/crds/gateway-api/standard/gateway.networking.k8s.io_gatewayclasses.yaml")
+	var names []string
+	for _, file := range []string{crds.Edge, crds.EdgeProxy} {
+		data, err := crds.YAML(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		installed, err := cp.InstallCRDYAML(ctx, data)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, crd := range installed {
+			names = append(names, crd.Name)
+		}
+	}
+	want := []string{"gatewayclasses.edge.example.com", "gateways.edge.example.com", "routes.edge.example.com",
+		"backendgrants.edge.example.com", "edgeproxies.edge.example.com"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("installed %v, want %v", names, want)
+	}
+	edge := func(version, resource string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: crds.Group, Version: version, Resource: resource}
+	}
+
+	// Versions: served ones answer, the unserved one does not; BackendGrant
+	// is stored at v1beta1 although v1 is served beside it.
+	for _, gvr := range []schema.GroupVersionResource{edge("v1", "gatewayclasses"), edge("v1beta1", "gateways"),
+		edge("v1", "routes"), edge("v1beta1", "routes"), edge("v1", "backendgrants"), edge("v1beta1", "backendgrants"),
+		edge("v1alpha1", "edgeproxies")} {
+		if _, err := cp.Dynamic().Resource(gvr).List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("list %v: %v", gvr, err)
+		}
+	}
+	if _, err := cp.Dynamic().Resource(edge("v1alpha2", "routes")).List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("unserved routes v1alpha2: want NotFound, got %v", err)
+	}
+	grants, err := cp.APIExtensions().ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "backendgrants.edge.example.com", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	crds, err := cp.InstallCRDYAML(ctx, data)
+	if !slices.Equal(grants.Status.StoredVersions, []string{"v1beta1"}) {
+		t.Errorf("backendgrants stored versions %v, want [v1beta1]", grants.Status.StoredVersions)
+	}
+
+	// The large schema is enforced: a field it does not declare is pruned,
+	// a wrongly typed one refused.
+	proxies := cp.Dynamic().Resource(edge("v1", "edgeproxies")).Namespace("default")
+	proxy := func(name string, port any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": crds.Group + "/v1", "kind": "EdgeProxy",
+			"metadata": map[string]any{"name": name},
+			"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"spec": map[string]any{
+				"containers": []any{map[string]any{
+					"name": "proxy", "image": "proxy:1.0", "notAField": "pruned",
+					"ports":     []any{map[string]any{"containerPort": port}},
+					"resources": map[string]any{"limits": map[string]any{"cpu": "500m", "memory": "128Mi"}},
+				}},
+			}}},
+		}}
+	}
+	created, err := proxies.Create(ctx, proxy("p1", int64(8080)), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(crds) != 1 || crds[0].Name != "gatewayclasses.gateway.networking.k8s.io" {
-		t.Fatalf("installed %v", crds)
+	containers, _, _ := unstructured.NestedSlice(created.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 {
+		t.Fatalf("created containers %v", containers)
 	}
-	if err := cp.DeleteCRD(ctx, crds[0].Name); err != nil {
-		t.Fatal(err)
+	c := containers[0].(map[string]any)
+	if _, ok := c["notAField"]; ok {
+		t.Errorf("an undeclared field survived: %v", c)
 	}
-	_, err = cp.Dynamic().Resource(schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}).List(ctx, metav1.ListOptions{})
-	if !apierrors.IsNotFound(err) {
-		t.Fatalf("after delete: want NotFound, got %v", err)
+	if cpu, _, _ := unstructured.NestedString(c, "resources", "limits", "cpu"); cpu != "500m" {
+		t.Errorf("declared fields lost: %v", c)
 	}
+	if _, err := proxies.Create(ctx, proxy("p2", "eighty"), metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("containerPort \"eighty\": want Invalid, got %v", err)
+	}
+
+	for _, name := range names {
+		if err := cp.DeleteCRD(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, gvr := range []schema.GroupVersionResource{edge("v1", "gatewayclasses"), edge("v1", "edgeproxies")} {
+		if _, err := cp.Dynamic().Resource(gvr).List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("after delete: list %v: want NotFound, got %v", gvr, err)
+		}
+	}
+}
+
+// TestInstallCRDYAMLCorpus installs third-party CRDs from the optional
+// corpus ($INFORMERKIT_TESTDATA): Gateway API's GatewayClass and
+// prometheus-operator's Prometheus (an ~830 KB schema), then deletes them.
+func TestInstallCRDYAMLCorpus(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		file string
+		gvr  schema.GroupVersionResource
+	}{
+		{"crds/gateway-api/standard/gateway.networking.k8s.io_gatewayclasses.yaml",
+			schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}},
+		{"crds/prometheus-operator/monitoring.coreos.com_prometheuses.yaml",
+			schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheuses"}},
+	} {
+		data := crds.ReadCorpus(t, tc.file)
+		installed, err := cp.InstallCRDYAML(ctx, data)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		name := tc.gvr.Resource + "." + tc.gvr.Group
+		if len(installed) != 1 || installed[0].Name != name {
+			t.Fatalf("%s: installed %v, want %s", tc.file, installed, name)
+		}
+		if _, err := cp.Dynamic().Resource(tc.gvr).List(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatalf("list %v: %v", tc.gvr, err)
+		}
+		if err := cp.DeleteCRD(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.Dynamic().Resource(tc.gvr).List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("after delete: want NotFound, got %v", err)
+		}
+	}
+}
+
+// TestDeleteCRDRightAfterCreate deletes CRDs right after they are served,
+// while their watch caches may still be initializing (the server's CRD
+// finalizer can then stall until its resync; DeleteCRD nudges it): every
+// deletion completes, within 30 s.
+func TestDeleteCRDRightAfterCreate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var slowest time.Duration
+	for i := 0; i < 10; i++ {
+		crd := controlplane.NewCRD("quickdelete.example.com", "Blip", "blips", controlplane.Versions("v1", "v2"))
+		if err := cp.InstallCRD(ctx, crd); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := cp.DeleteCRD(ctx, crd.Name); err != nil {
+			t.Fatalf("cycle %d: %v", i, err)
+		}
+		took := time.Since(start)
+		if took > 30*time.Second {
+			t.Errorf("cycle %d: deleting took %v", i, took)
+		}
+		slowest = max(slowest, took)
+	}
+	t.Logf("slowest deletion of 10: %v", slowest)
 }

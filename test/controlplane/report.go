@@ -86,7 +86,7 @@ Produced by the reliability scenarios in ` + "`test/factorytest`" + ` and
 process, under ` + "`-race`" + `:
 
     INFORMERKIT_RELIABILITY_REPORT=$PWD/docs/RELIABILITY.md \
-      flock /tmp/ik-apiserver.lock go test -race -count=1 -p 1 -timeout 60m \
+      go test -race -count=1 -p 1 -timeout 60m \
       -run 'Test(Converges|Relist|SlowAndPanicking|CoalescingUnderBurst|RBAC|BadInput|ManyCRDs|ManyObjects|StorageVersion|CRD|ForName|CorruptObjectInStorage)' \
       ./test/factorytest/ ./test/cachetest/
 
@@ -96,7 +96,7 @@ resourceVersions, and the handler's last-seen state per object equals the
 server's). Rows of tests not run in the last run are kept from the previous
 file. Numbers are from one run on the CI machine (2 cores, shared) and vary.
 
-Scaled down from the issue, by environment variable: CRDs watched at once
+Scaled down by environment variable: CRDs watched at once
 ` + "`INFORMERKIT_LOAD_CRDS`" + ` (CI default 40: installing a CRD takes ~0.5 s
 under -race, 200 take ~2 min; the row below is from a run with 200);
 objects and update rate ` + "`INFORMERKIT_LOAD_OBJECTS`" + ` (default 2000) and

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
@@ -203,8 +204,23 @@ func (cp *ControlPlane) InstallCRDYAML(ctx context.Context, data []byte) ([]*api
 	return out, nil
 }
 
+// finalizerNudgeAfter is how long DeleteCRD lets a deleted CRD wait for the
+// server's CRD finalizer before it nudges it (see DeleteCRD).
+const finalizerNudgeAfter = 3 * time.Second
+
 // DeleteCRD deletes the CRD and waits until it no longer exists and its
 // group-versions no longer list it in discovery.
+//
+// A CRD deleted right after it was created can wait for minutes: the
+// server's CRD finalizer (apiextensions-apiserver, crd_finalizer.go) fails
+// to list the instances while the new resource's watch cache is still
+// initializing ("storage is (re)initializing"), its retry can read a stale
+// copy of the CRD and end on a conflict, and it ignores CRD updates that
+// only change the Terminating condition, so nothing requeues the CRD until
+// the informer's periodic resync. While the CRD still exists after
+// finalizerNudgeAfter, DeleteCRD therefore touches an annotation on it
+// (every finalizerNudgeAfter), which the finalizer does requeue on; a
+// finalizer that is merely busy only runs its idempotent sync once more.
 func (cp *ControlPlane) DeleteCRD(ctx context.Context, name string) error {
 	c := cp.APIExtensions().ApiextensionsV1().CustomResourceDefinitions()
 	got, err := c.Get(ctx, name, metav1.GetOptions{})
@@ -218,8 +234,17 @@ func (cp *ControlPlane) DeleteCRD(ctx context.Context, name string) error {
 		return err
 	}
 	disc := discovery.NewDiscoveryClientForConfigOrDie(cp.Config())
+	lastNudge, nudges := time.Now(), 0
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if _, err := c.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if err == nil && time.Since(lastNudge) >= finalizerNudgeAfter {
+				lastNudge = time.Now()
+				nudges++
+				patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.informerkit.io/finalizer-nudge":"%d"}}}`, nudges)
+				// A failed nudge (the CRD just went away, a conflict) is
+				// retried at the next interval.
+				_, _ = c.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			}
 			return false, nil
 		}
 		for _, v := range got.Spec.Versions {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/test/controlplane"
+	"github.com/informerkit/informerkit/test/crds"
 )
 
 const testGroup = "resolvertest.example.com"
@@ -32,17 +31,19 @@ var (
 )
 
 // installFixtures installs, once per package, the CRDs the reference table
-// uses: a CRD with short names, categories and two versions; three Gateway
-// API CRDs from ../shared/testdata (real short names, categories, a storage
-// version that is not the preferred one); two CRDs in different groups that
+// uses: a CRD with short names, categories and two versions; the project's
+// edge.example.com CRDs from test/crds (short names, a shared category, a
+// cluster-scoped kind, a storage version that is not the preferred one, an
+// unserved version, a ~680 KB schema); two CRDs in different groups that
 // share plural, kind and short name; and a look-alike of Istio's Gateway
-// that collides with Gateway API's, as in real clusters.
+// that collides with edge.example.com's, as Istio's and Gateway API's
+// collide in real clusters.
 func installFixtures(t *testing.T) {
 	t.Helper()
 	fixturesOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		crds := []*apiextensionsv1.CustomResourceDefinition{
+		own := []*apiextensionsv1.CustomResourceDefinition{
 			controlplane.NewCRD("stable."+testGroup, "CronTab", "crontabs",
 				controlplane.ShortNames("ct"), controlplane.Categories("all", "resolvertest"),
 				controlplane.Versions("v1", "v1beta1")),
@@ -50,13 +51,13 @@ func installFixtures(t *testing.T) {
 			controlplane.NewCRD("b."+testGroup, "Widget", "widgets", controlplane.ShortNames("wd"), controlplane.ClusterScoped()),
 			controlplane.NewCRD("networking.istio."+testGroup, "Gateway", "gateways"),
 		}
-		for _, crd := range crds {
+		for _, crd := range own {
 			if fixturesErr = cp.InstallCRD(ctx, crd); fixturesErr != nil {
 				return
 			}
 		}
-		for _, name := range []string{"gateways", "gatewayclasses", "httproutes", "referencegrants"} {
-			data, err := os.ReadFile(filepath.Join(testdataDir(), "crds/gateway-api/standard/gateway.networking.k8s.io_"+name+".yaml"))
+		for _, file := range []string{crds.Edge, crds.EdgeProxy} {
+			data, err := crds.YAML(file)
 			if err != nil {
 				fixturesErr = err
 				return
@@ -65,36 +66,70 @@ func installFixtures(t *testing.T) {
 				return
 			}
 		}
-		// InstallCRD waits for the per-group-version discovery endpoints;
-		// the aggregated document can lag a little behind them.
-		disc, err := discovery.NewDiscoveryClientForConfig(cp.Config())
-		if err != nil {
-			fixturesErr = err
-			return
-		}
-		r := discoveryresolver.New(disc)
-		fixturesErr = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			r.Invalidate()
-			for _, ref := range []string{"crontabs.stable." + testGroup, "widgets.a." + testGroup, "widgets.b." + testGroup,
-				"gateways.networking.istio." + testGroup, "gateways.gateway.networking.k8s.io", "gatewayclasses.gateway.networking.k8s.io",
-				"httproutes.gateway.networking.k8s.io", "referencegrants.gateway.networking.k8s.io"} {
-				if _, err := r.Resolve(ctx, ref); err != nil {
-					return false, nil
-				}
-			}
-			return true, nil
-		})
+		fixturesErr = waitResolvable(ctx, "crontabs.stable."+testGroup, "widgets.a."+testGroup, "widgets.b."+testGroup,
+			"gateways.networking.istio."+testGroup, "gateways."+crds.Group, "gatewayclasses."+crds.Group,
+			"routes."+crds.Group, "backendgrants."+crds.Group, "edgeproxies."+crds.Group)
 	})
 	if fixturesErr != nil {
 		t.Fatalf("install fixtures: %v", fixturesErr)
 	}
 }
 
-func testdataDir() string {
-	if d := os.Getenv("INFORMERKIT_TESTDATA"); d != "" {
-		return d
+// waitResolvable waits until a fresh resolver resolves every reference:
+// InstallCRD waits for the per-group-version discovery endpoints, and the
+// aggregated document can lag a little behind them.
+func waitResolvable(ctx context.Context, refs ...string) error {
+	disc, err := discovery.NewDiscoveryClientForConfig(cp.Config())
+	if err != nil {
+		return err
 	}
-	return "/work/shared/testdata"
+	r := discoveryresolver.New(disc)
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		r.Invalidate()
+		for _, ref := range refs {
+			if _, err := r.Resolve(ctx, ref); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// refCase is one reference and the resource it must resolve to.
+type refCase struct {
+	ref  string
+	want schema.GroupVersionResource
+}
+
+// checkReferences resolves each reference and checks the answer twice:
+// against the expected resource, and against kubectl's mapping of the same
+// string (kubectlArbitrary lists the references kubectl maps to one of
+// several resources from one run to the next).
+func checkReferences(t *testing.T, r *discoveryresolver.Resolver, kubectl func(string) (schema.GroupVersionResource, error),
+	cases []refCase, kubectlArbitrary map[string][]schema.GroupVersionResource) {
+	t.Helper()
+	ctx := context.Background()
+	for _, tc := range cases {
+		t.Run(tc.ref, func(t *testing.T) {
+			got, err := r.Resolve(ctx, tc.ref)
+			if err != nil {
+				t.Fatalf("Resolve(%q): %v", tc.ref, err)
+			}
+			if got.GVR != tc.want {
+				t.Fatalf("Resolve(%q) = %v, want %v", tc.ref, got.GVR, tc.want)
+			}
+			k, err := kubectl(tc.ref)
+			if alts, ok := kubectlArbitrary[tc.ref]; ok {
+				if err != nil || !slices.Contains(alts, k) {
+					t.Fatalf("kubectl maps %q to %v (err %v), want one of %v", tc.ref, k, err, alts)
+				}
+				return
+			}
+			if err != nil || k != got.GVR {
+				t.Fatalf("kubectl maps %q to %v (err %v); the resolver to %v", tc.ref, k, err, got.GVR)
+			}
+		})
+	}
 }
 
 func newResolver(t *testing.T, opts ...discoveryresolver.Option) (*discoveryresolver.Resolver, *controlplane.RequestCounter) {
@@ -126,8 +161,9 @@ func TestReferenceForms(t *testing.T) {
 	deploy := gvr("apps", "v1", "deployments")
 	coreEvents := gvr("", "v1", "events")
 	ct := gvr("stable."+testGroup, "v1", "crontabs")
-	gtw := gvr("gateway.networking.k8s.io", "v1", "gateways")
-	gwAPI := "gateway.networking.k8s.io"
+	edge := crds.Group
+	egw := gvr(edge, "v1", "gateways")
+	routes := gvr(edge, "v1", "routes")
 	// kubectl expands a short name that several groups share in the order of
 	// the resource lists discovery returns; with aggregated discovery that
 	// order comes from a map, so kubectl answers "ev" with either group from
@@ -137,10 +173,7 @@ func TestReferenceForms(t *testing.T) {
 		"ev": {coreEvents, gvr("events.k8s.io", "v1", "events")},
 	}
 
-	for _, tc := range []struct {
-		ref  string
-		want schema.GroupVersionResource
-	}{
+	checkReferences(t, r, kubectl, []refCase{
 		{"pods", pods}, {"pod", pods}, {"po", pods}, {"Pod", pods}, {"PODS", pods}, {"pods.v1.", pods}, {"Pod.v1.", pods},
 		{"deployments", deploy}, {"deployment", deploy}, {"deploy", deploy}, {"Deployment", deploy},
 		{"deployments.apps", deploy}, {"deploy.apps", deploy}, {"Deployment.apps", deploy}, {"deployment.apps", deploy},
@@ -168,39 +201,22 @@ func TestReferenceForms(t *testing.T) {
 		{"crontabs.stable." + testGroup, ct}, {"ct.stable." + testGroup, ct}, {"CronTab.stable." + testGroup, ct},
 		{"crontabs.v1beta1.stable." + testGroup, gvr("stable."+testGroup, "v1beta1", "crontabs")},
 		{"CronTab.v1beta1.stable." + testGroup, gvr("stable."+testGroup, "v1beta1", "crontabs")},
-		// Gateway API, from its published CRDs
-		{"gtw", gtw}, {"gateways." + gwAPI, gtw}, {"Gateway." + gwAPI, gtw}, {"gtw." + gwAPI, gtw},
-		{"gc", gvr(gwAPI, "v1", "gatewayclasses")}, {"GatewayClass", gvr(gwAPI, "v1", "gatewayclasses")},
-		{"httproute", gvr(gwAPI, "v1", "httproutes")}, {"HTTPRoute", gvr(gwAPI, "v1", "httproutes")},
-		{"HTTPRoute.v1beta1." + gwAPI, gvr(gwAPI, "v1beta1", "httproutes")},
+		// the project's edge.example.com CRDs (test/crds)
+		{"egw", egw}, {"gateways." + edge, egw}, {"Gateway." + edge, egw}, {"egw." + edge, egw},
+		{"egc", gvr(edge, "v1", "gatewayclasses")}, {"GatewayClass", gvr(edge, "v1", "gatewayclasses")},
+		{"route", routes}, {"Route", routes}, {"ert", routes},
+		{"Route.v1beta1." + edge, gvr(edge, "v1beta1", "routes")},
+		{"eprx", gvr(edge, "v1", "edgeproxies")}, {"EdgeProxy", gvr(edge, "v1", "edgeproxies")},
+		{"edgeproxies.v1alpha1." + edge, gvr(edge, "v1alpha1", "edgeproxies")},
 		// preferred (v1) even though v1beta1 is the storage version
-		{"refgrant", gvr(gwAPI, "v1", "referencegrants")},
+		{"ebg", gvr(edge, "v1", "backendgrants")}, {"BackendGrant", gvr(edge, "v1", "backendgrants")},
+		{"backendgrants.v1beta1." + edge, gvr(edge, "v1beta1", "backendgrants")},
 		// the colliding groups, qualified
 		{"widgets.a." + testGroup, gvr("a."+testGroup, "v1", "widgets")},
 		{"wd.b." + testGroup, gvr("b."+testGroup, "v1", "widgets")},
 		{"Widget.v1.b." + testGroup, gvr("b."+testGroup, "v1", "widgets")},
 		{"gateways.networking.istio." + testGroup, gvr("networking.istio."+testGroup, "v1", "gateways")},
-	} {
-		t.Run(tc.ref, func(t *testing.T) {
-			got, err := r.Resolve(ctx, tc.ref)
-			if err != nil {
-				t.Fatalf("Resolve(%q): %v", tc.ref, err)
-			}
-			if got.GVR != tc.want {
-				t.Fatalf("Resolve(%q) = %v, want %v", tc.ref, got.GVR, tc.want)
-			}
-			k, err := kubectl(tc.ref)
-			if alts, ok := kubectlArbitrary[tc.ref]; ok {
-				if err != nil || !slices.Contains(alts, k) {
-					t.Fatalf("kubectl maps %q to %v (err %v), want one of %v", tc.ref, k, err, alts)
-				}
-				return
-			}
-			if err != nil || k != got.GVR {
-				t.Fatalf("kubectl maps %q to %v (err %v); the resolver to %v", tc.ref, k, err, got.GVR)
-			}
-		})
-	}
+	}, kubectlArbitrary)
 
 	// The Resource describes the CRD fully.
 	got, err := r.Resolve(ctx, "ct")
@@ -237,6 +253,8 @@ func TestReferenceErrors(t *testing.T) {
 		{"pods.apps", discoveryresolver.ErrNotFound},
 		{"deployments.v2.apps", discoveryresolver.ErrNotFound},
 		{"crontabs.v9.stable." + testGroup, discoveryresolver.ErrNotFound},
+		// declared in the CRD, but not served
+		{"routes.v1alpha2." + crds.Group, discoveryresolver.ErrNotFound},
 	} {
 		t.Run(tc.ref, func(t *testing.T) {
 			res, err := r.Resolve(ctx, tc.ref)
@@ -273,8 +291,8 @@ func TestReferenceErrors(t *testing.T) {
 		{"widgets", []string{"a." + testGroup, "b." + testGroup}, false},
 		{"wd", []string{"a." + testGroup, "b." + testGroup}, true},
 		{"Widget", []string{"a." + testGroup, "b." + testGroup}, false},
-		{"gateways", []string{"gateway.networking.k8s.io", "networking.istio." + testGroup}, false},
-		{"Gateway", []string{"gateway.networking.k8s.io", "networking.istio." + testGroup}, false},
+		{"gateways", []string{crds.Group, "networking.istio." + testGroup}, false},
+		{"Gateway", []string{crds.Group, "networking.istio." + testGroup}, false},
 	} {
 		t.Run("ambiguous/"+tc.ref, func(t *testing.T) {
 			_, err := r.Resolve(ctx, tc.ref)
@@ -359,7 +377,7 @@ func newKubectlMapper(t *testing.T) func(arg string) (schema.GroupVersionResourc
 func TestMatchCategories(t *testing.T) {
 	installFixtures(t)
 	r, _ := newResolver(t)
-	got, err := r.Match(context.Background(), discoveryresolver.Filter{Categories: []string{"gateway-api"}, Verbs: []string{"list", "watch"}})
+	got, err := r.Match(context.Background(), discoveryresolver.Filter{Categories: []string{"edge"}, Verbs: []string{"list", "watch"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,12 +386,15 @@ func TestMatchCategories(t *testing.T) {
 		names = append(names, x.GVR.String())
 	}
 	slices.Sort(names)
+	// One entry per resource, at its preferred version (v1 for
+	// backendgrants, stored at v1beta1).
 	want := []string{
-		"gateway.networking.k8s.io/v1, Resource=gatewayclasses", "gateway.networking.k8s.io/v1, Resource=gateways",
-		"gateway.networking.k8s.io/v1, Resource=httproutes", "gateway.networking.k8s.io/v1, Resource=referencegrants",
+		"edge.example.com/v1, Resource=backendgrants", "edge.example.com/v1, Resource=edgeproxies",
+		"edge.example.com/v1, Resource=gatewayclasses", "edge.example.com/v1, Resource=gateways",
+		"edge.example.com/v1, Resource=routes",
 	}
 	if !slices.Equal(names, want) {
-		t.Fatalf("Match(category gateway-api) = %v, want %v", names, want)
+		t.Fatalf("Match(category edge) = %v, want %v", names, want)
 	}
 	all, err := r.Match(context.Background(), discoveryresolver.Filter{Categories: []string{"all"}})
 	if err != nil {
@@ -610,7 +631,7 @@ func TestPartialDiscoveryFailure(t *testing.T) {
 				refreshErr = r.Refresh(ctx)
 				return refreshErr != nil, nil
 			})
-			for _, ref := range []string{"pods", "deploy", "ct", "gtw"} {
+			for _, ref := range []string{"pods", "deploy", "ct", "egw"} {
 				if _, err := r.Resolve(ctx, ref); err != nil {
 					t.Errorf("Resolve(%q) during partial failure: %v", ref, err)
 				}
@@ -632,5 +653,113 @@ func TestPartialDiscoveryFailure(t *testing.T) {
 				t.Fatalf("miss = %v, want ErrNotFound and *GroupDiscoveryError", err)
 			}
 		})
+	}
+}
+
+// TestCorpusGatewayAPI resolves Gateway API's published CRDs, from the
+// optional third-party corpus ($INFORMERKIT_TESTDATA): real short names
+// and categories, a storage version that is not the preferred one, and
+// kinds that collide with edge.example.com's and the Istio look-alike's.
+// It removes them again at the end.
+func TestCorpusGatewayAPI(t *testing.T) {
+	installFixtures(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const gwAPI = "gateway.networking.k8s.io"
+	var files [][]byte
+	for _, name := range []string{"gateways", "gatewayclasses", "httproutes", "referencegrants"} {
+		files = append(files, crds.ReadCorpus(t, "crds/gateway-api/standard/"+gwAPI+"_"+name+".yaml"))
+	}
+	var installed []string
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		for _, name := range installed {
+			if err := cp.DeleteCRD(ctx, name); err != nil {
+				t.Errorf("delete %s: %v", name, err)
+			}
+		}
+		// Leave discovery as the other tests expect it (the aggregated
+		// document can lag behind the deletions).
+		disc, err := discovery.NewDiscoveryClientForConfig(cp.Config())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		r := discoveryresolver.New(disc)
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			r.Invalidate()
+			for _, name := range installed {
+				if _, err := r.Resolve(ctx, name); !errors.Is(err, discoveryresolver.ErrNotFound) {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Errorf("Gateway API CRDs still in discovery after their deletion: %v", err)
+		}
+	})
+	for _, data := range files {
+		crdsIn, err := cp.InstallCRDYAML(ctx, data)
+		for _, crd := range crdsIn {
+			installed = append(installed, crd.Name)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := waitResolvable(ctx, installed...); err != nil {
+		t.Fatal(err)
+	}
+
+	r, _ := newResolver(t)
+	gtw := gvr(gwAPI, "v1", "gateways")
+	checkReferences(t, r, newKubectlMapper(t), []refCase{
+		{"gtw", gtw}, {"gateways." + gwAPI, gtw}, {"Gateway." + gwAPI, gtw}, {"gtw." + gwAPI, gtw},
+		{"gc", gvr(gwAPI, "v1", "gatewayclasses")}, {"GatewayClass." + gwAPI, gvr(gwAPI, "v1", "gatewayclasses")},
+		{"httproute", gvr(gwAPI, "v1", "httproutes")}, {"HTTPRoute", gvr(gwAPI, "v1", "httproutes")},
+		{"HTTPRoute.v1beta1." + gwAPI, gvr(gwAPI, "v1beta1", "httproutes")},
+		// preferred (v1) even though v1beta1 is the storage version
+		{"refgrant", gvr(gwAPI, "v1", "referencegrants")},
+	}, nil)
+
+	for _, tc := range []struct {
+		ref    string
+		groups []string
+	}{
+		{"gateways", []string{crds.Group, gwAPI, "networking.istio." + testGroup}},
+		{"GatewayClass", []string{crds.Group, gwAPI}},
+	} {
+		_, err := r.Resolve(ctx, tc.ref)
+		var ae *discoveryresolver.AmbiguousError
+		if !errors.As(err, &ae) {
+			t.Fatalf("Resolve(%q) = %v, want *AmbiguousError", tc.ref, err)
+		}
+		var groups []string
+		for _, c := range ae.Candidates {
+			groups = append(groups, c.GVR.Group)
+		}
+		slices.Sort(groups)
+		if !slices.Equal(groups, tc.groups) {
+			t.Fatalf("Resolve(%q): candidates %v, want %v", tc.ref, groups, tc.groups)
+		}
+	}
+
+	got, err := r.Match(ctx, discoveryresolver.Filter{Categories: []string{"gateway-api"}, Verbs: []string{"list", "watch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, x := range got {
+		names = append(names, x.GVR.String())
+	}
+	slices.Sort(names)
+	want := []string{
+		"gateway.networking.k8s.io/v1, Resource=gatewayclasses", "gateway.networking.k8s.io/v1, Resource=gateways",
+		"gateway.networking.k8s.io/v1, Resource=httproutes", "gateway.networking.k8s.io/v1, Resource=referencegrants",
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("Match(category gateway-api) = %v, want %v", names, want)
 	}
 }
