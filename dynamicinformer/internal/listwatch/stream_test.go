@@ -70,6 +70,12 @@ func TestStreamStopDuringPrefix(t *testing.T) {
 	mustNext(t, w)
 	w.Stop()
 	w.Stop() // idempotent
+	// Nobody reads p2, so the stop wins: the prefix is cut short. (Reading
+	// while stopping could take p2 and complete the prefix.)
+	deadline := time.Now().Add(10 * time.Second)
+	for !released.Load() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	drain(t, w)
 	if !interrupted.Load() || !released.Load() || !server.IsStopped() {
 		t.Fatalf("interrupted %v released %v server stopped %v", interrupted.Load(), released.Load(), server.IsStopped())
