@@ -119,18 +119,6 @@ func (h *hookLog) last() string {
 	}
 	return h.events[len(h.events)-1]
 }
-func (h *hookLog) count(e string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, x := range h.events {
-		if x == e {
-			n++
-		}
-	}
-	return n
-}
-
 func (h *hookLog) hooks() LivenessHooks {
 	return LivenessHooks{
 		Silent: func(time.Duration, string) { h.add("silent") },

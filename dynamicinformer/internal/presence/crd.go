@@ -35,9 +35,6 @@ func (p *Presence) crdLoop(ctx context.Context) {
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
 		once.Do(func() {
 			p.log.V(1).Info("cannot list or watch CustomResourceDefinitions; following resources through discovery and 404 answers", "err", err.Error())
-			p.mu.Lock()
-			p.crdFailed = true
-			p.mu.Unlock()
 			p.markReady("CRDs unavailable")
 		})
 	})

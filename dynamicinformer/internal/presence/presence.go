@@ -117,7 +117,6 @@ type Presence struct {
 	crdVersions   map[schema.GroupResource]map[string]bool // group-resources ever backed by a CRD -> served versions
 	crdByName     map[string]schema.GroupResource
 	crdSynced     bool
-	crdFailed     bool // the CRD list failed (forbidden, ...): that source has answered "unavailable"
 	discoveryDone bool // discovery has answered: a snapshot exists (a round failed as a whole is no answer)
 	ready         bool
 	backoff       map[schema.GroupVersionResource]time.Duration
