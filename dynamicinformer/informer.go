@@ -663,7 +663,7 @@ func firstKey(m map[string]error) string {
 // failure): it records the error, typed, in the status, and logs a class
 // of error once until it changes.
 func (e *entry) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
-	if err == nil || errors.Is(err, gate.ErrNotServedFallback) || errors.Is(err, listwatch.ErrProbeFallback) ||
+	if err == nil || errors.Is(err, gate.ErrNotServedFallback) || errors.Is(err, gate.ErrRelistFallback) || errors.Is(err, listwatch.ErrProbeFallback) ||
 		errors.Is(err, listwatch.ErrWatchListDeclined) || errors.Is(err, context.Canceled) {
 		return
 	}
