@@ -55,7 +55,7 @@ func (e *entry) accessDenied(err *access.DeniedError) {
 		if e.state == Failed && e.err != nil && e.err.Error() == ie.Error() {
 			return false // the same denial again: keep the status, and its Since
 		}
-		return e.setLocked(Failed, ie, err.Error())
+		return e.setLocked(Failed, ie, ErrForbidden.Error()+": "+err.Error())
 	})
 }
 
