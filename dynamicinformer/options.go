@@ -278,7 +278,10 @@ func WithLabelIndexKeys(keys ...string) ResourceOption {
 // authorization.k8s.io/v1, or refuses the review itself) does not hold the
 // informer: it is logged once and the informer lists as it would without
 // the check (the server's answer to the list decides). A factory without a
-// dynamic client (metadata-only) skips the check. Only the first list is
+// dynamic client (metadata-only) skips the check. An informer over several
+// namespaces waits until it may list and watch in all of them (without
+// the check, the allowed namespaces sync and Status.Err names the
+// forbidden ones). Only the first list is
 // checked: access revoked later shows as the server's 403. The check does
 // not make an informer distinct: an informer shared by handles that differ
 // in it keeps the setting of the first.
