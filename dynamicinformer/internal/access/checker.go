@@ -144,6 +144,10 @@ type Checker struct {
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
 	Hooks      Hooks
+
+	// after returns a channel that fires after d (nil: time.After's
+	// timer; tests record the delays instead).
+	after func(d time.Duration) (<-chan time.Time, func() bool)
 }
 
 // Wait checks access, and after a denial re-checks with a back-off
@@ -181,12 +185,19 @@ func (c *Checker) Wait(ctx context.Context) error {
 			}
 			return nil
 		}
-		t := time.NewTimer(delay)
+		after := c.after
+		if after == nil {
+			after = func(d time.Duration) (<-chan time.Time, func() bool) {
+				t := time.NewTimer(d)
+				return t.C, t.Stop
+			}
+		}
+		fired, stop := after(delay)
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			stop()
 			return ctx.Err()
-		case <-t.C:
+		case <-fired:
 		}
 		delay = min(2*delay, hi)
 	}

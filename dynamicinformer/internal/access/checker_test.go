@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -127,23 +128,48 @@ func TestWaitRechecksUntilGranted(t *testing.T) {
 	}
 }
 
-// The back-off doubles to its cap: with 10 ms doubling to 40 ms, 250 ms
-// hold at most 1 + 250/10..40 checks; without the cap (doubling on) far
-// fewer; a spin would be thousands.
+// The back-off doubles from MinBackoff to MaxBackoff and stays there;
+// the defaults are 1 s and 30 s.
 func TestWaitBacksOff(t *testing.T) {
-	defer leakcheck.Snapshot("informerkit/dynamicinformer/internal/access")(t)
-	f := &fakeReview{allowed: map[string]bool{}}
-	c := &Checker{Review: f.review, Group: "", Resource: func() string { return "secrets" },
-		MinBackoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond}
-	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
-	defer cancel()
-	if err := c.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Wait: %v, want the context's error", err)
-	}
-	checks := f.count() / 2
-	// Delays 10, 20, 40, 40, 40, 40 ... ms: about 7 checks in 250 ms.
-	if checks < 4 || checks > 9 {
-		t.Fatalf("%d checks in 250 ms, want about 7 (10 ms doubling to 40 ms)", checks)
+	for _, tc := range []struct {
+		name   string
+		lo, hi time.Duration
+		want   []time.Duration
+	}{
+		{"set", 10 * time.Millisecond, 40 * time.Millisecond,
+			[]time.Duration{10, 20, 40, 40, 40}},
+		{"defaults", 0, 0,
+			[]time.Duration{1000, 2000, 4000, 8000, 16000, 30000, 30000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeReview{allowed: map[string]bool{}}
+			var delays []time.Duration
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c := &Checker{Review: f.review, Resource: func() string { return "secrets" }, MinBackoff: tc.lo, MaxBackoff: tc.hi,
+				after: func(d time.Duration) (<-chan time.Time, func() bool) {
+					delays = append(delays, d)
+					if len(delays) == len(tc.want) {
+						cancel()
+						return nil, func() bool { return true } // never fires: Wait ends with ctx
+					}
+					fired := make(chan time.Time, 1)
+					fired <- time.Time{}
+					return fired, func() bool { return false }
+				}}
+			if err := c.Wait(ctx); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Wait: %v, want the context's error", err)
+			}
+			for i := range tc.want {
+				tc.want[i] *= time.Millisecond
+			}
+			if !slices.Equal(delays, tc.want) {
+				t.Fatalf("delays %v, want %v", delays, tc.want)
+			}
+			if checks := f.count() / 2; checks != len(tc.want) {
+				t.Fatalf("%d checks, want one before each delay (%d)", checks, len(tc.want))
+			}
+		})
 	}
 }
 
