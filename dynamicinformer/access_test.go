@@ -126,3 +126,32 @@ func TestAccessCheckOffByDefault(t *testing.T) {
 	}
 	f.Shutdown()
 }
+
+// Released while it waits for access: the informer stops (its re-checks
+// end with it, no goroutine of their own) and asks nothing more.
+func TestAccessCheckReleasedWhileDenied(t *testing.T) {
+	noLeaks := newGoroutinesCheck()
+	client := fakeClient(widget("a", "w1", nil))
+	r := &rbac{allowed: map[string]bool{}}
+	client.PrependReactor("create", "selfsubjectaccessreviews", r.react)
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), withAccessBackoff(5*time.Millisecond, 5*time.Millisecond))
+	h := f.ForResource(widgets, WithAccessCheck(true))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx)
+	waitFor(t, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.reviews >= 6 })
+	h.Release()
+	waitFor(t, func() bool { return h.Status().State == Stopped })
+	r.mu.Lock()
+	after := r.reviews
+	r.mu.Unlock()
+	time.Sleep(100 * time.Millisecond)
+	r.mu.Lock()
+	later := r.reviews
+	r.mu.Unlock()
+	if later != after {
+		t.Fatalf("%d reviews after the informer stopped, want none", later-after)
+	}
+	f.Shutdown()
+	noLeaks(t)
+}
