@@ -95,7 +95,37 @@
 // first list at the same time; the others wait, Pending, for a slot, so
 // that starting informers for 200 CRDs does not send 200 lists at once.
 // A first sync that streams (watch-list) holds its slot until its initial
-// events are in. Relists are not bounded.
+// events are in. Relists are not bounded. An informer waiting for a slot
+// is Pending with Status.Reason WaitingForSlotReason.
+//
+// # Access check (RBAC pre-flight)
+//
+// With WithAccessCheck (per informer, or for all with WithDefaults), an
+// informer asks the server before its first list whether its user may
+// list and watch its resource in each of its namespaces (a
+// SelfSubjectAccessReview per verb and namespace, through the dynamic
+// client). Missing verbs make it Failed with an error that errors.Is
+// ErrForbidden and names them and the namespaces (`access check
+// (SelfSubjectAccessReview): may not watch widgets.example.com in
+// namespace a`); it sends no list or watch, and asks again 1 s later,
+// doubling to every 30 s, until access is granted, then syncs by itself.
+// Without the check the first list's 403 says the same, in the server's
+// words, and the reflector retries the list at its back-off. A review
+// that cannot be made does not hold the informer: it is logged once and
+// the informer lists as without the check.
+//
+// # Resync is not a relist
+//
+// WithResyncPeriod is client-go's resync: it replays the informer's cache
+// to handlers (an update per cached object, old and new the same). It
+// sends nothing to the server and cannot repair a cache that missed an
+// event. WithRelistPeriod (off by default) is a real relist: about every
+// period (jittered) the watch ends and the informer sends a consistent
+// LIST and replaces its cache with the answer, so handlers see an add,
+// update or delete for every object the cache had wrong. The state stays
+// Synced. Each relist pauses the watch for the reflector's back-off
+// (800 ms, doubling to 30 s while relists come less than 2 min apart), so
+// the option is meant for periods of minutes.
 //
 // # Metrics
 //

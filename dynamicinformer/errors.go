@@ -15,7 +15,10 @@ import (
 // returned by ForName wrap them; where the API server answered, the
 // *apierrors.StatusError is wrapped too (errors.As works for it).
 var (
-	// ErrForbidden: the API server refused list or watch (RBAC).
+	// ErrForbidden: the API server refused list or watch (RBAC), or the
+	// access check (WithAccessCheck) found them not allowed: then the
+	// error names the missing verbs and namespaces and wraps an error
+	// that is not an *apierrors.StatusError (no request was refused).
 	ErrForbidden = errors.New("forbidden")
 	// ErrUnauthorized: the credentials were rejected.
 	ErrUnauthorized = errors.New("unauthorized")

@@ -21,6 +21,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/access"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/gate"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
@@ -218,6 +219,10 @@ func (f *Factory) newEntry(key string, gvr schema.GroupVersionResource, cfg reso
 		},
 	}
 	deps.initialLists = f.initialLists
+	if f.client != nil {
+		deps.review = access.DynamicReview(f.client)
+	}
+	deps.accessBackoff = f.cfg.accessBackoff
 	var e *entry
 	current := func() schema.GroupVersionResource {
 		if e == nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/informerkit/informerkit/dynamicinformer/internal/access"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/gate"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
@@ -72,6 +73,7 @@ type entry struct {
 	configErr    error     // a configuration error no retry cures (wrong scope); sticky
 	contactErr   error     // the server cannot be reached (nil: it can)
 	forbiddenNS  error     // some namespaces of a multi-namespace informer are forbidden
+	accessErr    error     // the access check's last denial, until access is granted
 	panics       int64     // panics recovered from handlers added through the handle
 	lastPanic    *eventhandler.PanicError
 }
@@ -89,6 +91,11 @@ type entryDeps struct {
 	// initialLists bounds the first list of the factory's informers
 	// (nil: no bound).
 	initialLists *gate.Slots
+	// review answers access questions for WithAccessCheck (nil: no
+	// client to ask); accessBackoff is the re-check back-off (zero:
+	// access's defaults).
+	review        access.Review
+	accessBackoff struct{ min, max time.Duration }
 }
 
 var _ presence.Member = (*entry)(nil)
@@ -140,6 +147,8 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 		NoWatchList: noWatchList,
 	}
 	e.lw.InitialLists = deps.initialLists
+	e.lw.Hooks.WaitingForSlot = e.waitingForSlot
+	e.lw.Access = e.accessCheck()
 	var example runtime.Object = &unstructured.Unstructured{}
 	if cfg.metadataOnly {
 		example = &metav1.PartialObjectMetadata{}
@@ -315,6 +324,13 @@ func (e *entry) run(ctx context.Context) {
 		defer wg.Done()
 		e.monitorSync(ctx)
 	}()
+	if e.cfg.relistPeriod > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.relistEvery(ctx, e.cfg.relistPeriod)
+		}()
+	}
 	e.informer.RunWithContext(ctx)
 	wg.Wait()
 	reason := "stopped"
@@ -591,6 +607,17 @@ func (e *entry) emptied(reason string) {
 	e.nudge()
 }
 
+// waitingForSlot: the first list waits for an initial-list slot
+// (WithMaxConcurrentInitialLists).
+func (e *entry) waitingForSlot() {
+	e.update(func() bool {
+		if e.state != Pending || e.configErr != nil {
+			return false
+		}
+		return e.setLocked(Pending, nil, WaitingForSlotReason)
+	})
+}
+
 func (e *entry) waiting(reason string) {
 	e.update(func() bool {
 		if e.state == Removed || e.removal != "" || e.configErr != nil {
@@ -663,7 +690,7 @@ func firstKey(m map[string]error) string {
 // failure): it records the error, typed, in the status, and logs a class
 // of error once until it changes.
 func (e *entry) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
-	if err == nil || errors.Is(err, gate.ErrNotServedFallback) || errors.Is(err, listwatch.ErrProbeFallback) ||
+	if err == nil || errors.Is(err, gate.ErrNotServedFallback) || errors.Is(err, gate.ErrRelistFallback) || errors.Is(err, listwatch.ErrProbeFallback) ||
 		errors.Is(err, listwatch.ErrWatchListDeclined) || errors.Is(err, context.Canceled) {
 		return
 	}

@@ -47,6 +47,8 @@ type resourceConfig struct {
 	labelIndex    *bool
 	metadataOnly  bool
 	sharingKey    string
+	accessCheck   bool          // WithAccessCheck
+	relistPeriod  time.Duration // WithRelistPeriod; <= 0: none
 }
 
 type factoryConfig struct {
@@ -62,6 +64,9 @@ type factoryConfig struct {
 	maxInitial     int     // WithMaxConcurrentInitialLists; <= 0: no bound
 	// presenceTimings override presence's defaults (tests only).
 	presenceTimings struct{ ready, recheckMin, recheckMax time.Duration }
+	// accessBackoff overrides the access re-check back-off (tests only;
+	// zero: access.DefaultMinBackoff, DefaultMaxBackoff).
+	accessBackoff struct{ min, max time.Duration }
 }
 
 // defaults is the one place where every default is set.
@@ -226,7 +231,10 @@ func WithIndexers(idx toolscache.Indexers) ResourceOption {
 
 // WithResyncPeriod sets the informer's default handler resync period (0:
 // none). It does not make an informer distinct; handlers that need another
-// period use AddEventHandlerWithOptions.
+// period use AddEventHandlerWithOptions. A resync replays the informer's
+// cache to its handlers (an update per cached object, old == new): it
+// sends no request and repairs nothing the cache got wrong. For a real
+// list from the server, see WithRelistPeriod.
 func WithResyncPeriod(d time.Duration) ResourceOption {
 	return func(c *resourceConfig) { c.resync = &d }
 }
@@ -251,6 +259,50 @@ func WithAutoLabelIndex(on bool) ResourceOption {
 // shared informer for further keys adds them to it.
 func WithLabelIndexKeys(keys ...string) ResourceOption {
 	return WithIndexers(ikcache.LabelKeyIndexers(keys...))
+}
+
+// WithAccessCheck turns the RBAC pre-flight on or off (default off; on for
+// every informer with WithDefaults(WithAccessCheck(true))). Before its
+// first list the informer asks the server, with a SelfSubjectAccessReview
+// per verb and namespace (through the factory's dynamic client), whether
+// its user may list and watch its resource in each of its namespaces (all
+// namespaces when it has none). If not, its status is Failed with an error
+// that errors.Is ErrForbidden and names the missing verbs and namespaces,
+// no list or watch is sent, and the check is repeated 1 s later, doubling
+// to every 30 s (the cap of client-go's reflector back-off), until access
+// is granted; then the informer lists and syncs by itself. Without the
+// check, a forbidden informer finds out from its first list's 403 and
+// retries the list at the reflector's back-off.
+//
+// A review that cannot be made (the server cannot be reached, serves no
+// authorization.k8s.io/v1, or refuses the review itself) does not hold the
+// informer: it is logged once and the informer lists as it would without
+// the check (the server's answer to the list decides). A factory without a
+// dynamic client (metadata-only) skips the check. An informer over several
+// namespaces waits until it may list and watch in all of them (without
+// the check, the allowed namespaces sync and Status.Err names the
+// forbidden ones). Only the first list is
+// checked: access revoked later shows as the server's 403. The check does
+// not make an informer distinct: an informer shared by handles that differ
+// in it keeps the setting of the first.
+func WithAccessCheck(on bool) ResourceOption { return func(c *resourceConfig) { c.accessCheck = on } }
+
+// WithRelistPeriod makes the informer list its resource from the server
+// again about every d (jittered up to +10%), off by default (d <= 0). The
+// open watch ends, the reflector sends a real, consistent LIST and
+// replaces its store with the result: handlers see an add, update or
+// delete for every object the cache had wrong (drift: an event lost
+// between the server and the cache) and, for unchanged objects, what a
+// resync delivers (only to handlers that asked for resyncs). The state
+// stays Synced. Each relist costs one list of the whole resource (per
+// namespace) and a short pause of the watch (the reflector's back-off
+// before it lists again, 800 ms to 30 s, reset after 2 min without
+// restarts), so periods much shorter than a few minutes keep the watch
+// paused for a good part of the time. Unlike WithResyncPeriod, which only
+// replays the cache to handlers, this goes to the server. It does not make
+// an informer distinct.
+func WithRelistPeriod(d time.Duration) ResourceOption {
+	return func(c *resourceConfig) { c.relistPeriod = d }
 }
 
 // WithMetadataOnly makes the informer hold *metav1.PartialObjectMetadata

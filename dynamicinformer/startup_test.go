@@ -101,3 +101,68 @@ func TestDefaultMaxConcurrentInitialLists(t *testing.T) {
 		t.Fatal("a factory without the option is not bounded at 50 first lists")
 	}
 }
+
+// blockingLists is a dynamic client whose lists wait until release is
+// closed.
+type blockingLists struct {
+	dynamic.Interface
+	release chan struct{}
+}
+
+func (c *blockingLists) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return blockingResource{c.Interface.Resource(gvr), c}
+}
+
+func (c *blockingLists) IsWatchListSemanticsUnSupported() bool { return true }
+
+type blockingResource struct {
+	dynamic.NamespaceableResourceInterface
+	c *blockingLists
+}
+
+func (r blockingResource) Namespace(ns string) dynamic.ResourceInterface {
+	return blockingNamespace{r.NamespaceableResourceInterface.Namespace(ns), r.c}
+}
+
+type blockingNamespace struct {
+	dynamic.ResourceInterface
+	c *blockingLists
+}
+
+func (n blockingNamespace) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	select {
+	case <-n.c.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return n.ResourceInterface.List(ctx, opts)
+}
+
+// An informer whose first list waits for an initial-list slot says so in
+// its status (Pending, WaitingForSlotReason, no error); it syncs once the
+// slot is free.
+func TestWaitingForInitialListSlotStatus(t *testing.T) {
+	client := &blockingLists{Interface: fakeClient(widget("a", "w1", nil)), release: make(chan struct{})}
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithMaxConcurrentInitialLists(1))
+	h1 := f.ForResource(widgets, WithSharingKey("1"))
+	h2 := f.ForResource(widgets, WithSharingKey("2"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	var waiting, listing Status
+	waitFor(t, func() bool {
+		s1, s2 := h1.Status(), h2.Status()
+		if s1.Reason == WaitingForSlotReason {
+			waiting, listing = s1, s2
+		} else {
+			waiting, listing = s2, s1
+		}
+		return waiting.Reason == WaitingForSlotReason && listing.State == Syncing
+	})
+	if waiting.State != Pending || waiting.Err != nil {
+		t.Fatalf("waiting informer: %+v, want Pending with no error", waiting)
+	}
+	close(client.release)
+	waitFor(t, func() bool { return h1.Status().State == Synced && h2.Status().State == Synced })
+	f.Shutdown()
+}

@@ -46,9 +46,11 @@ type audit struct {
 }
 
 func newAudit(restCfg *rest.Config, cfg *Config, rules ruleSet, log logr.Logger, info io.Writer) (*audit, error) {
+	m := newMetrics()
 	factory, err := dynamicinformer.NewForConfig(restCfg, 0,
 		dynamicinformer.WithLogger(log.WithName("informers")),
-		dynamicinformer.WithRediscoveryInterval(2*time.Second))
+		dynamicinformer.WithRediscoveryInterval(2*time.Second),
+		dynamicinformer.WithMetrics(m.informers))
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +58,7 @@ func newAudit(restCfg *rest.Config, cfg *Config, rules ruleSet, log logr.Logger,
 	if err != nil {
 		return nil, err
 	}
-	a := &audit{cfg: cfg, log: log, info: info, factory: factory, kube: kube, metrics: newMetrics()}
+	a := &audit{cfg: cfg, log: log, info: info, factory: factory, kube: kube, metrics: m}
 	a.events = record.NewBroadcaster()
 	recorder := a.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "audit-controller"})
 	a.auditor = newAuditor(rules, recorder, a.metrics, log.WithName("auditor"))

@@ -218,6 +218,9 @@ func TestEventsSummaryAndMetrics(t *testing.T) {
 		fmt.Sprintf(`audit_objects{resource=%q} 3`, res),
 		fmt.Sprintf(`audit_violations{resource=%q,rule="small"} 1`, res),
 		"audit_controller_reconciles_total 3",
+		// The library's informer metrics (prometheusmetrics).
+		fmt.Sprintf(`informerkit_objects_cached{group=%q,resource="gadgets",version="v1"} 3`, group),
+		fmt.Sprintf(`informerkit_informer_state{group=%q,resource="gadgets",state="Synced",version="v1"} 1`, group),
 	} {
 		if m := metrics(); !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q:\n%s", want, m)

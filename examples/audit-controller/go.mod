@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/informerkit/informerkit => ../..
+	github.com/informerkit/informerkit/prometheusmetrics => ../../prometheusmetrics
 	github.com/informerkit/informerkit/test => ../../test
 	k8s.io/api => k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
@@ -44,6 +45,7 @@ require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/cel-go v0.29.2
 	github.com/informerkit/informerkit v0.0.0
+	github.com/informerkit/informerkit/prometheusmetrics v0.0.0
 	github.com/informerkit/informerkit/test v0.0.0
 	github.com/prometheus/client_golang v1.24.0
 	github.com/spf13/pflag v1.0.10

@@ -12,12 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerkit/informerkit/controller"
+	"github.com/informerkit/informerkit/prometheusmetrics"
 )
 
-// metrics are the auditor's Prometheus metrics, on a registry of their
-// own (nothing global).
+// metrics are the auditor's Prometheus metrics and the library's
+// informer metrics (informerkit_*, see package prometheusmetrics), on a
+// registry of their own (nothing global).
 type metrics struct {
 	reg          *prometheus.Registry
+	informers    *prometheusmetrics.Metrics // the factory's (WithMetrics)
 	checked      *prometheus.CounterVec
 	audited      *prometheus.GaugeVec
 	noncompliant *prometheus.GaugeVec
@@ -26,7 +29,8 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg:       prometheus.NewRegistry(),
+		informers: prometheusmetrics.New(),
 		checked: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "audit_checks_total", Help: "Objects checked against the rules, per resource.",
 		}, []string{"resource"}),
@@ -40,7 +44,7 @@ func newMetrics() *metrics {
 			Name: "audit_violations", Help: "Objects breaking a rule now, per resource and rule.",
 		}, []string{"resource", "rule"}),
 	}
-	m.reg.MustRegister(m.checked, m.audited, m.noncompliant, m.violations)
+	m.reg.MustRegister(m.informers, m.checked, m.audited, m.noncompliant, m.violations)
 	return m
 }
 

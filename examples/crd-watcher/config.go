@@ -74,6 +74,7 @@ type Config struct {
 	Duration      time.Duration
 	Progress      time.Duration
 	ExitOnFailure bool
+	AccessCheck   bool
 	Verbose       bool
 
 	// Set by parseArgs, not by the file.
@@ -107,6 +108,7 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.DurationVar(&c.Duration, "duration", 0, "exit 0 after this long (0: run until SIGINT/SIGTERM; in demo mode: until the demo workload is done)")
 	fs.DurationVar(&c.Progress, "progress-interval", time.Second, "how often to print cache sync progress to stderr until every cache has synced (0: never)")
 	fs.BoolVar(&c.ExitOnFailure, "exit-on-failure", false, "exit 3 when an informer fails (forbidden, unauthorized, rejected selector, ...) or the API server cannot be reached, instead of waiting for it to recover")
+	fs.BoolVar(&c.AccessCheck, "access-check", true, "before listing a resource, ask the API server (SelfSubjectAccessReview) whether list and watch are allowed; a resource that is not is Failed naming the missing verbs and namespaces, and is re-checked until access is granted (--access-check=false: find out from the list's 403)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log the library's and (in demo mode) the embedded control plane's messages to stderr")
 	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
 	return fs
@@ -186,6 +188,7 @@ var fileKeyFlags = map[string]string{
 	"labelSelector": "selector", "fieldSelector": "field-selector", "waitForCRDs": "wait-for-crds",
 	"output": "output", "showObject": "show-object", "metricsAddr": "metrics-addr", "duration": "duration",
 	"requestTimeout": "request-timeout", "exitOnFailure": "exit-on-failure", "verbose": "verbose",
+	"accessCheck": "access-check",
 }
 
 // mergeConfig copies the settings the file set into c where the flag was

@@ -68,6 +68,7 @@ var fileKeys = map[string]struct {
 	"requestTimeout": {kindDuration, func(c *Config) any { return &c.RequestTimeout }},
 	"exitOnFailure":  {kindBool, func(c *Config) any { return &c.ExitOnFailure }},
 	"verbose":        {kindBool, func(c *Config) any { return &c.Verbose }},
+	"accessCheck":    {kindBool, func(c *Config) any { return &c.AccessCheck }},
 }
 
 // resourceKeys are the keys of one entry of resources: in object form.

@@ -581,13 +581,30 @@ func TestE2EReadiness(t *testing.T) {
 	mustContain(t, "/metrics", metrics, "informerkit_server_contact 1")
 }
 
-// 12. A forbidden informer shows the server's words (user, verb,
-// resource, scope); --exit-on-failure ends the run with exit 3 on it, and
-// on a server that goes away, which is reported within seconds.
+// 12. A forbidden informer says what was refused: with the access check
+// (the default) the verbs and namespaces it lacks, with no list sent;
+// with --access-check=false the server's words (user, verb, resource,
+// scope). --exit-on-failure ends the run with exit 3 on it, and on a
+// server that goes away, which is reported within seconds.
 func TestE2EFailuresAreReported(t *testing.T) {
 	cp := controlPlane(t)
 	t.Run("forbidden", func(t *testing.T) {
 		p := startWatcher(t, "--kubeconfig", kubeconfigAt(t, cp, cp.Config().Host, "e2e-nobody"), "--resource", "secrets", "--exit-on-failure")
+		code, _, stderr := p.exited(t, 2*time.Minute)
+		if code != 3 {
+			t.Fatalf("exit code %d, want 3\n%s", code, stderr)
+		}
+		for _, re := range []*regexp.Regexp{
+			regexp.MustCompile(`STATUS  secrets\.v1 Failed \(0 objects\): forbidden: access check \(SelfSubjectAccessReview\): may not list, watch secrets in all namespaces`),
+			regexp.MustCompile(`crd-watcher: exiting \(--exit-on-failure\): secrets\.v1 failed: forbidden: access check \(SelfSubjectAccessReview\): may not list, watch secrets in all namespaces`),
+		} {
+			if !re.MatchString(stderr) {
+				t.Errorf("stderr lacks %v:\n%s", re, stderr)
+			}
+		}
+	})
+	t.Run("forbidden without the access check", func(t *testing.T) {
+		p := startWatcher(t, "--kubeconfig", kubeconfigAt(t, cp, cp.Config().Host, "e2e-nobody"), "--resource", "secrets", "--exit-on-failure", "--access-check=false")
 		code, _, stderr := p.exited(t, 2*time.Minute)
 		if code != 3 {
 			t.Fatalf("exit code %d, want 3\n%s", code, stderr)

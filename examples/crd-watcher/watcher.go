@@ -62,7 +62,8 @@ func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, lo
 	f, err := dynamicinformer.NewForConfig(restCfg, 0,
 		dynamicinformer.WithLogger(logger),
 		dynamicinformer.WithMetrics(metrics),
-		dynamicinformer.WithDefaults(dynamicinformer.WithTransform(cache.StripManagedFields)))
+		dynamicinformer.WithDefaults(dynamicinformer.WithTransform(cache.StripManagedFields),
+			dynamicinformer.WithAccessCheck(cfg.AccessCheck)))
 	if err != nil {
 		return nil, err
 	}

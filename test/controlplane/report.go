@@ -87,7 +87,7 @@ process, under ` + "`-race`" + `:
 
     INFORMERKIT_RELIABILITY_REPORT=$PWD/docs/RELIABILITY.md \
       go test -race -count=1 -p 1 -timeout 60m \
-      -run 'Test(Converges|Relist|SlowAndPanicking|CoalescingUnderBurst|RBAC|BadInput|ManyCRDs|ManyObjects|StorageVersion|CRD|ForName|CorruptObjectInStorage)' \
+      -run 'Test(Converges|Relist|PeriodicRelist|SlowAndPanicking|CoalescingUnderBurst|RBAC|BadInput|ManyCRDs|ManyObjects|StorageVersion|CRD|ForName|CorruptObjectInStorage)' \
       ./test/factorytest/ ./test/cachetest/
 
 Each row is one test; every fault scenario ends with the convergence check

@@ -25,6 +25,11 @@ const SyntheticRV = "1"
 // client-go logs that fallback at V(4) only.
 var ErrNotServedFallback = errors.New("informerkit: resource not served; falling back to list")
 
+// ErrRelistFallback makes a reflector in watch-list mode fall back to a
+// plain list when a fresh list is due (Relisting): a relist is a real
+// LIST. client-go logs that fallback at V(4) only.
+var ErrRelistFallback = errors.New("informerkit: relisting; falling back to list")
+
 // NotFoundReason is the gate's reason when the server answered 404.
 const NotFoundReason = "the API server answered 404 Not Found"
 
@@ -44,8 +49,10 @@ const (
 	// a bookmark at the list's resourceVersion, then the server's events).
 	Emptied
 	// Relisting: the cache holds objects, but the next list must be a
-	// fresh one (the version followed changed, or a refill was cut short);
-	// a plain watch answers "expired" so the reflector lists.
+	// fresh one (the version followed changed, a refill was cut short, or
+	// a periodic relist is due); a plain watch answers "expired" and a
+	// watch-list request falls back, so the reflector sends a real LIST
+	// and replaces its store with it.
 	Relisting
 )
 
@@ -74,13 +81,17 @@ type Hooks struct {
 	// Watching: a stream of the server's events was handed to the
 	// reflector (nil: not told).
 	Watching func()
+	// WaitingForSlot: the first list waits for an initial-list slot (nil:
+	// not told).
+	WaitingForSlot func()
 }
 
 // ListerWatcher is the toolscache.ListerWatcherWithContext an informer's
 // reflector uses. It consults the Gate before every request and runs the
 // informer's Phase:
 //
-//   - Pending: List blocks until the gate opens, then lists.
+//   - Pending: List blocks until the gate opens, then (once) until Access
+//     allows, then until an initial-list slot is free, then lists.
 //   - Serving: requests go to the server (through Server). When the gate
 //     closes, the open stream delivers a delete per cached object (its
 //     last cached state) and ends; with no stream open, the next watch
@@ -115,10 +126,16 @@ type ListerWatcher struct {
 	// that ends its initial events has been delivered, or it ends. Later
 	// lists (relists, refills) are not bounded.
 	InitialLists *Slots
+	// Access, if set, is called before the first list (Pending phase,
+	// gate open) and blocks until the informer may list (nil) or ctx ends;
+	// no request of the informer is sent meanwhile. Once it returned nil
+	// it is not called again.
+	Access func(ctx context.Context) error
 
-	mu     sync.Mutex // guards phase, active
-	phase  Phase
-	active *activeStream // the open stream, if any
+	mu       sync.Mutex // guards phase, active, accessOK
+	phase    Phase
+	active   *activeStream // the open stream, if any
+	accessOK bool          // Access returned nil
 }
 
 // activeStream is the stream the reflector reads now.
@@ -147,7 +164,10 @@ func (lw *ListerWatcher) SetServed(open bool, reason string, authoritative bool)
 }
 
 // Relist makes the reflector drop its watch and list again (the informer
-// follows another version now): the open stream ends with "expired".
+// follows another version now, or a periodic relist is due): the open
+// stream ends with "expired", and the next list is a real LIST whose
+// result replaces the reflector's store. It does nothing unless the
+// phase is Serving.
 func (lw *ListerWatcher) Relist() {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
@@ -199,7 +219,12 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		}
 		initial := phase == Pending
 		if initial {
-			if err := lw.InitialLists.Acquire(ctx); err != nil {
+			if checked, err := lw.checkAccess(ctx); err != nil {
+				return nil, err
+			} else if checked {
+				continue // the gate may have closed meanwhile
+			}
+			if err := lw.acquireSlot(ctx); err != nil {
 				return nil, err
 			}
 		}
@@ -236,9 +261,19 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 		}
 		open = true
 	}
+	if watchList && open && phase == Pending {
+		if checked, err := lw.checkAccess(ctx); err != nil {
+			return nil, err
+		} else if checked {
+			open, reason, _ = lw.Gate.State()
+			phase = lw.Phase()
+		}
+	}
 	switch {
 	case open && phase == Relisting && !watchList:
-		return nil, apierrors.NewResourceExpired("informerkit: relisting at a new version")
+		return nil, apierrors.NewResourceExpired("informerkit: relisting")
+	case watchList && open && phase == Relisting:
+		return nil, ErrRelistFallback
 	case watchList && (!open || phase == Emptied):
 		return nil, ErrNotServedFallback
 	case !open && (phase == Serving || phase == Relisting):
@@ -263,7 +298,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 	}
 	initial := watchList && phase == Pending
 	if initial {
-		if err := lw.InitialLists.Acquire(ctx); err != nil {
+		if err := lw.acquireSlot(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -295,6 +330,36 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 		lw.Hooks.Listed("")
 	}
 	return lw.start(s), nil
+}
+
+// checkAccess runs Access once, before the first list; checked reports
+// whether it ran now (and may have blocked).
+func (lw *ListerWatcher) checkAccess(ctx context.Context) (checked bool, err error) {
+	lw.mu.Lock()
+	done := lw.accessOK || lw.Access == nil
+	lw.mu.Unlock()
+	if done {
+		return false, nil
+	}
+	if err := lw.Access(ctx); err != nil {
+		return true, err
+	}
+	lw.mu.Lock()
+	lw.accessOK = true
+	lw.mu.Unlock()
+	return true, nil
+}
+
+// acquireSlot takes an initial-list slot, telling the informer first if
+// it has to wait for one.
+func (lw *ListerWatcher) acquireSlot(ctx context.Context) error {
+	if lw.InitialLists.TryAcquire() {
+		return nil
+	}
+	if lw.Hooks.WaitingForSlot != nil {
+		lw.Hooks.WaitingForSlot()
+	}
+	return lw.InitialLists.Acquire(ctx)
 }
 
 func (lw *ListerWatcher) notFound(err error) {
@@ -376,7 +441,7 @@ func (lw *ListerWatcher) start(s *listwatch.Stream) watch.Interface {
 		phase := lw.phase
 		lw.mu.Unlock()
 		if relist {
-			expired := apierrors.NewResourceExpired("informerkit: relisting at a new version").Status()
+			expired := apierrors.NewResourceExpired("informerkit: relisting").Status()
 			return []watch.Event{{Type: watch.Error, Object: &expired}}
 		}
 		open, reason, _ := lw.Gate.State()

@@ -373,7 +373,11 @@ func TestRelistEndsStreamExpired(t *testing.T) {
 	if f.lw.Phase() != Relisting {
 		t.Fatalf("phase %v", f.lw.Phase())
 	}
-	// A watch-list request in Relisting streams (it is a fresh list).
+	// A watch-list request in Relisting falls back to a list: a relist is
+	// a real LIST, fresh.
+	if _, err := f.lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: truePtr()}); !errors.Is(err, ErrRelistFallback) {
+		t.Fatalf("watch-list while relisting: %v, want ErrRelistFallback", err)
+	}
 	o, err := f.lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "10"})
 	if err != nil || o == nil || f.inner.lastList().ResourceVersion != "" {
 		t.Fatalf("relist: %v, resourceVersion %q sent (want a fresh list)", err, f.inner.lastList().ResourceVersion)

@@ -32,6 +32,20 @@ func (s *Slots) Acquire(ctx context.Context) error {
 	}
 }
 
+// TryAcquire takes a slot if one is free now and reports whether it did
+// (a nil *Slots always does).
+func (s *Slots) TryAcquire() bool {
+	if s == nil {
+		return true
+	}
+	select {
+	case s.ch <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
 // Release gives a slot back.
 func (s *Slots) Release() {
 	if s != nil {

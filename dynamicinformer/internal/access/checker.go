@@ -1,0 +1,204 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Verbs are what an informer needs, in the order they are asked.
+var Verbs = []string{"list", "watch"}
+
+// Default back-off of the re-checks after a denial: 1 s doubling to 30 s
+// (the cap of client-go's reflector back-off), so a grant is noticed
+// within 30 s and a user left without access costs two reviews per
+// namespace every 30 s.
+const (
+	DefaultMinBackoff = time.Second
+	DefaultMaxBackoff = 30 * time.Second
+)
+
+// ErrDenied is matched (errors.Is) by every *DeniedError.
+var ErrDenied = errors.New("access denied")
+
+// DeniedError says which verbs the user lacks in which namespaces.
+type DeniedError struct {
+	Group, Resource string
+	// Missing are the questions answered "no", in namespace then verb
+	// order.
+	Missing []Attributes
+}
+
+// Error names the missing verbs per namespace, e.g. `may not list, watch
+// widgets.example.com in namespace a; may not watch it in all
+// namespaces` — namespaces with the same missing verbs are grouped.
+func (e *DeniedError) Error() string {
+	gr := e.Resource
+	if e.Group != "" {
+		gr += "." + e.Group
+	}
+	type group struct {
+		verbs string
+		ns    []string
+	}
+	var groups []*group
+	byNS := map[string][]string{}
+	var order []string
+	for _, m := range e.Missing {
+		if _, ok := byNS[m.Namespace]; !ok {
+			order = append(order, m.Namespace)
+		}
+		byNS[m.Namespace] = append(byNS[m.Namespace], m.Verb)
+	}
+	for _, ns := range order {
+		verbs := strings.Join(byNS[ns], ", ")
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.verbs == verbs })
+		if i < 0 {
+			groups = append(groups, &group{verbs: verbs})
+			i = len(groups) - 1
+		}
+		groups[i].ns = append(groups[i].ns, ns)
+	}
+	var b strings.Builder
+	b.WriteString("access check (SelfSubjectAccessReview): ")
+	for i, g := range groups {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString("may not " + g.verbs + " " + gr + " ")
+		if len(g.ns) == 1 && g.ns[0] == "" {
+			b.WriteString("in all namespaces")
+			continue
+		}
+		if len(g.ns) == 1 {
+			b.WriteString("in namespace " + g.ns[0])
+		} else {
+			b.WriteString("in namespaces " + strings.Join(g.ns, ", "))
+		}
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrDenied) true.
+func (e *DeniedError) Is(target error) bool { return target == ErrDenied }
+
+// Verbs are the missing verbs, each once, in Verbs order.
+func (e *DeniedError) Verbs() []string {
+	var out []string
+	for _, v := range Verbs {
+		if slices.ContainsFunc(e.Missing, func(a Attributes) bool { return a.Verb == v }) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Check asks whether the user may list and watch group/resource in each
+// of namespaces (none: all namespaces). It returns a *DeniedError if some
+// answer is no, or the first review error (no answer).
+func Check(ctx context.Context, review Review, group, resource string, namespaces []string) error {
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	var missing []Attributes
+	for _, ns := range namespaces {
+		for _, verb := range Verbs {
+			a := Attributes{Namespace: ns, Verb: verb, Group: group, Resource: resource}
+			allowed, err := review(ctx, a)
+			if err != nil {
+				return err
+			}
+			if !allowed {
+				missing = append(missing, a)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return &DeniedError{Group: group, Resource: resource, Missing: missing}
+	}
+	return nil
+}
+
+// Hooks is what Wait tells its informer. Neither may block.
+type Hooks struct {
+	// Denied: the user lacks some verbs; Wait re-checks after a back-off.
+	// Called after every check that is denied (err may be the same).
+	Denied func(err *DeniedError)
+	// Unavailable: a review could not be made; Wait returns nil and the
+	// informer proceeds as without the check.
+	Unavailable func(err error)
+	// Granted: the user may list and watch (after being denied or not).
+	Granted func()
+}
+
+// Checker holds an informer until its user may list and watch its
+// resource. The zero value of MinBackoff and MaxBackoff means the
+// defaults. Fields are set before first use and not changed after.
+type Checker struct {
+	Review     Review
+	Group      string
+	Resource   func() string // the resource now (an informer may follow another version; the resource name stays)
+	Namespaces []string
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	Hooks      Hooks
+
+	// after returns a channel that fires after d (nil: time.After's
+	// timer; tests record the delays instead).
+	after func(d time.Duration) (<-chan time.Time, func() bool)
+}
+
+// Wait checks access, and after a denial re-checks with a back-off
+// (MinBackoff doubling to MaxBackoff) until access is granted (nil), a
+// review cannot be made (nil, after Hooks.Unavailable) or ctx ends
+// (ctx.Err()).
+func (c *Checker) Wait(ctx context.Context) error {
+	lo, hi := c.MinBackoff, c.MaxBackoff
+	if lo <= 0 {
+		lo = DefaultMinBackoff
+	}
+	if hi <= 0 {
+		hi = DefaultMaxBackoff
+	}
+	delay := lo
+	for {
+		err := Check(ctx, c.Review, c.Group, c.Resource(), c.Namespaces)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var denied *DeniedError
+		switch {
+		case err == nil:
+			if c.Hooks.Granted != nil {
+				c.Hooks.Granted()
+			}
+			return nil
+		case errors.As(err, &denied):
+			if c.Hooks.Denied != nil {
+				c.Hooks.Denied(denied)
+			}
+		default:
+			if c.Hooks.Unavailable != nil {
+				c.Hooks.Unavailable(err)
+			}
+			return nil
+		}
+		after := c.after
+		if after == nil {
+			after = func(d time.Duration) (<-chan time.Time, func() bool) {
+				t := time.NewTimer(d)
+				return t.C, t.Stop
+			}
+		}
+		fired, stop := after(delay)
+		select {
+		case <-ctx.Done():
+			stop()
+			return ctx.Err()
+		case <-fired:
+		}
+		delay = min(2*delay, hi)
+	}
+}
