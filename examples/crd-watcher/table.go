@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -30,16 +31,21 @@ import (
 // more than one resource is watched. The informers still deliver the
 // events; the rows come from the server's Table responses:
 //
-//   - Events of one resource wait in a queue keyed by object, so several
-//     events of one object that wait together print one row (its latest
-//     state, under the latest event type — ADDED if the object was added
-//     meanwhile, DELETED if it was deleted).
 //   - One goroutine per resource, running only while that resource has
-//     events waiting, fetches rows for the waiting objects: one paged Table
-//     LIST of the resource when that takes fewer requests than a GET per
-//     object (the initial list, a burst), else a Table GET per object. At
-//     most tableConcurrency requests run at once over all resources, under
-//     the client's own rate limit.
+//     events waiting, fetches the rows of every object that waits: one
+//     paged Table LIST of the resource when that takes fewer requests than
+//     a GET per object (an initial list, a burst), else a Table GET per
+//     object. At most tableConcurrency requests run at once over all
+//     resources, under a rate limit of their own.
+//   - Events that arrive while rows are being fetched wait in a queue keyed
+//     by object: several events of one object that wait together print one
+//     row (its latest state, under the latest event type — ADDED if the
+//     object was added meanwhile, DELETED if it was deleted). Events are
+//     coalesced only when the server cannot keep up — except an initial
+//     list, whose first event waits tableInitialWindow for the rest so that
+//     the list is one LIST and one aligned block, as kubectl prints it.
+//   - Like kubectl get -w, a column widens when a longer value comes;
+//     lines already printed keep their widths.
 //   - A DELETED prints the last row printed (or listed) for the object; the
 //     server cannot convert an object that is gone.
 //   - Rows the server cannot give (the object is gone, the request failed)
@@ -59,10 +65,10 @@ const (
 	tableConcurrency = 4
 	// tableListPage is the page size of Table LISTs.
 	tableListPage = 500
-	// tableBatchWindow is how long a resource's first waiting event waits
-	// for more before rows are fetched, so that an initial list or a burst
-	// is fetched together.
-	tableBatchWindow = 50 * time.Millisecond
+	// tableInitialWindow is how long the first event of an initial list
+	// waits for the rest of it, so that the list is fetched by one LIST
+	// and printed as one aligned block, as kubectl prints it.
+	tableInitialWindow = 100 * time.Millisecond
 	// tableStopGrace is how long stop waits for rows still being fetched
 	// before it prints the rest from what it knows.
 	tableStopGrace = 3 * time.Second
@@ -222,9 +228,14 @@ func (t *tableOutput) stop() {
 // drain prints the stream's waiting rows until none wait.
 func (t *tableOutput) drain(s *tableStream) {
 	defer t.wg.Done()
-	select {
-	case <-time.After(tableBatchWindow):
-	case <-t.ctx.Done():
+	t.mu.Lock()
+	initial := len(s.order) > 0 && s.pending[s.order[0]].initial
+	t.mu.Unlock()
+	if initial {
+		select {
+		case <-time.After(tableInitialWindow):
+		case <-t.ctx.Done():
+		}
 	}
 	for {
 		t.mu.Lock()
@@ -300,6 +311,7 @@ func (t *tableOutput) printBatch(s *tableStream, keys []string, pend []pendingRo
 			fresh[keys[i]] = c
 		}
 	}
+	var run *rowRun // consecutive rows of one event type and one column set
 	for i, key := range keys {
 		p := pend[i]
 		t.mu.Lock()
@@ -320,7 +332,17 @@ func (t *tableOutput) printBatch(s *tableStream, keys []string, pend []pendingRo
 		if !ok || s.fallback {
 			c = t.syntheticRow(s, p.obj)
 		}
-		t.printRow(s, p.typ, c)
+		if run != nil && (run.typ != p.typ || !reflect.DeepEqual(run.columns, c.columns)) {
+			t.printRows(s, run)
+			run = nil
+		}
+		if run == nil {
+			run = &rowRun{typ: p.typ, columns: c.columns}
+		}
+		run.rows = append(run.rows, c.row)
+	}
+	if run != nil {
+		t.printRows(s, run)
 	}
 	_ = s.tw.Flush()
 	if s.buf.Len() > 0 {
@@ -351,16 +373,27 @@ func (t *tableOutput) setupStream(s *tableStream, first *unstructured.Unstructur
 	s.setupDone = true
 }
 
-// printRow prints one row through the stream's kubectl table printer,
-// which prints the header before the first row and again when the columns
-// change.
-func (t *tableOutput) printRow(s *tableStream, typ watch.EventType, c cachedRow) {
-	row := c.row
-	row.Cells = append([]any(nil), row.Cells...) // the printer rewrites cells (kind/name)
-	table := &metav1.Table{ColumnDefinitions: c.columns, Rows: []metav1.TableRow{row}}
-	ev := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Object: table}}
+// rowRun is rows of one event type under one column set, printed as one
+// table so that kubectl's printer aligns them together.
+type rowRun struct {
+	typ     watch.EventType
+	columns []metav1.TableColumnDefinition
+	rows    []metav1.TableRow
+}
+
+// printRows prints a run of rows through the stream's kubectl table
+// printer, which prints the header before the first row and again when
+// the columns change.
+func (t *tableOutput) printRows(s *tableStream, run *rowRun) {
+	rows := make([]metav1.TableRow, len(run.rows))
+	for i, r := range run.rows {
+		rows[i] = r
+		rows[i].Cells = append([]any(nil), r.Cells...) // the printer rewrites cells (kind/name)
+	}
+	table := &metav1.Table{ColumnDefinitions: run.columns, Rows: rows}
+	ev := &metav1.WatchEvent{Type: string(run.typ), Object: runtime.RawExtension{Object: table}}
 	if err := s.printer.PrintObj(ev, s.tw); err != nil {
-		t.out.info("crd-watcher: %s: cannot print a row: %v", gvrString(s.key.gvr), err)
+		t.out.info("crd-watcher: %s: cannot print rows: %v", gvrString(s.key.gvr), err)
 	}
 }
 

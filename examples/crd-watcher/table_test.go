@@ -33,6 +33,8 @@ type fakeTables struct {
 	columns  []metav1.TableColumnDefinition
 	notTable bool // answer with the object, as a server that cannot convert
 	fail     error
+	gate     chan struct{} // when set, requests wait until it is closed
+	started  chan struct{} // receives (without blocking) when a request starts
 	gets     int
 	lists    int
 	pageSize int
@@ -48,7 +50,35 @@ func newFakeTables() *fakeTables {
 			{Name: "Age", Type: "date"},
 		},
 		pageSize: 2,
+		started:  make(chan struct{}, 100),
 	}
+}
+
+// hold makes requests wait until the returned release is called.
+func (f *fakeTables) hold() (release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := make(chan struct{})
+	f.gate = g
+	for len(f.started) > 0 {
+		<-f.started // only requests from now on count
+	}
+	return func() { close(g) }
+}
+
+// enter waits for the gate, then takes the lock.
+func (f *fakeTables) enter() {
+	f.mu.Lock()
+	g := f.gate
+	f.mu.Unlock()
+	select {
+	case f.started <- struct{}{}:
+	default:
+	}
+	if g != nil {
+		<-g
+	}
+	f.mu.Lock()
 }
 
 func (f *fakeTables) set(ns, name string, size int64, owner string) {
@@ -110,7 +140,7 @@ func (f *fakeTables) table(keys []string, cont string) []byte {
 }
 
 func (f *fakeTables) get(_ context.Context, gvr schema.GroupVersionResource, ns, name string) ([]byte, error) {
-	f.mu.Lock()
+	f.enter()
 	defer f.mu.Unlock()
 	f.gets++
 	if f.fail != nil {
@@ -127,7 +157,7 @@ func (f *fakeTables) get(_ context.Context, gvr schema.GroupVersionResource, ns,
 }
 
 func (f *fakeTables) list(_ context.Context, _ schema.GroupVersionResource, ns, _, _ string, _ int64, cont string) ([]byte, error) {
-	f.mu.Lock()
+	f.enter()
 	defer f.mu.Unlock()
 	f.lists++
 	if f.fail != nil {
@@ -250,9 +280,15 @@ func TestTableInitialListOneRequestHeaderOnce(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		h.fake.set("a", fmt.Sprintf("g%d", i), int64(i), "alice")
 	}
-	for i := 1; i <= 5; i++ {
+	// The first row's request is held while the rest of the initial list
+	// arrives: those wait together and come from one LIST.
+	release := h.fake.hold()
+	h.send(dynamicinformer.Added, gear("a", "g1", created), true)
+	<-h.fake.started
+	for i := 2; i <= 5; i++ {
 		h.send(dynamicinformer.Added, gear("a", fmt.Sprintf("g%d", i), created), true)
 	}
+	release()
 	ls := h.lines(6)
 	// All namespaces watched and the resource is namespaced: NAMESPACE;
 	// OWNER has priority 1: not without -o wide.
@@ -261,9 +297,10 @@ func TestTableInitialListOneRequestHeaderOnce(t *testing.T) {
 		wantFields(t, ls[i], "ADDED", "a", fmt.Sprintf("g%d", i), strconv.Itoa(i), "5h")
 	}
 	gets, lists := h.fake.counts()
-	// 5 objects in pages of 2: one paged LIST (3 requests), no GET.
-	if gets != 0 || lists != 3 {
-		t.Errorf("%d GETs and %d LIST pages for an initial list of 5, want 0 and 3", gets, lists)
+	// One GET for g1, then the 4 others from one LIST of 5 objects in
+	// pages of 2 (3 requests).
+	if gets != 1 || lists != 3 {
+		t.Errorf("%d GETs and %d LIST pages for an initial list of 5, want 1 and 3", gets, lists)
 	}
 }
 
@@ -315,15 +352,23 @@ func TestTableCoalescesEventsOfOneObject(t *testing.T) {
 	h := newTableHarness(t, false, false)
 	created := time.Now().Add(-5 * time.Hour)
 	h.fake.set("a", "g1", 3, "alice")
-	// Within the batch window: added, then updated three times.
+	h.fake.set("a", "g2", 1, "alice")
+	// While g1's row is being fetched, g2 is added and updated three
+	// times: one row for g2, ADDED, with its latest state.
+	release := h.fake.hold()
 	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
-	for range 3 {
-		h.send(dynamicinformer.Updated, gear("a", "g1", created), false, "a")
+	<-h.fake.started
+	h.send(dynamicinformer.Added, gear("a", "g2", created), false, "a")
+	for i := range 3 {
+		h.fake.set("a", "g2", int64(i+2), "alice")
+		h.send(dynamicinformer.Updated, gear("a", "g2", created), false, "a")
 	}
-	ls := h.lines(2)
+	release()
+	ls := h.lines(3)
 	wantFields(t, ls[1], "ADDED", "g1", "3", "5h")
-	if gets, lists := h.fake.counts(); gets+lists != 1 {
-		t.Errorf("%d GETs and %d LISTs for four events of one object, want one request", gets, lists)
+	wantFields(t, ls[2], "ADDED", "g2", "4", "5h")
+	if gets, lists := h.fake.counts(); gets+lists != 2 {
+		t.Errorf("%d GETs and %d LISTs for g1 and four events of g2, want two requests", gets, lists)
 	}
 }
 
@@ -336,16 +381,23 @@ func TestTableBurstBecomesList(t *testing.T) {
 	for i := range 30 {
 		h.fake.set("a", fmt.Sprintf("b%02d", i), int64(i), "x")
 	}
-	for i := range 30 {
+	h.fake.mu.Lock()
+	h.fake.pageSize = 500
+	h.fake.mu.Unlock()
+	release := h.fake.hold()
+	h.send(dynamicinformer.Added, gear("a", "b00", created), false)
+	<-h.fake.started
+	for i := 1; i < 30; i++ {
 		h.send(dynamicinformer.Added, gear("a", fmt.Sprintf("b%02d", i), created), false)
 	}
+	release()
 	ls := h.lines(32)
 	for i := range 30 {
 		wantFields(t, ls[2+i], "ADDED", "a", fmt.Sprintf("b%02d", i), strconv.Itoa(i), "5h")
 	}
-	gets, lists := h.fake.counts()
-	if gets+lists >= 31 {
-		t.Errorf("%d GETs and %d LIST pages for a burst of 30 new objects: not coalesced", gets, lists)
+	// first, b00: GETs; b01..b29, waiting together: one LIST.
+	if gets, lists := h.fake.counts(); gets != 2 || lists != 1 {
+		t.Errorf("%d GETs and %d LIST pages for a burst of 30 new objects, want 2 and 1", gets, lists)
 	}
 }
 
@@ -355,12 +407,17 @@ func TestTableGoneBeforeFetchedPrintsNameAndAge(t *testing.T) {
 	h.fake.set("a", "g1", 1, "alice")
 	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
 	h.lines(2)
-	// Added and deleted before its row was fetched: the last columns,
+	// Added and deleted while another row is fetched: the last columns,
 	// name and age from the informer's object, the other cells empty.
+	release := h.fake.hold()
+	h.send(dynamicinformer.Updated, gear("a", "g1", created), false, "a")
+	<-h.fake.started
 	h.send(dynamicinformer.Added, gear("a", "ghost", created), false, "a")
 	h.send(dynamicinformer.Deleted, gear("a", "ghost", created), false, "a")
-	ls := h.lines(3)
-	wantFields(t, ls[2], "DELETED", "ghost", "3h")
+	release()
+	ls := h.lines(4)
+	wantFields(t, ls[2], "MODIFIED", "g1", "1", "5h")
+	wantFields(t, ls[3], "DELETED", "ghost", "3h")
 	if h.errs.String() != "" {
 		t.Errorf("stderr: %s", h.errs.String())
 	}
@@ -424,11 +481,17 @@ func TestTableStopPrintsWaitingRowsAndEnds(t *testing.T) {
 	h := newTableHarness(t, false, false)
 	created := time.Now().Add(-4 * time.Hour)
 	h.fake.set("a", "g1", 1, "alice")
+	release := h.fake.hold()
 	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
-	h.tab.stop() // within the batch window: the row still prints
-	h.lines(2)
+	<-h.fake.started
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		release()
+	}()
+	h.tab.stop() // waits for the row being fetched
+	wantFields(t, h.lines(2)[1], "ADDED", "g1", "1", "5h")
 	h.send(dynamicinformer.Added, gear("a", "late", created), false, "a") // after stop: dropped
-	time.Sleep(2 * tableBatchWindow)
+	time.Sleep(100 * time.Millisecond)
 	h.lines(2)
 }
 
@@ -448,5 +511,34 @@ func TestDecodeTableKeepsIntegers(t *testing.T) {
 	}
 	if _, err := decodeTable([]byte(`{"kind":"Gear","apiVersion":"example.com/v1"}`)); err == nil {
 		t.Error("an object that is not a Table decoded as one")
+	}
+}
+
+func TestTableInitialListIsOneAlignedBlock(t *testing.T) {
+	h := newTableHarness(t, false, false)
+	created := time.Now().Add(-5 * time.Hour)
+	names := []string{"a", "a-much-longer-name", "mid-name"}
+	for i, n := range names {
+		h.fake.set("ns", n, int64(i*1000), "x")
+	}
+	// The informer delivers an initial list in a burst, but the first
+	// event's rows may start before the rest arrive: they wait for it.
+	h.send(dynamicinformer.Added, gear("ns", names[0], created), true, "ns")
+	time.Sleep(20 * time.Millisecond) // well within tableInitialWindow
+	for _, n := range names[1:] {
+		h.send(dynamicinformer.Added, gear("ns", n, created), true, "ns")
+	}
+	h.lines(4)
+	out := strings.Split(strings.TrimRight(h.out.String(), "\n"), "\n")
+	col := strings.Index(out[0], "SIZE")
+	for _, l := range out[1:] {
+		// The SIZE cell of every row starts under the header's SIZE.
+		if col < 1 || len(l) <= col || l[col-1] != ' ' || l[col] == ' ' {
+			t.Errorf("not aligned with the header:\n%s", strings.Join(out, "\n"))
+			break
+		}
+	}
+	if gets, lists := h.fake.counts(); gets+lists > 2 {
+		t.Errorf("%d GETs and %d LIST pages for an initial list of 3", gets, lists)
 	}
 }
