@@ -40,7 +40,7 @@ import (
 //   - Events that arrive while rows are being fetched wait in a queue keyed
 //     by object: several events of one object that wait together print one
 //     row (its latest state, under the latest event type — ADDED if the
-//     object was added meanwhile, DELETED if it was deleted). Events are
+//     object was added meanwhile), and one more if it was deleted. Events are
 //     coalesced only when the server cannot keep up — except an initial
 //     list, whose first event waits tableInitialWindow for the rest so that
 //     the list is one LIST and one aligned block, as kubectl prints it.
@@ -134,6 +134,7 @@ type pendingRow struct {
 	typ     watch.EventType
 	obj     *unstructured.Unstructured // the informer's latest object
 	initial bool                       // every merged event came from the informer's initial list
+	deleted bool                       // a DELETED followed an ADDED or MODIFIED: both print
 }
 
 // cachedRow is a row the server gave, with the columns it came under.
@@ -188,7 +189,13 @@ func (t *tableOutput) event(ev dynamicinformer.Event, u *unstructured.Unstructur
 	key := objectKey(u)
 	typ := eventType(ev.Type)
 	if p := s.pending[key]; p != nil {
-		if !(p.typ == watch.Added && typ == watch.Modified) {
+		switch {
+		case typ == watch.Deleted && p.typ != watch.Deleted:
+			p.deleted = true // its row prints, then the DELETED
+		case typ == watch.Deleted:
+		case p.deleted || p.typ == watch.Deleted:
+			*p = pendingRow{typ: watch.Added} // deleted and created again: the new object
+		case !(p.typ == watch.Added && typ == watch.Modified):
 			p.typ = typ
 		}
 		p.obj = u
@@ -268,8 +275,8 @@ func (t *tableOutput) printBatch(s *tableStream, keys []string, pend []pendingRo
 		var need []int // indexes of the objects whose row must come from the server
 		t.mu.Lock()
 		for i, key := range keys {
-			if pend[i].typ == watch.Deleted {
-				continue
+			if pend[i].typ == watch.Deleted || pend[i].deleted {
+				continue // gone: the server has no row for it
 			}
 			if c, ok := s.rows[key]; ok && c.listed && pend[i].initial {
 				fresh[key] = c // listed after the informer's list began: as new as its object
@@ -322,7 +329,7 @@ func (t *tableOutput) printBatch(s *tableStream, keys []string, pend []pendingRo
 				c.row = refreshAge(c.columns, c.row, p.obj, t.now())
 			}
 		}
-		if p.typ == watch.Deleted {
+		if p.typ == watch.Deleted || p.deleted {
 			delete(s.rows, key)
 		} else if ok {
 			c.listed = false
@@ -332,14 +339,20 @@ func (t *tableOutput) printBatch(s *tableStream, keys []string, pend []pendingRo
 		if !ok || s.fallback {
 			c = t.syntheticRow(s, p.obj)
 		}
-		if run != nil && (run.typ != p.typ || !reflect.DeepEqual(run.columns, c.columns)) {
-			t.printRows(s, run)
-			run = nil
+		typs := []watch.EventType{p.typ}
+		if p.deleted {
+			typs = append(typs, watch.Deleted)
 		}
-		if run == nil {
-			run = &rowRun{typ: p.typ, columns: c.columns}
+		for _, typ := range typs {
+			if run != nil && (run.typ != typ || !reflect.DeepEqual(run.columns, c.columns)) {
+				t.printRows(s, run)
+				run = nil
+			}
+			if run == nil {
+				run = &rowRun{typ: typ, columns: c.columns}
+			}
+			run.rows = append(run.rows, c.row)
 		}
-		run.rows = append(run.rows, c.row)
 	}
 	if run != nil {
 		t.printRows(s, run)

@@ -407,17 +407,22 @@ func TestTableGoneBeforeFetchedPrintsNameAndAge(t *testing.T) {
 	h.fake.set("a", "g1", 1, "alice")
 	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
 	h.lines(2)
-	// Added and deleted while another row is fetched: the last columns,
-	// name and age from the informer's object, the other cells empty.
+	// Added and deleted while another row is fetched: an ADDED and a
+	// DELETED under the last columns, name and age from the informer's
+	// object, the other cells empty.
 	release := h.fake.hold()
 	h.send(dynamicinformer.Updated, gear("a", "g1", created), false, "a")
 	<-h.fake.started
 	h.send(dynamicinformer.Added, gear("a", "ghost", created), false, "a")
 	h.send(dynamicinformer.Deleted, gear("a", "ghost", created), false, "a")
 	release()
-	ls := h.lines(4)
+	ls := h.lines(5)
 	wantFields(t, ls[2], "MODIFIED", "g1", "1", "5h")
-	wantFields(t, ls[3], "DELETED", "ghost", "3h")
+	wantFields(t, ls[3], "ADDED", "ghost", "3h") // both events print, from what is known
+	wantFields(t, ls[4], "DELETED", "ghost", "3h")
+	if gets, _ := h.fake.counts(); gets != 2 {
+		t.Errorf("%d GETs, want 2 (g1 twice; none for an object known to be gone)", gets)
+	}
 	if h.errs.String() != "" {
 		t.Errorf("stderr: %s", h.errs.String())
 	}
