@@ -170,6 +170,7 @@ func TestE2ETableOutput(t *testing.T) {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 	}
 	out, errs := p.lines()
+	t.Logf("-o table stdout:\n%s", strings.Join(out, "\n"))
 	if s := strings.Join(out, "\n"); strings.Contains(s, "OWNER") || strings.Contains(s, "alice") {
 		t.Errorf("-o table shows the priority-1 column OWNER:\n%s", s)
 	}
@@ -185,6 +186,7 @@ func TestE2ETableOutput(t *testing.T) {
 	h = p.waitRow(t, 0, 0, "EVENT", "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR")
 	i := p.waitRow(t, h, 4, "ADDED", deploy+"api", "0/1", "0", "0")
 	out, _ = p.lines()
+	t.Logf("-o wide stdout:\n%s", strings.Join(out, "\n"))
 	if f := strings.Fields(out[i]); strings.Join(f[6:], " ") != "api busybox:1.37 app=api" {
 		t.Errorf("wide deployment row %q: want CONTAINERS api, IMAGES busybox:1.37, SELECTOR app=api", out[i])
 	}
