@@ -99,9 +99,9 @@ type tableOutput struct {
 // streamKey identifies one informer's events: a resource seen through its
 // namespaces and selectors.
 type streamKey struct {
-	gvr                  schema.GroupVersionResource
-	namespaces           string // comma-joined; "" for all
-	labelSel, fieldSelec string
+	gvr          schema.GroupVersionResource
+	namespaces   string // comma-joined; "" for all
+	label, field string
 }
 
 // tableStream is the table of one resource (as one informer sees it).
@@ -175,7 +175,7 @@ func eventType(t dynamicinformer.EventType) watch.EventType {
 // event queues a row for ev, seen by an informer with these namespaces and
 // selectors. It returns at once; the row prints when it has been fetched.
 func (t *tableOutput) event(ev dynamicinformer.Event, u *unstructured.Unstructured, namespaces []string, label, field string) {
-	k := streamKey{gvr: ev.GVR, namespaces: strings.Join(namespaces, ","), labelSel: label, fieldSelec: field}
+	k := streamKey{gvr: ev.GVR, namespaces: strings.Join(namespaces, ","), label: label, field: field}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -509,7 +509,7 @@ func (t *tableOutput) list(s *tableStream) (map[string]cachedRow, error) {
 		cont := ""
 		for {
 			table, err := t.request(func(ctx context.Context) ([]byte, error) {
-				return t.client.list(ctx, s.key.gvr, ns, s.key.labelSel, s.key.fieldSelec, tableListPage, cont)
+				return t.client.list(ctx, s.key.gvr, ns, s.key.label, s.key.field, tableListPage, cont)
 			})
 			if err != nil {
 				return nil, err
