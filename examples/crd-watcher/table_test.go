@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -545,5 +546,52 @@ func TestTableInitialListIsOneAlignedBlock(t *testing.T) {
 	}
 	if gets, lists := h.fake.counts(); gets+lists > 2 {
 		t.Errorf("%d GETs and %d LIST pages for an initial list of 3", gets, lists)
+	}
+}
+
+func TestTableDeletedAndCreatedAgainPrintsTheNewObject(t *testing.T) {
+	h := newTableHarness(t, false, false)
+	created := time.Now().Add(-5 * time.Hour)
+	h.fake.set("a", "g0", 0, "x")
+	h.fake.set("a", "g1", 1, "x")
+	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
+	h.lines(2)
+	release := h.fake.hold()
+	h.send(dynamicinformer.Added, gear("a", "g0", created), false, "a")
+	<-h.fake.started
+	// While g0's row is fetched, g1 is deleted and created again.
+	h.send(dynamicinformer.Deleted, gear("a", "g1", created), false, "a")
+	h.fake.set("a", "g1", 9, "x")
+	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
+	release()
+	ls := h.lines(4)
+	wantFields(t, ls[2], "ADDED", "g0", "0", "5h")
+	wantFields(t, ls[3], "ADDED", "g1", "9", "5h")
+}
+
+func TestTableClusterScopedHasNoNamespaceColumn(t *testing.T) {
+	h := newTableHarness(t, false, false)
+	created := time.Now().Add(-5 * time.Hour)
+	h.fake.set("", "node-1", 4, "x")
+	h.send(dynamicinformer.Added, gear("", "node-1", created), false)
+	ls := h.lines(2)
+	wantFields(t, ls[0], "EVENT", "NAME", "SIZE", "AGE")
+	wantFields(t, ls[1], "ADDED", "node-1", "4", "5h")
+}
+
+func TestResourcePath(t *testing.T) {
+	for _, tc := range []struct {
+		gvr  schema.GroupVersionResource
+		ns   string
+		want string
+	}{
+		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "web", "/api/v1/namespaces/web/configmaps"},
+		{schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "/api/v1/nodes"},
+		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "", "/apis/apps/v1/deployments"},
+		{gearsGVR, "a", "/apis/example.com/v1/namespaces/a/gears"},
+	} {
+		if got := path.Join(resourcePath(tc.gvr, tc.ns)...); got != tc.want { // as rest.Request.AbsPath joins them
+			t.Errorf("resourcePath(%v, %q) = %q, want %q", tc.gvr, tc.ns, got, tc.want)
+		}
 	}
 }
