@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -162,6 +164,18 @@ func TestE2ETableOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.waitRow(t, n, 1, "DELETED", ns, deploy+"web", "0/2", "0", "0")
+
+	// A burst: every object gets its row, with its own values.
+	const burst = 40
+	start := time.Now()
+	for i := range burst {
+		createGear(fmt.Sprintf("burst-%02d", i), int64(100+i), "green", "carol")
+	}
+	created := time.Since(start)
+	for i := range burst {
+		p.waitRow(t, 0, 1, "ADDED", ns, fmt.Sprintf("%sburst-%02d", gear, i), strconv.Itoa(100+i), "green")
+	}
+	t.Logf("%d objects created in %s; every row printed %s after the first create", burst, created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
