@@ -68,7 +68,7 @@ type Config struct {
 	WaitForCRDs   bool
 
 	// How.
-	Output        string // "text" or "json"
+	Output        string // "text", "json", "table" or "wide"
 	ShowObject    bool
 	MetricsAddr   string
 	Duration      time.Duration
@@ -102,7 +102,7 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.StringVarP(&c.LabelSelector, "selector", "l", "", "label selector (e.g. app=web,tier!=cache)")
 	fs.StringVar(&c.FieldSelector, "field-selector", "", "field selector (e.g. metadata.name=foo)")
 	fs.BoolVar(&c.WaitForCRDs, "wait-for-crds", false, "wait for resources that are not served yet instead of failing; such resources must be named resource.version.group")
-	fs.StringVarP(&c.Output, "output", "o", "text", "output format: text (human-readable) or json (one object per line)")
+	fs.StringVarP(&c.Output, "output", "o", "text", "output format: text (human-readable), json (one object per line), table (the columns kubectl get shows, from the server) or wide (table with kubectl's -o wide columns)")
 	fs.BoolVar(&c.ShowObject, "show-object", false, "with -o json: include the full object in each event")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and probes on /healthz and /readyz at this address (e.g. :9090, 127.0.0.1:0)")
 	fs.DurationVar(&c.Duration, "duration", 0, "exit 0 after this long (0: run until SIGINT/SIGTERM; in demo mode: until the demo workload is done)")
@@ -122,6 +122,7 @@ Usage:
   crd-watcher [flags]                      # no cluster configured: demo mode
   crd-watcher --resource ct --resource deployments.apps -n default
   crd-watcher --all --category all -o json
+  crd-watcher --resource ct --resource deploy -o wide
   crd-watcher --config watch.yaml
 
 Where: --kubeconfig, --context, $KUBECONFIG, ~/.kube/config and in-cluster
@@ -216,9 +217,9 @@ func mergeConfig(c, file *Config, set map[string]bool, changed func(string) bool
 
 func validate(c *Config) error {
 	switch c.Output {
-	case "text", "json":
+	case "text", "json", "table", "wide":
 	default:
-		return usagef("--output must be text or json, not %q", c.Output)
+		return usagef("--output must be text, json, table or wide, not %q", c.Output)
 	}
 	if c.All && len(c.Resources) > 0 {
 		return usagef("--all and --resource are mutually exclusive")

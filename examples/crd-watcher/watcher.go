@@ -40,6 +40,7 @@ type watcher struct {
 	metrics *prometheusmetrics.Metrics // the factory's informer metrics
 	tr      *transitions
 	contact *contactMonitor
+	table   *tableOutput // -o table / -o wide; nil otherwise
 
 	handles []*dynamicinformer.InformerHandle
 	sub     *dynamicinformer.Subscription
@@ -79,6 +80,13 @@ func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, lo
 		cfg: cfg, ep: ep, factory: f, dyn: dyn, probe: disc.RESTClient(), out: out, counts: newCounters(), metrics: metrics,
 		seen: map[string]int{}, changed: make(chan struct{}), failed: make(chan error, 1),
 	}
+	if cfg.Output == "table" || cfg.Output == "wide" {
+		client, err := newRESTTable(restCfg)
+		if err != nil {
+			return nil, err
+		}
+		w.table = newTableOutput(client, out, cfg.Output == "wide", cfg.All || len(cfg.Resources) > 1, cfg.RequestTimeout, w.kindOf)
+	}
 	w.tr = newTransitions(statusGrace, w.served, out.status)
 	w.contact = newContactMonitor(func(ctx context.Context) error {
 		return probeServer(ctx, w.probe, cfg.RequestTimeout)
@@ -100,6 +108,16 @@ func (w *watcher) served(st dynamicinformer.Status) bool {
 	}
 	_, ok := r.Lookup(st.GVR)
 	return ok
+}
+
+// kindOf is the kind of a served resource, from discovery as last seen.
+func (w *watcher) kindOf(gvr schema.GroupVersionResource) schema.GroupKind {
+	if r := w.factory.Resolver(); r != nil {
+		if res, ok := r.Lookup(gvr); ok {
+			return res.GVK.GroupKind()
+		}
+	}
+	return schema.GroupKind{}
 }
 
 // connect checks that the API server answers before anything else talks to
@@ -240,7 +258,7 @@ func (w *watcher) setup(ctx context.Context) error {
 		// The subscription runs until shutdown(), not until ctx ends: it
 		// releases its informers when its context ends, and the final
 		// status must still see every one of them.
-		sub, err := w.factory.Subscribe(context.WithoutCancel(ctx), filter, w.onEvent(w.cfg.LabelSelector, w.cfg.FieldSelector), w.resourceOptions(ResourceSpec{})...)
+		sub, err := w.factory.Subscribe(context.WithoutCancel(ctx), filter, w.onEvent(w.cfg.Namespaces, w.cfg.LabelSelector, w.cfg.FieldSelector), w.resourceOptions(ResourceSpec{})...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -285,7 +303,7 @@ func (w *watcher) setup(ctx context.Context) error {
 			continue
 		}
 		seen[key] = true
-		if _, err := h.Informer().AddEventHandler(w.handlerFor(h.GVR(), st.LabelSelector, st.FieldSelector)); err != nil {
+		if _, err := h.Informer().AddEventHandler(w.handlerFor(h.GVR(), st.Namespaces, st.LabelSelector, st.FieldSelector)); err != nil {
 			return fmt.Errorf("%s: add handler: %w", r.Name, err)
 		}
 		w.handles = append(w.handles, h)
@@ -318,11 +336,11 @@ func (w *watcher) servedResources(ctx context.Context) []discoveryresolver.Resou
 	return rs
 }
 
-// handlerFor adapts an informer's handler calls to events of gvr. label
-// and field are the informer's selectors: a delete of an object that
-// stopped matching them is told apart from a real delete.
-func (w *watcher) handlerFor(gvr schema.GroupVersionResource, label, field string) toolscache.ResourceEventHandler {
-	on := w.onEvent(label, field)
+// handlerFor adapts an informer's handler calls to events of gvr.
+// namespaces, label and field are the informer's: a delete of an object
+// that stopped matching the selectors is told apart from a real delete.
+func (w *watcher) handlerFor(gvr schema.GroupVersionResource, namespaces []string, label, field string) toolscache.ResourceEventHandler {
+	on := w.onEvent(namespaces, label, field)
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			on(dynamicinformer.Event{Type: dynamicinformer.Added, GVR: gvr, Object: obj, IsInitialList: initial})
@@ -340,19 +358,24 @@ func (w *watcher) handlerFor(gvr schema.GroupVersionResource, label, field strin
 	}
 }
 
-// onEvent returns the event handler of informers with these selectors.
-func (w *watcher) onEvent(label, field string) func(dynamicinformer.Event) {
+// onEvent returns the event handler of informers with these namespaces
+// and selectors.
+func (w *watcher) onEvent(namespaces []string, label, field string) func(dynamicinformer.Event) {
 	return func(ev dynamicinformer.Event) {
 		u, ok := objectOf(ev.Object)
 		if !ok {
 			return
 		}
-		var unmatched string
-		if ev.Type == dynamicinformer.Deleted && (label != "" || field != "") && w.stillExists(ev.GVR, u) {
-			unmatched = strings.Trim(label+","+field, ",")
-		}
 		w.counts.inc(ev.GVR, string(ev.Type))
-		w.out.event(ev, unmatched)
+		if w.table != nil {
+			w.table.event(ev, u, namespaces, label, field) // a DELETED row is a DELETED row: no GET to tell selector deletes apart
+		} else {
+			var unmatched string
+			if ev.Type == dynamicinformer.Deleted && (label != "" || field != "") && w.stillExists(ev.GVR, u) {
+				unmatched = strings.Trim(label+","+field, ",")
+			}
+			w.out.event(ev, unmatched)
+		}
 		w.seenMu.Lock()
 		w.seen[eventKey(string(ev.Type), ev.GVR, u.GetNamespace(), u.GetName())]++
 		close(w.changed)
@@ -570,6 +593,9 @@ func (w *watcher) shutdown() {
 			w.sub.Stop()
 		}
 		w.factory.Shutdown()
+		if w.table != nil {
+			w.table.stop()
+		}
 		return
 	}
 	w.stopContact()
@@ -583,6 +609,9 @@ func (w *watcher) shutdown() {
 		w.sub.Stop()
 	}
 	w.factory.Shutdown()
+	if w.table != nil {
+		w.table.stop() // the rows still waiting print before the final status
+	}
 	w.out.statusTable("final status", server, final, w.counts.snapshot())
 	for _, st := range final {
 		w.out.finalStatus(st)
