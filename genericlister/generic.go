@@ -18,9 +18,10 @@ import (
 // with label selectors answered from cache.LabelIndex when the indexer has
 // it (see Lister.List).
 //
-// The objects returned are the cached objects themselves (no conversion),
-// shared with every reader: do not modify them, DeepCopyObject first. Lists
-// are unordered. The lister is safe for concurrent use.
+// The objects returned are the cached objects themselves (no conversion;
+// the decoded form of a compact-mode *cache.Compact, see Lister), shared
+// with every reader: do not modify them, DeepCopyObject first. Lists are
+// unordered. The lister is safe for concurrent use.
 func NewGeneric(indexer toolscache.Indexer, resource schema.GroupResource) toolscache.GenericLister {
 	return &genericLister{indexer: indexer, resource: resource}
 }

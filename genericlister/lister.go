@@ -21,10 +21,15 @@ import (
 // holds, shared with every other reader and with event handlers. They must
 // not be modified; call DeepCopy first, or use ListCopy and GetCopy, which
 // return private copies. (cache.MutationDetector catches violations in
-// tests.) The exception is an indexer that holds something other than
-// *unstructured.Unstructured (for example *metav1.PartialObjectMetadata from
-// a metadata-only informer): each such object is converted to a fresh
-// Unstructured on every read.
+// tests.) A compact-mode indexer (*cache.Compact objects) is read through
+// the objects' cache.Compactor: Get keeps the decoded object and returns
+// it shared, List, ByField and ByIndex return kept objects shared and
+// decode the others (keeping those read a second time); either way the
+// results must not be modified, exactly as for a normal cache, and a read
+// after an update never returns the older version. An indexer that holds
+// anything else than *unstructured.Unstructured (for example
+// *metav1.PartialObjectMetadata from a metadata-only informer) has each
+// object converted to a fresh Unstructured on every read.
 //
 // Ordering: results come in no particular order, and the order may change
 // between calls; sort them if order matters.
