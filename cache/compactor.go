@@ -21,7 +21,7 @@ type CompactorOptions struct {
 	// nothing more. A negative value keeps none: every read decodes.
 	MaxDecoded int
 	// Idle is how long a decoded object is kept without being read
-	// (DefaultCompactIdle when zero). Idle objects are dropped lazily, a
+	// (DefaultCompactIdle when zero; at least 2ms). Idle objects are dropped lazily, a
 	// few at a time as the Compactor's objects are read or written, or all
 	// at once by Trim; an object is never dropped sooner than Idle after
 	// its last read.
@@ -111,6 +111,7 @@ func NewCompactor(opts CompactorOptions) *Compactor {
 	if opts.Idle <= 0 {
 		opts.Idle = DefaultCompactIdle
 	}
+	opts.Idle = max(opts.Idle, 2*time.Millisecond)
 	return &Compactor{maxDecoded: opts.MaxDecoded, idle: opts.Idle, now: time.Now, lastTick: time.Now()}
 }
 
@@ -158,6 +159,17 @@ func (cp *Compact) Shared() (*unstructured.Unstructured, error) { return cp.read
 // List does not fill the Compactor (see Compactor). An object not kept is
 // decoded afresh; the rule "must not be modified" holds all the same.
 func (cp *Compact) SharedInList() (*unstructured.Unstructured, error) { return cp.read(true) }
+
+// peek returns the kept decoded object, or a fresh one without counting
+// the read (index functions evaluated on writes use it).
+func (cp *Compact) peek() (*unstructured.Unstructured, error) {
+	if cp.st != nil {
+		if u := cp.st.decoded.Load(); u != nil {
+			return u, nil
+		}
+	}
+	return cp.Decode()
+}
 
 func (cp *Compact) read(inList bool) (*unstructured.Unstructured, error) {
 	st, owner := cp.st, cp.owner

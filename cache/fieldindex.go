@@ -81,7 +81,7 @@ func jsonRoot(obj interface{}) (map[string]interface{}, bool) {
 	case *unstructured.Unstructured:
 		return o.Object, true
 	case *Compact:
-		u, err := o.SharedInList()
+		u, err := o.peek()
 		if err != nil {
 			return nil, false
 		}
