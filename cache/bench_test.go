@@ -353,8 +353,7 @@ func keyIndexers(k int) toolscache.Indexers {
 // Rows: "clientgo" the plain indexer of decoded objects; "compact" a
 // Compactor with default options, measured after its warm-up (Get: every
 // object read once before the timer, so reads hit; namespace List: two
-// Lists before the timer, as a repeated List is kept from its second
-// run); "compact-decode" a Compactor that keeps nothing (MaxDecoded -1):
+// Lists before the timer, for every row); "compact-decode" a Compactor that keeps nothing (MaxDecoded -1):
 // every read decodes the compact encoding — the cost of a cold read;
 // "json-decode" decodes the object's JSON with apimachinery on every read
 // (what a cold read cost when compact mode kept JSON).

@@ -228,9 +228,9 @@ func CompactTransform(obj interface{}) (interface{}, error) {
 
 // DecodingHandler wraps h so that it receives decoded
 // *unstructured.Unstructured objects instead of the *Compact objects of a
-// compact-mode cache (through SharedInList: objects its Compactor keeps
-// are shared, the others decoded afresh; either way h must not modify
-// them); other objects reach h unchanged. An object that cannot be decoded
+// compact-mode cache (objects their Compactor keeps are shared, the others
+// decoded afresh and not kept; either way h must not modify them); other
+// objects reach h unchanged. An object that cannot be decoded
 // (never the case for objects a Compactor built) is passed as is.
 func DecodingHandler(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
 	return decodingHandler{h: h}
@@ -243,12 +243,12 @@ type decodingHandler struct {
 func decodeOrKeep(obj interface{}) interface{} {
 	switch o := obj.(type) {
 	case *Compact:
-		if u, err := o.SharedInList(); err == nil {
+		if u, err := o.peek(); err == nil {
 			return u
 		}
 	case toolscache.DeletedFinalStateUnknown:
 		if c, ok := o.Obj.(*Compact); ok {
-			if u, err := c.SharedInList(); err == nil {
+			if u, err := c.peek(); err == nil {
 				return toolscache.DeletedFinalStateUnknown{Key: o.Key, Obj: u}
 			}
 		}

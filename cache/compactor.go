@@ -26,6 +26,12 @@ type CompactorOptions struct {
 	// at once by Trim; an object is never dropped sooner than Idle after
 	// its last read.
 	Idle time.Duration
+	// KeepListsOnSecondRead makes a read in a list keep an object only
+	// the second time it is read, so that a one-off List of many objects
+	// does not raise the heap for Idle; a repeated List is then slow
+	// twice instead of once. (With MaxDecoded, Lists never push out
+	// objects being read one by one, whatever this says.)
+	KeepListsOnSecondRead bool
 }
 
 // Compactor builds the Compact objects of compact mode and keeps decoded
@@ -39,12 +45,16 @@ type CompactorOptions struct {
 //
 //   - A point read (Compact.Shared: a lister's Get) keeps the decoded
 //     object.
-//   - A read in a list (Compact.SharedInList: List, ByIndex, ByField,
-//     DecodingHandler) keeps it only the second time the object is read:
-//     a one-off List of many objects decodes them without keeping them,
-//     so it cannot push the hot objects out, while a List that is repeated
-//     is answered from decoded objects from its second run on.
-//   - An object not read for Idle is dropped.
+//   - A read in a list (Compact.SharedInList: List, ByIndex, ByField)
+//     keeps it too, so a repeated List is answered from decoded objects
+//     from its second run on; with KeepListsOnSecondRead, only the second
+//     time the object is read in a list (a one-off List then keeps
+//     nothing, and a repeated one is kept from its third run).
+//   - Event handlers (DecodingHandler) share a kept object but keep none:
+//     every object passes through them once, so keeping would decode the
+//     whole cache.
+//   - An object not read for Idle is dropped; so the heap of decoded
+//     objects follows what was read in the last Idle.
 //   - With MaxDecoded, a full Compactor makes room first from objects not
 //     read since they were kept (what a List put there); a List finds no
 //     room otherwise and decodes without keeping. A Get makes room with
@@ -61,8 +71,9 @@ type CompactorOptions struct {
 // every reader, like the objects of a normal informer cache: they must not
 // be modified (DeepCopy first). A Compactor is safe for concurrent use.
 type Compactor struct {
-	maxDecoded int
-	idle       time.Duration
+	maxDecoded        int
+	idle              time.Duration
+	listsOnSecondRead bool
 	now        func() time.Time
 
 	// epoch counts ticks of idle/2; an object not read for 3 ticks is
@@ -112,7 +123,8 @@ func NewCompactor(opts CompactorOptions) *Compactor {
 		opts.Idle = DefaultCompactIdle
 	}
 	opts.Idle = max(opts.Idle, 2*time.Millisecond)
-	return &Compactor{maxDecoded: opts.MaxDecoded, idle: opts.Idle, now: time.Now, lastTick: time.Now()}
+	return &Compactor{maxDecoded: opts.MaxDecoded, idle: opts.Idle, listsOnSecondRead: opts.KeepListsOnSecondRead,
+		now: time.Now, lastTick: time.Now()}
 }
 
 var defaultCompactor = NewCompactor(CompactorOptions{})
@@ -155,9 +167,10 @@ func (c *Compactor) newCompact(u *unstructured.Unstructured) (*Compact, error) {
 func (cp *Compact) Shared() (*unstructured.Unstructured, error) { return cp.read(false) }
 
 // SharedInList is Shared for a read among many (a List): the decoded
-// object is kept only if this Compact was read before, so that one large
-// List does not fill the Compactor (see Compactor). An object not kept is
-// decoded afresh; the rule "must not be modified" holds all the same.
+// object is kept unless the Compactor is full, or was made with
+// KeepListsOnSecondRead and this Compact was not read in a list before
+// (see Compactor). An object not kept is decoded afresh; the rule "must
+// not be modified" holds all the same.
 func (cp *Compact) SharedInList() (*unstructured.Unstructured, error) { return cp.read(true) }
 
 // peek returns the kept decoded object, or a fresh one without counting
@@ -196,7 +209,7 @@ func (cp *Compact) read(inList bool) (*unstructured.Unstructured, error) {
 	if owner.maxDecoded < 0 {
 		return u, nil
 	}
-	if inList && st.flags.Load()&stateSeen == 0 {
+	if inList && owner.listsOnSecondRead && st.flags.Load()&stateSeen == 0 {
 		st.flags.Or(stateSeen)
 		return u, nil
 	}

@@ -162,15 +162,34 @@ func TestCompactorAdmission(t *testing.T) {
 	if inList != first {
 		t.Error("list read of a kept object not shared")
 	}
-	// A read in a list keeps it only the second time.
+	// A read in a list keeps it.
 	l1, _ := b.SharedInList()
 	l2, _ := b.SharedInList()
-	l3, _ := b.SharedInList()
-	if l1 == l2 || l2 != l3 {
-		t.Errorf("list reads: first %p second %p third %p; want kept from the second", l1, l2, l3)
+	if l1 != l2 {
+		t.Error("list read not kept")
 	}
 	if s := c.Stats(); s.Held != 2 || s.Admitted != 2 {
 		t.Errorf("stats %+v", s)
+	}
+	// An event handler's read keeps nothing but shares what is kept.
+	e := compactOf(t, c, widget("ns", "e", nil, nil))
+	var seen []interface{}
+	h := DecodingHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj interface{}) { seen = append(seen, obj) }})
+	h.OnAdd(e, false)
+	h.OnAdd(e, false)
+	h.OnAdd(a, false)
+	if seen[0] == seen[1] || seen[2] != first || c.Stats().Held != 2 {
+		t.Errorf("handler reads: kept %d, shared %v", c.Stats().Held, seen[2] == first)
+	}
+
+	// KeepListsOnSecondRead: a read in a list keeps only the second time.
+	c2, _ := newTestCompactor(CompactorOptions{KeepListsOnSecondRead: true})
+	b2 := compactOf(t, c2, widget("ns", "b", nil, nil))
+	m1, _ := b2.SharedInList()
+	m2, _ := b2.SharedInList()
+	m3, _ := b2.SharedInList()
+	if m1 == m2 || m2 != m3 {
+		t.Errorf("list reads: first %p second %p third %p; want kept from the second", m1, m2, m3)
 	}
 
 	none := NewCompactor(CompactorOptions{MaxDecoded: -1})

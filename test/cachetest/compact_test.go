@@ -97,7 +97,7 @@ func equalJSON(t *testing.T, a, b *unstructured.Unstructured) bool {
 // TestCompactorReadsAfterWrites runs compact mode with a Compactor of its
 // own on a real server: objects read (and so kept decoded) are updated and
 // deleted through the API server, and the lister's next reads — Get and
-// the namespace List, which keeps objects from its second run — serve the
+// the namespace List — serve the
 // server's new state, never the kept old version.
 func TestCompactorReadsAfterWrites(t *testing.T) {
 	f := setup(t, "compactor.cachetest.example.com", 20)
