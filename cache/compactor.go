@@ -74,7 +74,7 @@ type Compactor struct {
 	maxDecoded        int
 	idle              time.Duration
 	listsOnSecondRead bool
-	now        func() time.Time
+	now               func() time.Time
 
 	// epoch counts ticks of idle/2; an object not read for 3 ticks is
 	// idle. Read without the lock on the read path.
