@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -421,4 +422,54 @@ func TestCompactMetadata(t *testing.T) {
 			t.Errorf("%s: labels %v, want %v", u.GetName(), got, want)
 		}
 	}
+}
+
+// TestCompactDecodeOwned: an object from Decode belongs to the caller;
+// changing it changes neither the Compact nor later decodes.
+func TestCompactDecodeOwned(t *testing.T) {
+	c, err := NewCompact(decodeUnstructured(serverJSON(3, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := c.Decode()
+	u, _ := c.Decode()
+	spec := u.Object["spec"].(map[string]interface{})
+	spec["field00"] = "changed"
+	spec["new"] = int64(1)
+	delete(spec, "field01")
+	u.SetLabels(map[string]string{"x": "y"})
+	again, _ := c.Decode()
+	if !reflect.DeepEqual(again.Object, want.Object) || c.GetLabels()["app"] != "app-3" {
+		t.Error("changing a decoded object changed the Compact")
+	}
+	if s, ok := again.Object["spec"].(map[string]interface{})["field00"].(string); !ok || s != "value-000003-00" {
+		t.Errorf("spec.field00 = %#v", again.Object["spec"].(map[string]interface{})["field00"])
+	}
+}
+
+// FuzzTreeCodec: any JSON object apimachinery decodes survives the
+// compact encoding unchanged (DeepEqual), and decoding arbitrary bytes
+// never panics.
+func FuzzTreeCodec(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":[1.5,"x",null,true,{}],"c":{"d":-9223372036854775808}}`))
+	f.Add(serverJSON(1, 0))
+	f.Add([]byte(`{"s":"\u00e9\ud83d\ude00","e":"","n":1e400}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = codec.decode(data) // must not panic
+		var obj map[string]interface{}
+		if err := utiljson.Unmarshal(data, &obj); err != nil || obj == nil {
+			return
+		}
+		enc, err := codec.encode(nil, obj)
+		if err != nil {
+			t.Fatalf("encode %s: %v", data, err)
+		}
+		got, err := codec.decode(enc)
+		if err != nil {
+			t.Fatalf("decode %s: %v", data, err)
+		}
+		if !reflect.DeepEqual(got, obj) {
+			t.Fatalf("%s: decoded %#v, want %#v", data, got, obj)
+		}
+	})
 }
