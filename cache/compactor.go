@@ -21,10 +21,10 @@ type CompactorOptions struct {
 	// nothing more. A negative value keeps none: every read decodes.
 	MaxDecoded int
 	// Idle is how long a decoded object is kept without being read
-	// (DefaultCompactIdle when zero; at least 2ms). Idle objects are dropped lazily, a
-	// few at a time as the Compactor's objects are read or written, or all
-	// at once by Trim; an object is never dropped sooner than Idle after
-	// its last read.
+	// (DefaultCompactIdle when zero; at least 2ms). Idle objects are
+	// dropped lazily, a few at a time as the Compactor's objects are read
+	// or written, or all at once by Trim; an object is never dropped
+	// sooner than Idle after its last read.
 	Idle time.Duration
 	// KeepListsOnSecondRead makes a read in a list keep an object only
 	// the second time it is read, so that a one-off List of many objects
