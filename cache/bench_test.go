@@ -478,54 +478,59 @@ func (j *jsonObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObje
 func (j *jsonObject) DeepCopyObject() runtime.Object   { return j }
 
 // BenchmarkCompactTransform measures the write side of compact mode: the
-// transform that turns a decoded object into its cache form, per object
-// (serverJSON's, managedFields kept). "compactor" is Compactor.Transform
+// transform that turns a decoded object into its cache form, per object,
+// for serverJSON's and workloadJSON's shapes (managedFields kept). "compactor" is Compactor.Transform
 // (the binary encoding and the metadata read from it); "json" is what the
 // transform cost when compact mode kept JSON (json.Marshal of the object
 // and the metadata from its getters); "decode" is apimachinery's decode
 // of the object's JSON, which every informer pays before any transform,
 // for scale.
 func BenchmarkCompactTransform(b *testing.B) {
-	const n = 1000
-	objs := make([]*unstructured.Unstructured, n)
-	raws := make([][]byte, n)
-	for i := range objs {
-		raws[i] = serverJSON(i, 0)
-		objs[i] = decodeUnstructured(raws[i])
+	for _, shape := range []struct {
+		name string
+		make func(int) []byte
+	}{{"server-1.6KB", func(i int) []byte { return serverJSON(i, 0) }}, {"workload-7KB", workloadJSON}} {
+		const n = 1000
+		objs := make([]*unstructured.Unstructured, n)
+		raws := make([][]byte, n)
+		for i := range objs {
+			raws[i] = shape.make(i)
+			objs[i] = decodeUnstructured(raws[i])
+		}
+		c := NewCompactor(CompactorOptions{})
+		b.Run(shape.name+"/compactor", func(b *testing.B) {
+			b.ReportAllocs()
+			done := reportCPU(b)
+			for it := 0; it < b.N; it++ {
+				if _, err := c.Transform(objs[it%n]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			done()
+		})
+		b.Run(shape.name+"/json", func(b *testing.B) {
+			b.ReportAllocs()
+			done := reportCPU(b)
+			for it := 0; it < b.N; it++ {
+				u := objs[it%n]
+				raw, err := json.Marshal(u.Object)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = &jsonObject{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
+					ResourceVersion: u.GetResourceVersion(), Labels: u.GetLabels(), OwnerReferences: u.GetOwnerReferences()}, raw: raw}
+			}
+			done()
+		})
+		b.Run(shape.name+"/decode", func(b *testing.B) {
+			b.ReportAllocs()
+			done := reportCPU(b)
+			for it := 0; it < b.N; it++ {
+				decodeUnstructured(raws[it%n])
+			}
+			done()
+		})
 	}
-	c := NewCompactor(CompactorOptions{})
-	b.Run("compactor", func(b *testing.B) {
-		b.ReportAllocs()
-		done := reportCPU(b)
-		for it := 0; it < b.N; it++ {
-			if _, err := c.Transform(objs[it%n]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		done()
-	})
-	b.Run("json", func(b *testing.B) {
-		b.ReportAllocs()
-		done := reportCPU(b)
-		for it := 0; it < b.N; it++ {
-			u := objs[it%n]
-			raw, err := json.Marshal(u.Object)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_ = &jsonObject{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
-				ResourceVersion: u.GetResourceVersion(), Labels: u.GetLabels(), OwnerReferences: u.GetOwnerReferences()}, raw: raw}
-		}
-		done()
-	})
-	b.Run("decode", func(b *testing.B) {
-		b.ReportAllocs()
-		done := reportCPU(b)
-		for it := 0; it < b.N; it++ {
-			decodeUnstructured(raws[it%n])
-		}
-		done()
-	})
 }
 
 // reportCPU starts measuring the process's CPU time; the returned func,
