@@ -19,10 +19,9 @@
 // tweak and transform funcs, WithCompact and its options, WithMetadataOnly,
 // WithSharingKey) share one client-go SharedIndexInformer. Indexers and
 // resync periods do not distinguish informers: new indexers are added to
-// the shared one. When the
-// last handle of an informer is released the informer stops and its cache
-// is dropped. *InformerHandle has client-go's informers.GenericInformer
-// method set.
+// the shared one. When the last handle of an informer is released the
+// informer stops and its cache is dropped. *InformerHandle has client-go's
+// informers.GenericInformer method set.
 //
 // # Lifecycle of the resource
 //
