@@ -38,7 +38,9 @@ type CompactorOptions struct {
 // forms of the ones that are read, so that reads of hot objects cost a
 // pointer load while the cache stays compact. Use one Compactor per
 // informer: informer.SetTransform(ikcache.NewCompactor(opts).Transform)
-// (after other transforms: Chain(StripManagedFields, c.Transform)).
+// (after other transforms: Chain(StripManagedFields, c.Transform)), or
+// informerkit's factory option dynamicinformer.WithCompact, which does
+// that.
 //
 // What it keeps is sized by what is read, per Compactor, not by a fixed
 // process-wide capacity:

@@ -61,6 +61,8 @@
 //	c := ikcache.NewCompactor(ikcache.CompactorOptions{})
 //	informer.SetTransform(ikcache.Chain(ikcache.StripManagedFields, c.Transform))
 //
+// (informerkit's factory: dynamicinformer.WithCompact.)
+//
 // # Sharing and mutation
 //
 // Objects in an informer cache are shared by every lister, every event
