@@ -1,8 +1,8 @@
 package cache
 
 import (
-	"container/list"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -14,21 +14,21 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// Compact is the cache form of an object in compact mode: the object's
-// JSON encoding plus the few metadata fields that keys, the namespace and
-// label indexes, the owner index and label selectors read. It is several
-// times smaller than the decoded *unstructured.Unstructured (see
-// docs/PERFORMANCE.md) at the price of decoding on read.
+// Compact is the cache form of an object in compact mode: the object in a
+// pre-parsed binary encoding plus the few metadata fields that keys, the
+// namespace and label indexes, the owner index and label selectors read.
+// It is several times smaller than the decoded *unstructured.Unstructured
+// (see docs/PERFORMANCE.md) and lossless: Decode returns the whole object.
 //
-// CompactTransform puts Compact objects into an informer's cache;
-// genericlister decodes them transparently (through a bounded cache of
-// decoded objects, DefaultCompactDecoder), and DecodingHandler does the
-// same for event handlers, so readers keep seeing
-// *unstructured.Unstructured. A Compact is immutable once built: its
-// metadata fields and its encoding must not be changed.
+// A Compactor (NewCompactor(...).Transform, or CompactTransform for the
+// process-wide default one) puts Compact objects into an informer's cache.
+// genericlister and DecodingHandler read them through Shared and
+// SharedInList, which keep decoded objects of the Compactor's working set,
+// so readers keep seeing *unstructured.Unstructured. A Compact is
+// immutable once built: its metadata fields must not be changed.
 type Compact struct {
 	// The metadata below is all keys, the namespace, label and owner
-	// indexes and label selectors read; everything else is only in raw.
+	// indexes and label selectors read; everything else is only in enc.
 	apiVersion, kind  string
 	name, namespace   string
 	uid               types.UID
@@ -37,14 +37,22 @@ type Compact struct {
 	labels            map[string]string
 	ownerReferences   []metav1.OwnerReference
 	deletionTimestamp *metav1.Time
-	raw               []byte
+	// enc is the treeCodec encoding; never modified once built (decoded
+	// strings point into it).
+	enc []byte
+	// owner keeps this Compact's decoded form (see Compactor).
+	owner *Compactor
+	// st is the decoded-object state, shared with deep copies (which have
+	// the same encoding) so that reflect.DeepEqual of a Compact and its
+	// copy does not depend on what was read.
+	st *compactState
 }
 
 var _ runtime.Object = &Compact{}
 var _ metav1.Object = &Compact{}
 
 // DeepCopyObject implements runtime.Object. The encoding, which is never
-// modified, is shared.
+// modified, and the decoded form are shared.
 func (c *Compact) DeepCopyObject() runtime.Object {
 	out := *c
 	if c.labels != nil {
@@ -115,150 +123,115 @@ func (c *Compact) SetOwnerReferences(v []metav1.OwnerReference) {
 func (c *Compact) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
 func (c *Compact) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
 
-// Raw returns the object's JSON encoding. It must not be modified.
-func (c *Compact) Raw() []byte { return c.raw }
-
-// Decode returns a new *unstructured.Unstructured decoded from the
-// encoding; the caller owns it.
-func (c *Compact) Decode() (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(c.raw); err != nil {
-		return nil, fmt.Errorf("decode compact %s/%s: %w", c.namespace, c.name, err)
-	}
-	return u, nil
-}
-
-// NewCompact encodes u as a Compact. u is not modified or retained.
-func NewCompact(u *unstructured.Unstructured) (*Compact, error) {
-	raw, err := json.Marshal(u.Object)
-	if err != nil {
-		return nil, err
-	}
-	return &Compact{
-		apiVersion: u.GetAPIVersion(), kind: u.GetKind(),
-		name: u.GetName(), namespace: u.GetNamespace(),
-		uid: u.GetUID(), resourceVersion: u.GetResourceVersion(), generation: u.GetGeneration(),
-		labels:            u.GetLabels(),
-		ownerReferences:   u.GetOwnerReferences(),
-		deletionTimestamp: u.GetDeletionTimestamp(),
-		raw:               raw,
-	}, nil
-}
-
-// CompactTransform is the TransformFunc of compact mode: it turns each
-// *unstructured.Unstructured into a *Compact. Put it last in a Chain, after
-// StripManagedFields and the like, so that the encoding is of the reduced
-// object. Compact objects and other types pass through; a tombstone whose
-// object is an Unstructured gets a new tombstone with its Compact form (the
-// original is only read, never modified).
-func CompactTransform(obj interface{}) (interface{}, error) {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return NewCompact(o)
-	case toolscache.DeletedFinalStateUnknown:
-		if u, ok := o.Obj.(*unstructured.Unstructured); ok {
-			c, err := NewCompact(u)
-			if err != nil {
-				return nil, err
-			}
-			return toolscache.DeletedFinalStateUnknown{Key: o.Key, Obj: c}, nil
-		}
-	}
-	return obj, nil
-}
-
-// CompactDecoder decodes Compact objects for readers, keeping up to a fixed
-// number of recently decoded objects so that repeated reads of hot objects
-// do not decode again. Decoded objects it returns are shared between
-// readers exactly like cached objects: they must not be modified. Entries
-// are keyed by the Compact's identity, so an updated object (a new Compact)
-// is decoded afresh and the old entry ages out. Safe for concurrent use.
-type CompactDecoder struct {
-	capacity int
-	// mu guards lru and entries.
-	mu      sync.Mutex
-	lru     *list.List // of *decodedEntry, most recent first
-	entries map[*Compact]*list.Element
-}
-
-type decodedEntry struct {
-	c *Compact
-	u *unstructured.Unstructured
-}
-
-// NewCompactDecoder returns a decoder that keeps up to capacity decoded
-// objects (capacity <= 0 keeps none: every read decodes).
-func NewCompactDecoder(capacity int) *CompactDecoder {
-	return &CompactDecoder{capacity: capacity, lru: list.New(), entries: map[*Compact]*list.Element{}}
-}
-
-var defaultDecoder = NewCompactDecoder(1024)
-
-// DefaultCompactDecoder returns the decoder genericlister and
-// DecodingHandler use: it keeps the 1024 most recently read objects.
-func DefaultCompactDecoder() *CompactDecoder { return defaultDecoder }
-
-// Decode returns obj decoded if it is a *Compact (or a tombstone holding
-// one, as a tombstone holding the decoded object) and obj itself otherwise.
-func (d *CompactDecoder) Decode(obj interface{}) (interface{}, error) {
-	switch o := obj.(type) {
-	case *Compact:
-		return d.decode(o)
-	case toolscache.DeletedFinalStateUnknown:
-		if c, ok := o.Obj.(*Compact); ok {
-			u, err := d.decode(c)
-			if err != nil {
-				return nil, err
-			}
-			return toolscache.DeletedFinalStateUnknown{Key: o.Key, Obj: u}, nil
-		}
-	}
-	return obj, nil
-}
-
-func (d *CompactDecoder) decode(c *Compact) (*unstructured.Unstructured, error) {
-	if d.capacity <= 0 {
-		return c.Decode()
-	}
-	d.mu.Lock()
-	if e, ok := d.entries[c]; ok {
-		d.lru.MoveToFront(e)
-		u := e.Value.(*decodedEntry).u
-		d.mu.Unlock()
-		return u, nil
-	}
-	d.mu.Unlock()
+// Raw returns the object's JSON encoding, built on each call; the caller
+// owns it.
+func (c *Compact) Raw() ([]byte, error) {
 	u, err := c.Decode()
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if e, ok := d.entries[c]; ok { // decoded concurrently: share one
-		d.lru.MoveToFront(e)
-		return e.Value.(*decodedEntry).u, nil
-	}
-	d.entries[c] = d.lru.PushFront(&decodedEntry{c: c, u: u})
-	for d.lru.Len() > d.capacity {
-		last := d.lru.Back()
-		d.lru.Remove(last)
-		delete(d.entries, last.Value.(*decodedEntry).c)
-	}
-	return u, nil
+	return json.Marshal(u.Object)
 }
 
-// Len returns the number of decoded objects kept.
-func (d *CompactDecoder) Len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.lru.Len()
+// Decode returns a new *unstructured.Unstructured decoded from the
+// encoding; the caller owns it and may modify it. (Its strings share
+// memory with the Compact, which is harmless: Go strings are immutable.)
+func (c *Compact) Decode() (*unstructured.Unstructured, error) {
+	m, err := codec.decode(c.enc)
+	if err != nil {
+		return nil, fmt.Errorf("decode compact %s/%s: %w", c.namespace, c.name, err)
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// codec is the encoding every Compact uses.
+var codec objectCodec = treeCodec{}
+
+// encodeBuffers holds scratch buffers for encoding.
+var encodeBuffers = sync.Pool{New: func() interface{} { return new([]byte) }}
+
+// encodeExact encodes obj into a slice of exactly its length (a grown
+// buffer would keep up to twice that in every cached object).
+func encodeExact(obj map[string]interface{}) ([]byte, error) {
+	bp := encodeBuffers.Get().(*[]byte)
+	defer encodeBuffers.Put(bp)
+	b, err := codec.encode((*bp)[:0], obj)
+	if err != nil {
+		return nil, err
+	}
+	if cap(b) <= 1<<20 {
+		*bp = b
+	}
+	return append(make([]byte, 0, len(b)), b...), nil
+}
+
+// NewCompact encodes u as a Compact owned by the default Compactor (see
+// DefaultCompactor). u is not modified or retained. Values of types JSON
+// decoding never produces (int, []string …, which a transform may have
+// set) are normalized through JSON first, as the API server would.
+func NewCompact(u *unstructured.Unstructured) (*Compact, error) {
+	return defaultCompactor.newCompact(u)
+}
+
+func newCompact(u *unstructured.Unstructured, owner *Compactor) (*Compact, error) {
+	enc, err := encodeExact(u.Object)
+	if errors.Is(err, errNotJSONLike) {
+		var b []byte
+		if b, err = json.Marshal(u.Object); err == nil {
+			n := &unstructured.Unstructured{}
+			if err = n.UnmarshalJSON(b); err == nil {
+				u = n
+				enc, err = encodeExact(u.Object)
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compact %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	// Strings read from the encoding share its memory instead of keeping
+	// the decoded object's strings; the few with few distinct values are
+	// interned.
+	meta, err := readCompactMeta(enc)
+	if err != nil {
+		return nil, fmt.Errorf("compact %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	labels := meta.labels
+	if !meta.labelsOK || len(labels) == 0 {
+		labels = u.GetLabels() // same answer as GetLabels, whatever the content
+	}
+	// One allocation for the Compact and its state.
+	a := &struct {
+		c  Compact
+		st compactState
+	}{}
+	a.c = Compact{
+		apiVersion: keys.intern(u.GetAPIVersion()), kind: keys.intern(u.GetKind()),
+		name: meta.name, namespace: keys.intern(u.GetNamespace()),
+		uid: types.UID(meta.uid), resourceVersion: meta.resourceVersion, generation: u.GetGeneration(),
+		labels:            labels,
+		ownerReferences:   u.GetOwnerReferences(),
+		deletionTimestamp: u.GetDeletionTimestamp(),
+		enc:               enc,
+		owner:             owner,
+		st:                &a.st,
+	}
+	return &a.c, nil
+}
+
+// CompactTransform is the TransformFunc of compact mode with the
+// process-wide default Compactor: DefaultCompactor().Transform. Prefer a
+// Compactor per informer (NewCompactor(...).Transform), so that each
+// informer's decoded objects are sized and aged by its own reads.
+func CompactTransform(obj interface{}) (interface{}, error) {
+	return defaultCompactor.Transform(obj)
 }
 
 // DecodingHandler wraps h so that it receives decoded
-// *unstructured.Unstructured objects (shared, read-only, from
-// DefaultCompactDecoder) instead of the *Compact objects of a compact-mode
-// cache; other objects reach h unchanged. An object that cannot be decoded
-// (never the case for objects CompactTransform built) is passed as is.
+// *unstructured.Unstructured objects instead of the *Compact objects of a
+// compact-mode cache (objects their Compactor keeps are shared, the others
+// decoded afresh and not kept; either way h must not modify them); other
+// objects reach h unchanged. An object that cannot be decoded
+// (never the case for objects a Compactor built) is passed as is.
 func DecodingHandler(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
 	return decodingHandler{h: h}
 }
@@ -268,11 +241,19 @@ type decodingHandler struct {
 }
 
 func decodeOrKeep(obj interface{}) interface{} {
-	out, err := defaultDecoder.Decode(obj)
-	if err != nil {
-		return obj
+	switch o := obj.(type) {
+	case *Compact:
+		if u, err := o.peek(); err == nil {
+			return u
+		}
+	case toolscache.DeletedFinalStateUnknown:
+		if c, ok := o.Obj.(*Compact); ok {
+			if u, err := c.peek(); err == nil {
+				return toolscache.DeletedFinalStateUnknown{Key: o.Key, Obj: u}
+			}
+		}
 	}
-	return out
+	return obj
 }
 
 func (d decodingHandler) OnAdd(obj interface{}, isInInitialList bool) {

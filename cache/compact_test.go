@@ -53,34 +53,6 @@ func TestCompactRoundTrip(t *testing.T) {
 	}
 }
 
-func TestCompactDecoderBounded(t *testing.T) {
-	d := NewCompactDecoder(3)
-	var cs []*Compact
-	for i := 0; i < 10; i++ {
-		c, err := NewCompact(widget("ns", string(rune('a'+i)), nil, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, c)
-	}
-	first, _ := d.Decode(cs[0])
-	again, _ := d.Decode(cs[0])
-	if first != again {
-		t.Error("hot object decoded twice")
-	}
-	for _, c := range cs {
-		if _, err := d.Decode(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if d.Len() != 3 {
-		t.Errorf("decoder holds %d, capacity 3", d.Len())
-	}
-	if u, _ := d.Decode("other"); u != "other" {
-		t.Error("non-compact object not passed through")
-	}
-}
-
 func TestDecodingHandler(t *testing.T) {
 	c, _ := NewCompact(widget("ns", "a", nil, nil))
 	var got []interface{}

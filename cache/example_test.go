@@ -107,3 +107,25 @@ func ExampleMutationDetector() {
 	fmt.Println(detector.Verify())
 	// Output: cached object mutated: [*unstructured.Unstructured "default/web-1"]
 }
+
+// Compact mode with one Compactor per informer: the cache holds *Compact
+// objects; reads return decoded objects, which a Get keeps so that the
+// next Get of the same object is a pointer load.
+func ExampleCompactor() {
+	compactor := ikcache.NewCompactor(ikcache.CompactorOptions{})
+	transform := ikcache.Chain(ikcache.StripManagedFields, compactor.Transform)
+	// informer.SetTransform(transform); here, the indexer alone:
+	indexer := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	obj, _ := transform(pod("web-1", "n1", map[string]interface{}{"app": "web"}))
+	_ = indexer.Add(obj)
+
+	cached, _, _ := indexer.GetByKey("default/web-1")
+	c := cached.(*ikcache.Compact)
+	first, _ := c.Shared() // genericlister's Get reads this way
+	again, _ := c.Shared()
+	fmt.Println(first.GetName(), first.Object["spec"].(map[string]interface{})["nodeName"], first == again)
+	fmt.Println(compactor.Stats().Held)
+	// Output:
+	// web-1 n1 true
+	// 1
+}

@@ -81,11 +81,11 @@ func jsonRoot(obj interface{}) (map[string]interface{}, bool) {
 	case *unstructured.Unstructured:
 		return o.Object, true
 	case *Compact:
-		u, err := defaultDecoder.Decode(o)
+		u, err := o.peek()
 		if err != nil {
 			return nil, false
 		}
-		return u.(*unstructured.Unstructured).Object, true
+		return u.Object, true
 	case runtime.Unstructured:
 		return o.UnstructuredContent(), true
 	case runtime.Object:

@@ -16,12 +16,12 @@
 //
 // ForResource and ForName return handles. Calls with the same GVR and the
 // same distinguishing options (namespaces, label and field selectors,
-// tweak and transform funcs, WithMetadataOnly, WithSharingKey) share one
-// client-go SharedIndexInformer. Indexers and resync periods do not
-// distinguish informers: new indexers are added to the shared one. When the
-// last handle of an informer is released the informer stops and its cache
-// is dropped. *InformerHandle has client-go's informers.GenericInformer
-// method set.
+// tweak and transform funcs, WithCompact and its options, WithMetadataOnly,
+// WithSharingKey) share one client-go SharedIndexInformer. Indexers and
+// resync periods do not distinguish informers: new indexers are added to
+// the shared one. When the last handle of an informer is released the
+// informer stops and its cache is dropped. *InformerHandle has client-go's
+// informers.GenericInformer method set.
 //
 // # Lifecycle of the resource
 //

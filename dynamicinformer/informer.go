@@ -160,8 +160,8 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 	}
 	e.metrics = e.newMetrics(&opts)
 	e.informer = toolscache.NewSharedIndexInformerWithOptions(e.lw, example, opts)
-	if cfg.transform != nil {
-		if err := e.informer.SetTransform(cfg.transform); err != nil {
+	if t := cfg.cacheTransform(); t != nil {
+		if err := e.informer.SetTransform(t); err != nil {
 			return nil, err
 		}
 	}

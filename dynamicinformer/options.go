@@ -47,8 +47,9 @@ type resourceConfig struct {
 	labelIndex    *bool
 	metadataOnly  bool
 	sharingKey    string
-	accessCheck   bool          // WithAccessCheck
-	relistPeriod  time.Duration // WithRelistPeriod; <= 0: none
+	accessCheck   bool                      // WithAccessCheck
+	relistPeriod  time.Duration             // WithRelistPeriod; <= 0: none
+	compact       *ikcache.CompactorOptions // WithCompact; nil: off
 }
 
 type factoryConfig struct {
@@ -214,6 +215,19 @@ func WithTransform(t toolscache.TransformFunc) ResourceOption {
 	return func(c *resourceConfig) { c.transform = t }
 }
 
+// WithCompact keeps the informer's cache in compact mode with a
+// cache.Compactor of its own, made with opts and applied after any
+// WithTransform transform: the cache holds *cache.Compact objects, the
+// informer's Lister and UnstructuredLister return decoded
+// *unstructured.Unstructured objects, and the Compactor keeps decoded
+// forms sized by this informer's reads (see cache.Compactor). Event
+// handlers receive *cache.Compact unless wrapped in cache.DecodingHandler.
+// Compact mode and its options make an informer distinct. It has no effect
+// with WithMetadataOnly.
+func WithCompact(opts ikcache.CompactorOptions) ResourceOption {
+	return func(c *resourceConfig) { c.compact = &opts }
+}
+
 // WithIndexers adds indexers. Indexers do not make an informer distinct:
 // asking for a shared informer with new indexers adds them to it.
 func WithIndexers(idx toolscache.Indexers) ResourceOption {
@@ -364,6 +378,9 @@ func (c resourceConfig) sharingIdentity() string {
 	b.WriteString("|f=")
 	b.WriteString(c.fieldSelector)
 	fmt.Fprintf(&b, "|t=%x|x=%x|m=%v|k=%s", funcPtr(c.tweak), funcPtr(c.transform), c.metadataOnly, c.sharingKey)
+	if c.compact != nil {
+		fmt.Fprintf(&b, "|c=%+v", *c.compact)
+	}
 	return b.String()
 }
 
@@ -383,6 +400,19 @@ func funcPtr(f any) uintptr {
 	}
 	type eface struct{ typ, data unsafe.Pointer }
 	return uintptr((*eface)(unsafe.Pointer(&f)).data)
+}
+
+// cacheTransform is the informer's transform: WithTransform's, then a
+// Compactor of the informer's own with WithCompact.
+func (c resourceConfig) cacheTransform() toolscache.TransformFunc {
+	if c.compact == nil || c.metadataOnly {
+		return c.transform
+	}
+	compact := ikcache.NewCompactor(*c.compact).Transform
+	if c.transform == nil {
+		return compact
+	}
+	return ikcache.Chain(c.transform, compact)
 }
 
 // resyncPeriod is the informer's default handler resync period.

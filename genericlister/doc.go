@@ -28,8 +28,12 @@
 //   - Concurrency: listers are safe for concurrent use and read while the
 //     informer writes.
 //   - Object types: the indexer may hold *unstructured.Unstructured,
-//     *metav1.PartialObjectMetadata (metadata-only informers) or typed
-//     objects. NewGeneric returns them as they are; Lister converts
-//     anything that is not Unstructured to a fresh Unstructured on each
-//     read.
+//     *cache.Compact (compact mode), *metav1.PartialObjectMetadata
+//     (metadata-only informers) or typed objects. Compact objects are
+//     returned decoded, by Lister and NewGeneric alike, through their
+//     cache.Compactor, which keeps the decoded objects that are read and
+//     shares them like cached objects (same rule: never modify them).
+//     NewGeneric returns other objects as they are; Lister converts
+//     anything else that is not Unstructured to a fresh Unstructured on
+//     each read.
 package genericlister

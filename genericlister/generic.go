@@ -18,9 +18,10 @@ import (
 // with label selectors answered from cache.LabelIndex when the indexer has
 // it (see Lister.List).
 //
-// The objects returned are the cached objects themselves (no conversion),
-// shared with every reader: do not modify them, DeepCopyObject first. Lists
-// are unordered. The lister is safe for concurrent use.
+// The objects returned are the cached objects themselves (no conversion;
+// the decoded form of a compact-mode *cache.Compact, see Lister), shared
+// with every reader: do not modify them, DeepCopyObject first. Lists are
+// unordered. The lister is safe for concurrent use.
 func NewGeneric(indexer toolscache.Indexer, resource schema.GroupResource) toolscache.GenericLister {
 	return &genericLister{indexer: indexer, resource: resource}
 }
@@ -65,7 +66,7 @@ func listObjects(indexer toolscache.Indexer, namespace string, selector labels.S
 	err := selectObjects(indexer, namespace, selector, func(n int) {
 		out = make([]runtime.Object, 0, n)
 	}, func(obj interface{}) {
-		ro, err := asObject(obj)
+		ro, err := asObject(obj, true)
 		if err != nil {
 			if convErr == nil {
 				convErr = err
@@ -88,13 +89,13 @@ func getObject(indexer toolscache.Indexer, resource schema.GroupResource, key, n
 	if !exists {
 		return nil, errors.NewNotFound(resource, name)
 	}
-	return asObject(obj)
+	return asObject(obj, false)
 }
 
-func asObject(obj interface{}) (runtime.Object, error) {
+func asObject(obj interface{}, inList bool) (runtime.Object, error) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
 		return nil, fmt.Errorf("genericlister: cache holds %T, not a runtime.Object", obj)
 	}
-	return materialize(ro)
+	return materialize(ro, inList)
 }

@@ -21,10 +21,15 @@ import (
 // holds, shared with every other reader and with event handlers. They must
 // not be modified; call DeepCopy first, or use ListCopy and GetCopy, which
 // return private copies. (cache.MutationDetector catches violations in
-// tests.) The exception is an indexer that holds something other than
-// *unstructured.Unstructured (for example *metav1.PartialObjectMetadata from
-// a metadata-only informer): each such object is converted to a fresh
-// Unstructured on every read.
+// tests.) A compact-mode indexer (*cache.Compact objects) is read through
+// the objects' cache.Compactor: Get keeps the decoded object and returns
+// it shared, List, ByField and ByIndex return kept objects shared and
+// decode the others (keeping those read a second time); either way the
+// results must not be modified, exactly as for a normal cache, and a read
+// after an update never returns the older version. An indexer that holds
+// anything else than *unstructured.Unstructured (for example
+// *metav1.PartialObjectMetadata from a metadata-only informer) has each
+// object converted to a fresh Unstructured on every read.
 //
 // Ordering: results come in no particular order, and the order may change
 // between calls; sort them if order matters.
@@ -179,7 +184,7 @@ func list(indexer toolscache.Indexer, namespace string, selector labels.Selector
 	err := selectObjects(indexer, namespace, selector, func(n int) {
 		out = make([]*unstructured.Unstructured, 0, n)
 	}, func(obj interface{}) {
-		u, err := toUnstructured(obj)
+		u, err := toUnstructured(obj, true)
 		if err != nil {
 			if convErr == nil {
 				convErr = err
@@ -202,7 +207,7 @@ func get(indexer toolscache.Indexer, resource schema.GroupResource, key, name st
 	if !exists {
 		return nil, errors.NewNotFound(resource, name)
 	}
-	return toUnstructured(obj)
+	return toUnstructured(obj, false)
 }
 
 func byField(indexer toolscache.Indexer, namespace, path, value string) ([]*unstructured.Unstructured, error) {
@@ -226,7 +231,7 @@ func byField(indexer toolscache.Indexer, namespace, path, value string) ([]*unst
 		vals, _ := f(obj)
 		for _, v := range vals {
 			if v == value {
-				u, err := toUnstructured(obj)
+				u, err := toUnstructured(obj, true)
 				if err != nil {
 					return nil, err
 				}
@@ -244,7 +249,7 @@ func toUnstructuredList(objs []interface{}, namespace string) ([]*unstructured.U
 		if namespace != "" && objectNamespace(obj) != namespace {
 			continue
 		}
-		u, err := toUnstructured(obj)
+		u, err := toUnstructured(obj, true)
 		if err != nil {
 			return nil, err
 		}
@@ -253,9 +258,11 @@ func toUnstructuredList(objs []interface{}, namespace string) ([]*unstructured.U
 	return out, nil
 }
 
-// toUnstructured returns a cached Unstructured as is and converts anything
-// else (PartialObjectMetadata, typed objects) to a fresh Unstructured.
-func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
+// toUnstructured returns a cached Unstructured as is, the decoded form of
+// a compact-mode *cache.Compact (see materialize; inList says whether obj
+// is read as one of many), and converts anything else
+// (PartialObjectMetadata, typed objects) to a fresh Unstructured.
+func toUnstructured(obj interface{}, inList bool) (*unstructured.Unstructured, error) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
 		return o, nil
@@ -266,7 +273,7 @@ func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
 		}
 		return &unstructured.Unstructured{Object: m}, nil
 	case runtime.Object:
-		ro, err := materialize(o)
+		ro, err := materialize(o, inList)
 		if err != nil {
 			return nil, err
 		}
@@ -283,18 +290,18 @@ func toUnstructured(obj interface{}) (*unstructured.Unstructured, error) {
 }
 
 // materialize returns the object a reader should see for a cached object:
-// the decoded form of a compact-mode *cache.Compact (shared, from
-// cache.DefaultCompactDecoder), the object itself otherwise.
-func materialize(obj runtime.Object) (runtime.Object, error) {
+// the decoded form of a compact-mode *cache.Compact (shared, through its
+// Compactor: Compact.Shared for the read of one object, SharedInList for
+// a read among many), the object itself otherwise.
+func materialize(obj runtime.Object, inList bool) (runtime.Object, error) {
 	c, ok := obj.(*ikcache.Compact)
 	if !ok {
 		return obj, nil
 	}
-	u, err := ikcache.DefaultCompactDecoder().Decode(c)
-	if err != nil {
-		return nil, err
+	if inList {
+		return c.SharedInList()
 	}
-	return u.(runtime.Object), nil
+	return c.Shared()
 }
 
 func deepCopies(objs []*unstructured.Unstructured, err error) ([]*unstructured.Unstructured, error) {

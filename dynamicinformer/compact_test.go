@@ -1,0 +1,74 @@
+package dynamicinformer
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	ikcache "github.com/informerkit/informerkit/cache"
+)
+
+// TestWithCompact: an informer with WithCompact caches *cache.Compact
+// objects through a Compactor of its own, its listers return decoded
+// objects (kept and shared on the next read), and compact mode makes an
+// informer distinct.
+func TestWithCompact(t *testing.T) {
+	before := runtime.NumGoroutine()
+	client := fakeClient(widget("a", "w1", map[string]string{"tier": "web"}), widget("a", "w2", nil), widget("b", "w3", nil))
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	strip := 0
+	plain := f.ForResource(widgets)
+	h := f.ForResource(widgets, WithCompact(ikcache.CompactorOptions{}), WithTransform(func(o interface{}) (interface{}, error) {
+		strip++ // runs before the Compactor: it still sees Unstructured
+		if _, ok := o.(*unstructured.Unstructured); !ok {
+			t.Errorf("WithTransform's transform got %T", o)
+		}
+		return o, nil
+	}))
+	other := f.ForResource(widgets, WithCompact(ikcache.CompactorOptions{MaxDecoded: 10}))
+	if h.Informer() == plain.Informer() || h.Informer() == other.Informer() {
+		t.Fatal("compact informers share with informers of other modes")
+	}
+	if again := f.ForResource(widgets, WithCompact(ikcache.CompactorOptions{MaxDecoded: 10})); again.Informer() != other.Informer() {
+		t.Fatal("the same compact options did not share")
+	}
+	f.Start(ctx)
+	if synced := f.WaitForCacheSync(ctx); !synced[widgets] {
+		t.Fatalf("not synced: %v", synced)
+	}
+	waitFor(t, func() bool { return h.Status().State == Synced })
+	for _, obj := range h.Informer().GetIndexer().List() {
+		if _, ok := obj.(*ikcache.Compact); !ok {
+			t.Fatalf("cache holds %T", obj)
+		}
+	}
+	if strip == 0 {
+		t.Error("WithTransform's transform did not run")
+	}
+	g1, err := h.Lister().ByNamespace("a").Get("w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, _ := h.UnstructuredLister().Namespace("a").Get("w1")
+	if g1 != g2 || g2.GetLabels()["tier"] != "web" {
+		t.Errorf("Get: %v, kept and shared: %v", g2, g1 == g2)
+	}
+	objs, err := h.UnstructuredLister().List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
+	if err != nil || len(objs) != 1 || objs[0] != g2 {
+		t.Errorf("selector List: %v, %v", objs, err)
+	}
+	// Its own Compactor: the default one kept nothing.
+	c, _ := h.Informer().GetIndexer().List()[0].(*ikcache.Compact)
+	if c == nil || ikcache.DefaultCompactor().Stats().Held != 0 {
+		t.Error("the informer's reads went to the process-wide Compactor")
+	}
+	cancel()
+	f.Shutdown()
+	checkNoLeaks(t, before)
+}
