@@ -51,8 +51,9 @@ type entry struct {
 	syncedOnce sync.Once
 	wake       chan struct{} // nudges the sync monitor
 
-	lastContact atomic.Int64           // unix nanoseconds of the last request the server answered
-	stopReason  atomic.Pointer[string] // what Stopped will say (set before the run context is cancelled)
+	outsideShard atomic.Int64           // objects the server sent outside the shard (WithShard), dropped
+	lastContact  atomic.Int64           // unix nanoseconds of the last request the server answered
+	stopReason   atomic.Pointer[string] // what Stopped will say (set before the run context is cancelled)
 
 	pubMu        sync.Mutex // serializes publishing, so statuses are published in order; taken before mu
 	mu           sync.Mutex // guards the status fields below
@@ -101,7 +102,15 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 		done: make(chan struct{}), synced: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	e.gvr.Store(&gvr)
-	sel := listwatch.Selectors{Label: cfg.labelSelector, Field: cfg.fieldSelector, Tweak: cfg.tweak}
+	sel := listwatch.Selectors{Label: cfg.labelSelector, Field: cfg.fieldSelector, Shard: cfg.shard.Selector(), Tweak: cfg.tweak}
+	if !cfg.shard.IsZero() {
+		// e.funcs stays unfiltered: the scope check only asks whether a
+		// list succeeds.
+		funcs = listwatch.ShardFilter{
+			Contains: func(obj runtime.Object) bool { return cfg.shard.Contains(obj) },
+			Outside:  e.outsideShardSeen,
+		}.Funcs(funcs)
+	}
 	var inner toolscache.ListerWatcherWithContext
 	idle := deps.watchIdle
 	if len(cfg.namespaces) > 1 {
@@ -482,6 +491,8 @@ func (e *entry) statusLocked() Status {
 		LabelSelector: e.cfg.labelSelector,
 		FieldSelector: e.cfg.fieldSelector,
 		MetadataOnly:  e.cfg.metadataOnly,
+		Shard:         e.cfg.shard.Selector(),
+		OutsideShard:  e.outsideShard.Load(),
 		State:         e.state,
 		Err:           e.err,
 		Reason:        e.reason,
@@ -598,6 +609,17 @@ func (e *entry) waiting(reason string) {
 		}
 		return e.pendingLocked(reason)
 	})
+}
+
+// outsideShardSeen: the server sent n objects outside the informer's
+// shard (it ignores the shard selector); they were dropped. The first
+// drop publishes a status change and is logged once.
+func (e *entry) outsideShardSeen(n int) {
+	if e.outsideShard.Add(int64(n)) != int64(n) {
+		return
+	}
+	e.logger.Info("the server ignores the shard selector (ShardedListAndWatch off?); filtering on the client", "shard", e.cfg.shard.Selector())
+	e.update(func() bool { return true })
 }
 
 // listwatch.LivenessHooks

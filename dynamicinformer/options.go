@@ -19,6 +19,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/shard"
 )
 
 // TweakListOptionsFunc edits the list and watch options of an informer just
@@ -47,6 +48,7 @@ type resourceConfig struct {
 	labelIndex    *bool
 	metadataOnly  bool
 	sharingKey    string
+	shard         shard.Shard // zero: not sharded
 }
 
 type factoryConfig struct {
@@ -258,6 +260,29 @@ func WithLabelIndexKeys(keys ...string) ResourceOption {
 // instead of full objects.
 func WithMetadataOnly() ResourceOption { return func(c *resourceConfig) { c.metadataOnly = true } }
 
+// WithShard makes the informer hold only the objects of shard s (see
+// package shard), so that several replicas can each cache a part of a
+// resource: replica i of n passes shard.Static(i, n). The zero Shard
+// undoes a factory-wide default.
+//
+// Every list request, every page of a paginated list and every watch
+// carries s as metav1.ListOptions.ShardSelector (after the label and field
+// selectors, before the tweak func). A server with the
+// ShardedListAndWatch feature gate (alpha in Kubernetes 1.36) sends only
+// the shard; a server without it ignores the selector and sends every
+// object. Either way, every listed object and every watch event is
+// checked with s.Contains before it reaches the cache, so the cache and
+// the handlers see exactly the shard; a server that ignores the selector
+// costs bandwidth and decoding, not correctness. Status.OutsideShard
+// counts the objects dropped that way: it stays 0 while the server
+// applies the selector.
+//
+// Objects never move between shards: UIDs and namespaces do not change.
+// Sharding by namespace (shard.Split(shard.Namespace, i, n)) keeps each
+// namespace in one replica but spreads badly (see shard.Namespace).
+// Informers with different shards are different informers.
+func WithShard(s shard.Shard) ResourceOption { return func(c *resourceConfig) { c.shard = s } }
+
 // WithSharingKey makes otherwise equal informers distinct, for callers
 // who need an informer of their own.
 func WithSharingKey(key string) ResourceOption { return func(c *resourceConfig) { c.sharingKey = key } }
@@ -312,6 +337,10 @@ func (c resourceConfig) sharingIdentity() string {
 	b.WriteString("|f=")
 	b.WriteString(c.fieldSelector)
 	fmt.Fprintf(&b, "|t=%x|x=%x|m=%v|k=%s", funcPtr(c.tweak), funcPtr(c.transform), c.metadataOnly, c.sharingKey)
+	if !c.shard.IsZero() {
+		b.WriteString("|s=")
+		b.WriteString(c.shard.Selector())
+	}
 	return b.String()
 }
 
