@@ -130,8 +130,14 @@ func TestShardHandlersSeeOnlyTheShard(t *testing.T) {
 	var events []string
 	done := make(chan struct{}, 10)
 	if _, err := h.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o interface{}) { events = append(events, "add:"+o.(*unstructured.Unstructured).GetName()); done <- struct{}{} },
-		UpdateFunc: func(_, o interface{}) { events = append(events, "update:"+o.(*unstructured.Unstructured).GetName()); done <- struct{}{} },
+		AddFunc: func(o interface{}) {
+			events = append(events, "add:"+o.(*unstructured.Unstructured).GetName())
+			done <- struct{}{}
+		},
+		UpdateFunc: func(_, o interface{}) {
+			events = append(events, "update:"+o.(*unstructured.Unstructured).GetName())
+			done <- struct{}{}
+		},
 		DeleteFunc: func(o interface{}) {
 			events = append(events, "delete:"+o.(*unstructured.Unstructured).GetName())
 			done <- struct{}{}
