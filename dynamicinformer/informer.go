@@ -51,7 +51,8 @@ type entry struct {
 	syncedOnce sync.Once
 	wake       chan struct{} // nudges the sync monitor
 
-	outsideShard atomic.Int64           // objects the server sent outside the shard (WithShard), dropped
+	shard        entryShard             // WithShard, WithShardSource
+	outsideShard atomic.Int64           // objects the server sent outside the shard, dropped
 	lastContact  atomic.Int64           // unix nanoseconds of the last request the server answered
 	stopReason   atomic.Pointer[string] // what Stopped will say (set before the run context is cancelled)
 
@@ -102,14 +103,15 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 		done: make(chan struct{}), synced: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	e.gvr.Store(&gvr)
-	sel := listwatch.Selectors{Label: cfg.labelSelector, Field: cfg.fieldSelector, Shard: cfg.shard.Selector(), Tweak: cfg.tweak}
-	if !cfg.shard.IsZero() {
+	sel := listwatch.Selectors{Label: cfg.labelSelector, Field: cfg.fieldSelector, Tweak: cfg.tweak}
+	e.shard.now, e.shard.source = cfg.shard, cfg.shardSource
+	if cfg.shardSource != nil {
+		e.shard.now, _ = cfg.shardSource.Current()
+	}
+	if e.sharded() {
 		// e.funcs stays unfiltered: the scope check only asks whether a
 		// list succeeds.
-		funcs = listwatch.ShardFilter{
-			Contains: func(obj runtime.Object) bool { return cfg.shard.Contains(obj) },
-			Outside:  e.outsideShardSeen,
-		}.Funcs(funcs)
+		funcs = e.shardFilter(funcs)
 	}
 	var inner toolscache.ListerWatcherWithContext
 	idle := deps.watchIdle
@@ -324,6 +326,13 @@ func (e *entry) run(ctx context.Context) {
 		defer wg.Done()
 		e.monitorSync(ctx)
 	}()
+	if e.shard.source != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.followShard(ctx)
+		}()
+	}
 	e.informer.RunWithContext(ctx)
 	wg.Wait()
 	reason := "stopped"
@@ -491,7 +500,7 @@ func (e *entry) statusLocked() Status {
 		LabelSelector: e.cfg.labelSelector,
 		FieldSelector: e.cfg.fieldSelector,
 		MetadataOnly:  e.cfg.metadataOnly,
-		Shard:         e.cfg.shard.Selector(),
+		Shard:         e.shard.current().Selector(),
 		OutsideShard:  e.outsideShard.Load(),
 		State:         e.state,
 		Err:           e.err,
@@ -549,6 +558,7 @@ func (e *entry) listed(rv string) {
 		e.lastErrKind = nil
 		return changed
 	})
+	e.relistIfStale()
 	e.nudge()
 }
 
@@ -618,7 +628,7 @@ func (e *entry) outsideShardSeen(n int) {
 	if e.outsideShard.Add(int64(n)) != int64(n) {
 		return
 	}
-	e.logger.Info("the server ignores the shard selector (ShardedListAndWatch off?); filtering on the client", "shard", e.cfg.shard.Selector())
+	e.logger.Info("the server ignores the shard selector (ShardedListAndWatch off?); filtering on the client", "shard", e.shard.current().Selector())
 	e.update(func() bool { return true })
 }
 

@@ -48,7 +48,8 @@ type resourceConfig struct {
 	labelIndex    *bool
 	metadataOnly  bool
 	sharingKey    string
-	shard         shard.Shard // zero: not sharded
+	shard         shard.Shard  // zero: not sharded
+	shardSource   shard.Source // nil: none (WithShardSource)
 }
 
 type factoryConfig struct {
@@ -281,7 +282,34 @@ func WithMetadataOnly() ResourceOption { return func(c *resourceConfig) { c.meta
 // Sharding by namespace (shard.Split(shard.Namespace, i, n)) keeps each
 // namespace in one replica but spreads badly (see shard.Namespace).
 // Informers with different shards are different informers.
-func WithShard(s shard.Shard) ResourceOption { return func(c *resourceConfig) { c.shard = s } }
+// WithShard and WithShardSource replace each other.
+func WithShard(s shard.Shard) ResourceOption {
+	return func(c *resourceConfig) { c.shard, c.shardSource = s, nil }
+}
+
+// WithShardSource makes the informer hold the shard src gives, and follow
+// it as it changes (package shard/membership gives a replica's part of a
+// group of replicas that agree on Leases). Requests and filtering are as
+// for WithShard, with the current shard: a list keeps the shard of its
+// first page for all its pages, a watch the shard it was opened with.
+//
+// When the shard changes, the informer relists with the new one, with no
+// restart: handlers get a delete for each object that left the shard, an
+// add for each object that entered, and for objects that stayed what a
+// relist gives them (an update only for handlers with a resync period, or
+// where the object changed). The informer registers with src while it
+// runs (shard.Source's Register) and reports what its cache holds: at a
+// switch, the part of the old shard within the new one; the new shard
+// once a list of it has been handed to the reflector (its objects then
+// reach the cache in the informer's queue order).
+//
+// Informers given the same src share one informer. A source needs an
+// informer over one namespace or all of them: with several namespaces the
+// informer is Failed with ErrInvalidSelector. WithShard and
+// WithShardSource replace each other; nil undoes a factory-wide default.
+func WithShardSource(src shard.Source) ResourceOption {
+	return func(c *resourceConfig) { c.shard, c.shardSource = shard.Shard{}, src }
+}
 
 // WithSharingKey makes otherwise equal informers distinct, for callers
 // who need an informer of their own.
@@ -324,6 +352,9 @@ func (c resourceConfig) validate() error {
 	if _, err := fields.ParseSelector(c.fieldSelector); err != nil {
 		return fmt.Errorf("%w: field selector %q: %v", ErrInvalidSelector, c.fieldSelector, err)
 	}
+	if c.shardSource != nil && len(c.namespaces) > 1 {
+		return fmt.Errorf("%w: a shard source needs one namespace or all, not %v", ErrInvalidSelector, c.namespaces)
+	}
 	return nil
 }
 
@@ -340,6 +371,9 @@ func (c resourceConfig) sharingIdentity() string {
 	if !c.shard.IsZero() {
 		b.WriteString("|s=")
 		b.WriteString(c.shard.Selector())
+	}
+	if c.shardSource != nil {
+		fmt.Fprintf(&b, "|src=%T/%p", c.shardSource, c.shardSource)
 	}
 	return b.String()
 }

@@ -2,10 +2,12 @@ package dynamicinformer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,5 +200,178 @@ func TestShardsSplitInformers(t *testing.T) {
 	sort.Strings(sts)
 	if sts[0] != "" || sts[1] != s1.Selector() {
 		t.Fatalf("shards %q", sts)
+	}
+}
+
+// testSource is a shard.Source the test moves by hand.
+type testSource struct {
+	mu      sync.Mutex // guards all below
+	now     shard.Shard
+	changed chan struct{}
+	holds   []string // what consumers reported, as "name:selector" or "name:-"
+	open    int      // registered consumers not closed
+}
+
+func newTestSource(s shard.Shard) *testSource {
+	return &testSource{now: s, changed: make(chan struct{})}
+}
+
+func (t *testSource) Current() (shard.Shard, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.now, t.changed
+}
+
+func (t *testSource) set(s shard.Shard) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.now = s
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+func (t *testSource) Register(name string) shard.Consumer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open++
+	return &testConsumer{src: t}
+}
+
+func (t *testSource) lastHolds() (string, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.holds) == 0 {
+		return "", t.open
+	}
+	return t.holds[len(t.holds)-1], t.open
+}
+
+type testConsumer struct{ src *testSource }
+
+func (c *testConsumer) Holds(s shard.Shard, ok bool) {
+	c.src.mu.Lock()
+	defer c.src.mu.Unlock()
+	h := "-"
+	if ok {
+		h = s.Selector()
+	}
+	c.src.holds = append(c.src.holds, h)
+}
+
+func (c *testConsumer) Close() {
+	c.src.mu.Lock()
+	defer c.src.mu.Unlock()
+	c.src.open--
+}
+
+// An informer following a source switches shards without a restart:
+// handlers get a delete per object that left and an add per object that
+// entered; the source is told what the cache holds at each step.
+func TestShardSourceSwitch(t *testing.T) {
+	before := runtime.NumGoroutine()
+	first, _ := shard.Static(0, 2)
+	second, _ := shard.Static(1, 2)
+	var objs []kruntime.Object
+	inFirst := map[string]bool{}
+	for i := 0; i < 40; i++ {
+		w := widget("a", fmt.Sprintf("w%02d", i), nil)
+		w.SetUID(uuid.NewUUID())
+		inFirst[w.GetName()] = first.Contains(w)
+		objs = append(objs, w)
+	}
+	src := newTestSource(first)
+	f := NewSharedInformerFactory(fakeClient(objs...), 0, WithoutCRDTracking())
+	h := f.ForResource(widgets, WithShardSource(src))
+	if h2 := f.ForResource(widgets, WithShardSource(src)); h2.Informer() != h.Informer() {
+		t.Fatal("the same source must share an informer")
+	}
+	var mu sync.Mutex
+	adds, deletes := map[string]int{}, map[string]int{}
+	if _, err := h.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o interface{}) {
+			mu.Lock()
+			adds[o.(*unstructured.Unstructured).GetName()]++
+			mu.Unlock()
+		},
+		DeleteFunc: func(o interface{}) {
+			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			mu.Lock()
+			deletes[o.(*unstructured.Unstructured).GetName()]++
+			mu.Unlock()
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	waitFor(t, func() bool { return h.Status().State == Synced })
+	waitFor(t, func() bool { last, open := src.lastHolds(); return last == first.Selector() && open == 1 })
+	names := func(wantFirst bool) map[string]bool {
+		out := map[string]bool{}
+		for n, in := range inFirst {
+			if in == wantFirst {
+				out[n] = true
+			}
+		}
+		return out
+	}
+	cached := func() map[string]bool {
+		out := map[string]bool{}
+		for _, k := range h.Informer().GetStore().ListKeys() {
+			out[strings.TrimPrefix(k, "a/")] = true
+		}
+		return out
+	}
+	equal := func(a, b map[string]bool) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for k := range a {
+			if !b[k] {
+				return false
+			}
+		}
+		return true
+	}
+	if !equal(cached(), names(true)) {
+		t.Fatalf("cache %v, want the first half's objects", cached())
+	}
+	src.set(second)
+	waitFor(t, func() bool { return equal(cached(), names(false)) })
+	waitFor(t, func() bool { last, _ := src.lastHolds(); return last == second.Selector() })
+	src.mu.Lock()
+	holds := append([]string(nil), src.holds...)
+	src.mu.Unlock()
+	// first, then nothing (the halves do not overlap), then second.
+	if strings.Join(holds, " ; ") != first.Selector()+" ; - ; "+second.Selector() {
+		t.Fatalf("holds reported: %q", holds)
+	}
+	mu.Lock()
+	for n, in := range inFirst {
+		wantAdds, wantDeletes := 1, 0
+		if in {
+			wantDeletes = 1
+		}
+		if adds[n] != wantAdds || deletes[n] != wantDeletes {
+			t.Errorf("%s (first half %v): %d adds, %d deletes", n, in, adds[n], deletes[n])
+		}
+	}
+	mu.Unlock()
+	if st := h.Status(); st.Shard != second.Selector() {
+		t.Fatalf("Status.Shard %q", st.Shard)
+	}
+	f.Shutdown()
+	if _, open := src.lastHolds(); open != 0 {
+		t.Fatalf("%d consumers still registered after Shutdown", open)
+	}
+	checkNoLeaks(t, before)
+	// A source with several namespaces is a configuration error.
+	g := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
+	defer g.Shutdown()
+	if st := g.ForResource(widgets, WithShardSource(src), WithNamespaces("a", "b")).Status(); !errors.Is(st.Err, ErrInvalidSelector) {
+		t.Fatalf("several namespaces with a source: %+v", st)
 	}
 }

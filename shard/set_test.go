@@ -72,3 +72,21 @@ func TestSetOperations(t *testing.T) {
 		t.Fatal("Covers and the zero Shard")
 	}
 }
+
+func TestIntersect(t *testing.T) {
+	a, _ := New(UID, Range{0, 99}, Range{200, 299})
+	b, _ := New(UID, Range{50, 249})
+	got, ok := a.Intersect(b)
+	want, _ := New(UID, Range{50, 99}, Range{200, 249})
+	if !ok || !got.Equal(want) {
+		t.Fatalf("intersect %v, %v", got.Ranges(), ok)
+	}
+	c, _ := New(UID, Range{100, 199})
+	if _, ok := a.Intersect(c); ok {
+		t.Fatal("disjoint shards intersect")
+	}
+	var all Shard
+	if got, ok := all.Intersect(a); !ok || !got.Equal(a) {
+		t.Fatal("everything ∩ a = a")
+	}
+}

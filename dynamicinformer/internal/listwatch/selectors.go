@@ -16,15 +16,12 @@ type Funcs struct {
 	Watch func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// Selectors are what every request of an informer carries: label, field
-// and shard selectors, then the caller's tweak function (which may
-// override them). Every request is given them again, every page of a
-// paginated list included: a continue token does not remember the shard
-// selector.
+// Selectors are what every request of an informer carries: label and
+// field selectors, then the caller's tweak function (which may override
+// them). The shard selector is set below them (ShardFilter).
 type Selectors struct {
 	Label string
 	Field string
-	Shard string // metav1.ListOptions.ShardSelector
 	Tweak func(*metav1.ListOptions)
 }
 
@@ -35,9 +32,6 @@ func (s Selectors) Apply(o *metav1.ListOptions) {
 	}
 	if s.Field != "" {
 		o.FieldSelector = s.Field
-	}
-	if s.Shard != "" {
-		o.ShardSelector = s.Shard
 	}
 	if s.Tweak != nil {
 		s.Tweak(o)

@@ -2,6 +2,7 @@ package listwatch
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,19 +17,44 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/informerkit/informerkit/internal/leakcheck"
+	"github.com/informerkit/informerkit/shard"
 )
 
-// inShard: objects whose UID starts with "in-".
-func inShard(obj runtime.Object) bool {
-	m, ok := obj.(interface{ GetUID() types.UID })
-	return ok && strings.HasPrefix(string(m.GetUID()), "in-")
+// Two shards, and UIDs chosen to fall in the first ("in-") or the second
+// ("out-").
+var firstHalf, secondHalf = mustStatic(0, 2), mustStatic(1, 2)
+
+func mustStatic(i, n int) shard.Shard {
+	s, err := shard.Static(i, n)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
+
+// uidIn returns a UID with the given prefix that falls in s.
+func uidIn(prefix string, s shard.Shard) string {
+	for i := 0; ; i++ {
+		if u := fmt.Sprintf("%s%d", prefix, i); s.ContainsValue(u) {
+			return u
+		}
+	}
+}
+
+func inShard(obj any) bool { return firstHalf.Contains(obj) }
 
 func uidWidget(name, uid string) *unstructured.Unstructured {
 	w := widget("a", name, "5")
+	if strings.HasPrefix(uid, "in-") {
+		uid = uidIn(uid, firstHalf)
+	} else {
+		uid = uidIn(uid, secondHalf)
+	}
 	w.SetUID(types.UID(uid))
 	return w
 }
+
+func static(s shard.Shard) func() shard.Shard { return func() shard.Shard { return s } }
 
 // A server that ignores the shard selector: every page carries it (the
 // continue token does not remember it), items outside are dropped and
@@ -52,8 +78,10 @@ func TestShardFilterLists(t *testing.T) {
 		return l, nil
 	}}
 	var outside atomic.Int64
-	f := ShardFilter{Contains: inShard, Outside: func(n int) { outside.Add(int64(n)) }}
-	lw := &Single{Funcs: f.Funcs(funcs), Selectors: Selectors{Label: "a=b", Shard: "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"}}
+	var listed []shard.Shard
+	f := &ShardFilter{Current: static(firstHalf), Outside: func(n int) { outside.Add(int64(n)) },
+		Listed: func(s shard.Shard) { listed = append(listed, s) }}
+	lw := &Single{Funcs: f.Funcs(funcs), Selectors: Selectors{Label: "a=b"}}
 	p := pager.New(lw.ListWithContext)
 	obj, _, err := p.List(context.Background(), metav1.ListOptions{Limit: 2})
 	if err != nil {
@@ -76,27 +104,29 @@ func TestShardFilterLists(t *testing.T) {
 	if len(seen) != 2 {
 		t.Fatalf("%d pages requested, want 2", len(seen))
 	}
+	if len(listed) != 1 || !listed[0].Equal(firstHalf) {
+		t.Fatalf("Listed calls %v, want one with the first half", listed)
+	}
 	for i, o := range seen {
-		if o.ShardSelector != lw.Selectors.Shard || o.LabelSelector != "a=b" {
+		if o.ShardSelector != firstHalf.Selector() || o.LabelSelector != "a=b" {
 			t.Fatalf("page %d sent %+v without the selectors", i, o)
 		}
 	}
 }
 
 func TestShardFilterMetadataAndOtherLists(t *testing.T) {
-	f := ShardFilter{Contains: inShard}
 	md := &metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{
-		{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "in-a"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "out-b"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: types.UID(uidIn("in-a", firstHalf))}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: types.UID(uidIn("out-b", secondHalf))}},
 	}}
-	if n, err := f.filterList(md); err != nil || n != 1 || len(md.Items) != 1 || md.Items[0].Name != "a" {
+	if n, err := filterList(md, inShard); err != nil || n != 1 || len(md.Items) != 1 || md.Items[0].Name != "a" {
 		t.Fatalf("metadata list: dropped %d, err %v, items %v", n, err, md.Items)
 	}
 	// Any other list type goes through meta.ExtractList/SetList.
 	typed := &metav1.List{Items: []runtime.RawExtension{
 		{Object: uidWidget("c", "out-c")}, {Object: uidWidget("d", "in-d")},
 	}}
-	if n, err := f.filterList(typed); err != nil || n != 1 || len(typed.Items) != 1 {
+	if n, err := filterList(typed, inShard); err != nil || n != 1 || len(typed.Items) != 1 {
 		t.Fatalf("generic list: dropped %d, err %v, items %d", n, err, len(typed.Items))
 	}
 }
@@ -112,13 +142,13 @@ func TestShardFilterWatch(t *testing.T) {
 		return server, nil
 	}}
 	var outside atomic.Int64
-	f := ShardFilter{Contains: inShard, Outside: func(n int) { outside.Add(int64(n)) }}
-	lw := &Single{Funcs: f.Funcs(funcs), Selectors: Selectors{Shard: "s"}}
+	f := &ShardFilter{Current: static(firstHalf), Outside: func(n int) { outside.Add(int64(n)) }}
+	lw := &Single{Funcs: f.Funcs(funcs)}
 	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sent.ShardSelector != "s" {
+	if sent.ShardSelector != firstHalf.Selector() {
 		t.Fatalf("watch sent without the shard selector: %+v", sent)
 	}
 	bookmark := widget("", "", "20")
@@ -163,7 +193,7 @@ func TestShardFilterWatch(t *testing.T) {
 func TestShardFilterWatchEndsWithServer(t *testing.T) {
 	check := leakcheck.Snapshot("informerkit/dynamicinformer/internal/listwatch.")
 	server := watch.NewRaceFreeFake()
-	f := ShardFilter{Contains: inShard}
+	f := &ShardFilter{Current: static(firstHalf)}
 	w, _ := f.Funcs(Funcs{Watch: func(context.Context, string, metav1.ListOptions) (watch.Interface, error) { return server, nil }}).
 		Watch(context.Background(), "", metav1.ListOptions{})
 	server.Stop()
@@ -174,6 +204,92 @@ func TestShardFilterWatchEndsWithServer(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("channel not closed after the server's watch ended")
+	}
+	check(t)
+}
+
+// The shard changes in the middle of a list: the list's later pages keep
+// the first page's shard (selector and filter), so the list is one
+// shard's complete list, and Listed names that shard; the next list and
+// the next watch use the new shard. A watch-list stream is complete when
+// the reader has taken its initial-events-end bookmark.
+func TestShardFilterSwitchMidList(t *testing.T) {
+	check := leakcheck.Snapshot("informerkit/dynamicinformer/internal/listwatch.")
+	var current atomic.Pointer[shard.Shard]
+	current.Store(&firstHalf)
+	var sent []string
+	server := watch.NewRaceFreeFake()
+	funcs := Funcs{
+		List: func(_ context.Context, _ string, o metav1.ListOptions) (runtime.Object, error) {
+			sent = append(sent, o.ShardSelector)
+			l := widgetList("10", uidWidget("w1", "in-1"), uidWidget("w2", "out-2"))
+			if o.Continue == "" {
+				l.SetContinue("more")
+			}
+			return l, nil
+		},
+		Watch: func(_ context.Context, _ string, o metav1.ListOptions) (watch.Interface, error) {
+			sent = append(sent, o.ShardSelector)
+			return server, nil
+		},
+	}
+	var listed []shard.Shard
+	f := &ShardFilter{Current: func() shard.Shard { return *current.Load() }, Listed: func(s shard.Shard) { listed = append(listed, s) }}
+	ff := f.Funcs(funcs)
+	ctx := context.Background()
+	first, err := ff.List(ctx, "", metav1.ListOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	current.Store(&secondHalf)
+	second, err := ff.List(ctx, "", metav1.ListOptions{Limit: 2, Continue: "more"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range []runtime.Object{first, second} {
+		items := l.(*unstructured.UnstructuredList).Items
+		if len(items) != 1 || items[0].GetName() != "w1" {
+			t.Fatalf("page %d filtered by the wrong shard: %d items", i, len(items))
+		}
+	}
+	if sent[0] != firstHalf.Selector() || sent[1] != firstHalf.Selector() {
+		t.Fatalf("pages sent %q", sent)
+	}
+	if len(listed) != 1 || !listed[0].Equal(firstHalf) {
+		t.Fatalf("listed %v, want the first half once", listed)
+	}
+	if _, err := ff.List(ctx, "", metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if sent[2] != secondHalf.Selector() {
+		t.Fatalf("a new list after the switch sent %q", sent[2])
+	}
+	// A watch-list stream with the second shard.
+	w, err := ff.Watch(ctx, "", metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[len(sent)-1] != secondHalf.Selector() {
+		t.Fatalf("watch sent %q", sent[len(sent)-1])
+	}
+	listed = nil
+	bm := widget("", "", "30")
+	bm.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	server.Add(uidWidget("w2", "out-2"))
+	server.Action(watch.Bookmark, bm)
+	ev := <-w.ResultChan()
+	if ev.Type != watch.Added {
+		t.Fatalf("first event %v", ev.Type)
+	}
+	ev = <-w.ResultChan()
+	if ev.Type != watch.Bookmark {
+		t.Fatalf("second event %v", ev.Type)
+	}
+	w.Stop()
+	for range w.ResultChan() {
+	}
+	if len(listed) != 1 || !listed[0].Equal(secondHalf) {
+		t.Fatalf("watch-list: listed %v, want the second half", listed)
 	}
 	check(t)
 }
