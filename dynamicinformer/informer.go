@@ -558,7 +558,12 @@ func (e *entry) listed(rv string) {
 		e.lastErrKind = nil
 		return changed
 	})
-	e.relistIfStale()
+	if rv != "" {
+		// A list was handed to the reflector. (A watch-list stream calls
+		// this with "" when it opens; its shard is checked when its
+		// initial events end: shardListed.)
+		e.relistIfStale()
+	}
 	e.nudge()
 }
 

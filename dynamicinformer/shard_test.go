@@ -349,19 +349,43 @@ func TestShardSourceSwitch(t *testing.T) {
 	if strings.Join(holds, " ; ") != first.Selector()+" ; - ; "+second.Selector() {
 		t.Fatalf("holds reported: %q", holds)
 	}
-	mu.Lock()
-	for n, in := range inFirst {
-		wantAdds, wantDeletes := 1, 0
-		if in {
-			wantDeletes = 1
+	// Handlers are told after the cache changes: wait for them.
+	handled := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var wrong []string
+		for n, in := range inFirst {
+			wantAdds, wantDeletes := 1, 0
+			if in {
+				wantDeletes = 1
+			}
+			if adds[n] != wantAdds || deletes[n] != wantDeletes {
+				wrong = append(wrong, fmt.Sprintf("%s (first half %v): %d adds, %d deletes", n, in, adds[n], deletes[n]))
+			}
 		}
-		if adds[n] != wantAdds || deletes[n] != wantDeletes {
-			t.Errorf("%s (first half %v): %d adds, %d deletes", n, in, adds[n], deletes[n])
-		}
+		return wrong
 	}
-	mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(handled()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if wrong := handled(); len(wrong) > 0 {
+		t.Fatalf("handler events: %v", wrong)
+	}
 	if st := h.Status(); st.Shard != second.Selector() {
 		t.Fatalf("Status.Shard %q", st.Shard)
+	}
+	// And back, twice.
+	for i, s := range []shard.Shard{first, second} {
+		src.set(s)
+		want := names(s.Equal(first))
+		deadline := time.Now().Add(10 * time.Second)
+		for !equal(cached(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("switch %d: cache %d objects, want %d", i+2, len(cached()), len(want))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	f.Shutdown()
 	if _, open := src.lastHolds(); open != 0 {

@@ -254,8 +254,9 @@ func (m *Member) Stop() {
 
 // Leave leaves the group gracefully: the Lease is marked leaving, the
 // others take this member's ranges over, and once their Leases say they
-// hold all of them (or HandoffTimeout has passed, or ctx ends) the Lease is
-// deleted and the member stops. Until then its shard does not change, so
+// hold all of them (at once if no other member is live; or when
+// HandoffTimeout has passed, or ctx ends) the Lease is deleted and the
+// member stops. Until then its shard does not change, so
 // its informers keep holding it.
 func (m *Member) Leave(ctx context.Context) error {
 	m.mu.Lock()
@@ -269,8 +270,12 @@ func (m *Member) Leave(ctx context.Context) error {
 		m.mu.Lock()
 		now := m.now
 		m.mu.Unlock()
-		if held, ok := othersHold(m.peers(), m.opts.Identity); ok && held.Covers(now) {
+		peers := m.peers()
+		if held, ok := m.handedOver(peers, liveOthers(peers, m.opts.Identity)); ok && held.Covers(now) {
 			break
+		}
+		if !othersLive(peers, m.opts.Identity) {
+			break // nobody to hand over to
 		}
 		if time.Now().After(deadline) {
 			m.log.Info("leaving before the others said they hold this member's ranges", "timeout", m.opts.HandoffTimeout.String())
@@ -370,22 +375,49 @@ func (m *Member) peers() []peer {
 	return out
 }
 
-// othersHold is what the other live members that are not leaving hold,
-// together (ok false: nothing).
-func othersHold(peers []peer, me string) (shard.Shard, bool) {
-	var held shard.Shard
+// handedOver is what the other live members hold of their own targets
+// (ok false: nothing): a range moved from this member may be released
+// once it is in there. Only a member's own target counts: its Lease may
+// still advertise ranges it has just released to someone else. live is
+// the member set to compute targets over (this member excluded if it is
+// leaving).
+func (m *Member) handedOver(peers []peer, live []string) (shard.Shard, bool) {
+	var out shard.Shard
 	any := false
 	for _, p := range peers {
-		if p.identity == me || !p.live || p.leaving || p.held == nil {
+		if p.identity == m.opts.Identity || !p.live || p.leaving || p.held == nil || !slices.Contains(live, p.identity) {
+			continue
+		}
+		target, err := shard.Assign(m.opts.Field, live, p.identity, m.opts.VirtualRanges)
+		if err != nil {
+			continue
+		}
+		part, ok := p.held.Intersect(target)
+		if !ok {
 			continue
 		}
 		if !any {
-			held, any = *p.held, true
+			out, any = part, true
 		} else {
-			held = held.Union(*p.held)
+			out = out.Union(part)
 		}
 	}
-	return held, any
+	return out, any
+}
+
+// othersLive reports whether another member is live and not leaving.
+func othersLive(peers []peer, me string) bool { return len(liveOthers(peers, me)) > 0 }
+
+// liveOthers are the other members that are live and not leaving, sorted.
+func liveOthers(peers []peer, me string) []string {
+	var out []string
+	for _, p := range peers {
+		if p.identity != me && p.live && !p.leaving {
+			out = append(out, p.identity)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // recompute derives the member's shard from the live members: its
@@ -398,17 +430,11 @@ func (m *Member) recompute() {
 	if m.stopped {
 		return
 	}
-	var live []string
-	for _, p := range peers {
-		if p.live && !p.leaving && p.identity != m.opts.Identity {
-			live = append(live, p.identity)
-		}
-	}
+	live := liveOthers(peers, m.opts.Identity)
 	if !m.leaving {
 		live = append(live, m.opts.Identity)
+		slices.Sort(live)
 	}
-	slices.Sort(live)
-	live = slices.Compact(live)
 	m.members = live
 	if m.leaving {
 		return // keep the shard until the others hold it (Leave)
@@ -421,7 +447,7 @@ func (m *Member) recompute() {
 	next := target
 	if !m.now.IsZero() {
 		if moved, any := m.now.Subtract(target); any {
-			held, anyHeld := othersHold(peers, m.opts.Identity)
+			held, anyHeld := m.handedOver(peers, live)
 			keep, anyKeep := moved, true
 			if anyHeld {
 				keep, anyKeep = moved.Subtract(held)
