@@ -20,5 +20,12 @@
 // and watch carries the selector, and every object is checked with
 // Contains before it reaches the cache.
 //
+// Assign divides the space between named members by consistent hashing
+// (several ranges per member; a member joining or leaving moves about 1/N
+// of the space), and a Source is a shard that changes while the program
+// runs: package shard/membership implements one on coordination.k8s.io
+// Leases, and dynamicinformer.WithShardSource follows it. Union,
+// Subtract, Intersect and Covers compute with shards of one field.
+//
 // The package starts no goroutines; a Shard is an immutable value.
 package shard
