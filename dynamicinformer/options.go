@@ -297,7 +297,10 @@ func WithShard(s shard.Shard) ResourceOption {
 // restart: handlers get a delete for each object that left the shard, an
 // add for each object that entered, and for objects that stayed what a
 // relist gives them (an update only for handlers with a resync period, or
-// where the object changed). The informer registers with src while it
+// where the object changed). The relist goes through client-go's
+// reflector, so it waits for the reflector's backoff: 0.8 s, doubling to
+// 30 s while restarts follow each other, reset after 2 minutes without
+// one. The informer registers with src while it
 // runs (shard.Source's Register) and reports what its cache holds: at a
 // switch, the part of the old shard within the new one; the new shard
 // once a list of it has been handed to the reflector (its objects then

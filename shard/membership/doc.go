@@ -20,7 +20,8 @@
 // Leave the new owner takes a range before the old one lets it go (an
 // object may be held twice for a moment, never by nobody); a member that
 // dies (stops renewing) has its ranges taken over once its Lease expires,
-// within LeaseDuration plus RenewInterval plus one list.
+// within LeaseDuration plus RenewInterval plus the informers' relist
+// (client-go's reflector backoff, then one list).
 //
 // The replica needs RBAC to get, list, watch, create, update and delete
 // Leases in the namespace. A Member starts two goroutines (the Lease

@@ -130,7 +130,9 @@ func (o *Options) defaults() error {
 // two members for a moment, never by none; HandoffTimeout bounds how long
 // the old owner waits. When a member dies (stops renewing), its ranges
 // are taken over once its Lease expires: within LeaseDuration plus
-// RenewInterval, plus the time the others' informers take to list them.
+// RenewInterval, plus the time the others' informers take to relist
+// (client-go's reflector backoff, 0.8 s doubling to 30 s under repeated
+// switches, then one list).
 //
 // Methods are safe for concurrent use.
 type Member struct {
