@@ -48,8 +48,8 @@ type Status struct {
 	LabelSelector string
 	FieldSelector string
 	MetadataOnly  bool
-	// Shard is the informer's shard selector (WithShard); "" when it is
-	// not sharded.
+	// Shard is the informer's shard selector now (WithShard, or the
+	// current shard of WithShardSource); "" when it is not sharded.
 	Shard string
 	// OutsideShard counts the objects the server sent that were outside
 	// the informer's shard and were dropped before the cache (each list
