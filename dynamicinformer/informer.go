@@ -630,6 +630,7 @@ func (e *entry) waiting(reason string) {
 // shard (it ignores the shard selector); they were dropped. The first
 // drop publishes a status change and is logged once.
 func (e *entry) outsideShardSeen(n int) {
+	e.metrics.outsideShard(n)
 	if e.outsideShard.Add(int64(n)) != int64(n) {
 		return
 	}

@@ -49,7 +49,16 @@ func (e *entry) followShard(ctx context.Context) {
 	next, changed := src.Current()
 	e.shard.mu.Lock()
 	e.shard.consumer = c
+	// The informer runs beside this goroutine: its first list may be
+	// complete already (shardListed found no consumer to tell).
+	var held *shard.Shard
+	if e.shard.listed != nil && e.shard.listed.Equal(e.shard.now) {
+		held = e.shard.listed
+	}
 	e.shard.mu.Unlock()
+	if held != nil {
+		c.Holds(*held, true)
+	}
 	for {
 		e.switchShard(next)
 		select {

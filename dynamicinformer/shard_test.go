@@ -180,6 +180,37 @@ func TestShardHandlersSeeOnlyTheShard(t *testing.T) {
 	}
 }
 
+// An exporter that implements ShardMetrics is told about every object
+// dropped outside the shard.
+func TestShardMetrics(t *testing.T) {
+	s, _ := shard.Static(0, 2)
+	var objs []kruntime.Object
+	outside := 0
+	for i := 0; i < 20; i++ {
+		w := widget("a", fmt.Sprintf("w%02d", i), nil)
+		w.SetUID(uuid.NewUUID())
+		if !s.Contains(w) {
+			outside++
+		}
+		objs = append(objs, w)
+	}
+	rec := &recorder{}
+	f := NewSharedInformerFactory(fakeClient(objs...), 0, WithoutCRDTracking(), WithMetrics(rec))
+	defer f.Shutdown()
+	h := f.ForResource(widgets, WithShard(s))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	waitFor(t, func() bool { return h.Status().State == Synced })
+	all := rec.all()
+	if len(all) != 1 || !all[0].read(func(ir *informerRecord) bool { return ir.outsideShard == outside }) {
+		t.Fatalf("metrics: %d informers; want one told of %d objects outside the shard", len(all), outside)
+	}
+	if st := h.Status(); st.OutsideShard != int64(outside) {
+		t.Fatalf("Status.OutsideShard %d, want %d", st.OutsideShard, outside)
+	}
+}
+
 func TestShardsSplitInformers(t *testing.T) {
 	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
 	defer f.Shutdown()
