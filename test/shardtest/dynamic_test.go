@@ -245,8 +245,9 @@ func TestDynamicMembership(t *testing.T) {
 
 // waitPartition waits until the replicas have converged — each one's
 // shard is its consistent-hashing target over rs (no range kept for a
-// handoff any more) — and their caches hold want between them, each
-// object once; it returns how long that took.
+// handoff any more) and its cache holds nothing outside it — and their
+// caches hold want between them, each object once; it returns how long
+// that took.
 func waitPartition(t *testing.T, want map[types.UID]bool, rs ...*replica) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -272,14 +273,19 @@ func waitPartition(t *testing.T, want map[types.UID]bool, rs ...*replica) time.D
 		}
 		held := map[types.UID]int{}
 		counts = counts[:0]
+		inside := true // every member's cache within its shard (a switch has been taken in)
 		for _, r := range rs {
 			h := r.held()
 			counts = append(counts, len(h))
+			s, _ := r.member.Current()
 			for uid := range h {
 				held[uid]++
+				if !s.ContainsValue(string(uid)) {
+					inside = false
+				}
 			}
 		}
-		if equalSets(held, want) {
+		if inside && equalSets(held, want) {
 			return time.Since(start).Round(time.Millisecond)
 		}
 		time.Sleep(20 * time.Millisecond)
