@@ -89,6 +89,21 @@
 // bounds a slow level-triggered handler's memory by the number of distinct
 // objects, not events.
 //
+// # Sharding
+//
+// Several replicas can each cache a part of a resource. WithShard(s) makes
+// an informer hold shard s (package shard: replica i of n is
+// shard.Static(i, n), ranges of the FNV-1a hash of metadata.uid): every
+// list page and watch carries it as the API server's shard selector
+// (ShardedListAndWatch, alpha in Kubernetes 1.36), and every list item and
+// watch event is checked against it before the cache, so a server without
+// the feature gate costs bandwidth, not correctness (Status.OutsideShard
+// counts what it sent in vain). WithShardSource(src) follows a shard that
+// changes: package shard/membership gives each replica its part of a
+// group agreed on Leases, and the informer relists when its part changes
+// (handlers get deletes for objects that left, adds for objects that
+// entered).
+//
 // # Start-up
 //
 // At most WithMaxConcurrentInitialLists informers (default 50) send their

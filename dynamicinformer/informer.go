@@ -52,8 +52,10 @@ type entry struct {
 	syncedOnce sync.Once
 	wake       chan struct{} // nudges the sync monitor
 
-	lastContact atomic.Int64           // unix nanoseconds of the last request the server answered
-	stopReason  atomic.Pointer[string] // what Stopped will say (set before the run context is cancelled)
+	shard        entryShard             // WithShard, WithShardSource
+	outsideShard atomic.Int64           // objects the server sent outside the shard, dropped
+	lastContact  atomic.Int64           // unix nanoseconds of the last request the server answered
+	stopReason   atomic.Pointer[string] // what Stopped will say (set before the run context is cancelled)
 
 	pubMu        sync.Mutex // serializes publishing, so statuses are published in order; taken before mu
 	mu           sync.Mutex // guards the status fields below
@@ -109,6 +111,15 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 	}
 	e.gvr.Store(&gvr)
 	sel := listwatch.Selectors{Label: cfg.labelSelector, Field: cfg.fieldSelector, Tweak: cfg.tweak}
+	e.shard.now, e.shard.source = cfg.shard, cfg.shardSource
+	if cfg.shardSource != nil {
+		e.shard.now, _ = cfg.shardSource.Current()
+	}
+	if e.sharded() {
+		// e.funcs stays unfiltered: the scope check only asks whether a
+		// list succeeds.
+		funcs = e.shardFilter(funcs)
+	}
 	var inner toolscache.ListerWatcherWithContext
 	idle := deps.watchIdle
 	if len(cfg.namespaces) > 1 {
@@ -331,6 +342,13 @@ func (e *entry) run(ctx context.Context) {
 			e.relistEvery(ctx, e.cfg.relistPeriod)
 		}()
 	}
+	if e.shard.source != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.followShard(ctx)
+		}()
+	}
 	e.informer.RunWithContext(ctx)
 	wg.Wait()
 	reason := "stopped"
@@ -498,6 +516,8 @@ func (e *entry) statusLocked() Status {
 		LabelSelector: e.cfg.labelSelector,
 		FieldSelector: e.cfg.fieldSelector,
 		MetadataOnly:  e.cfg.metadataOnly,
+		Shard:         e.shard.current().Selector(),
+		OutsideShard:  e.outsideShard.Load(),
 		State:         e.state,
 		Err:           e.err,
 		Reason:        e.reason,
@@ -554,6 +574,12 @@ func (e *entry) listed(rv string) {
 		e.lastErrKind = nil
 		return changed
 	})
+	if rv != "" {
+		// A list was handed to the reflector. (A watch-list stream calls
+		// this with "" when it opens; its shard is checked when its
+		// initial events end: shardListed.)
+		e.relistIfStale()
+	}
 	e.nudge()
 }
 
@@ -625,6 +651,18 @@ func (e *entry) waiting(reason string) {
 		}
 		return e.pendingLocked(reason)
 	})
+}
+
+// outsideShardSeen: the server sent n objects outside the informer's
+// shard (it ignores the shard selector); they were dropped. The first
+// drop publishes a status change and is logged once.
+func (e *entry) outsideShardSeen(n int) {
+	e.metrics.outsideShard(n)
+	if e.outsideShard.Add(int64(n)) != int64(n) {
+		return
+	}
+	e.logger.Info("the server ignores the shard selector (ShardedListAndWatch off?); filtering on the client", "shard", e.shard.current().Selector())
+	e.update(func() bool { return true })
 }
 
 // listwatch.LivenessHooks

@@ -219,6 +219,15 @@ func (em *entryMetrics) request(verb string, err error) {
 
 func (em *entryMetrics) watchRestart() { em.current().WatchRestart() }
 
+func (em *entryMetrics) outsideShard(n int) {
+	if em == nil {
+		return
+	}
+	if sm, ok := em.current().(ShardMetrics); ok {
+		sm.OutsideShard(n)
+	}
+}
+
 func (em *entryMetrics) handlerPanic() {
 	if em != nil {
 		em.current().HandlerPanic()

@@ -83,6 +83,19 @@ type InformerMetrics interface {
 	Stopped()
 }
 
+// ShardMetrics is an optional interface of InformerMetrics for sharded
+// informers (WithShard, WithShardSource): the factory checks for it with a
+// type assertion, so exporters that do not implement it miss nothing
+// else. Same calling rules as InformerMetrics.
+type ShardMetrics interface {
+	// OutsideShard: the server sent n objects (list items or watch
+	// events) outside the informer's shard, and they were dropped before
+	// the cache. It is called only while the server ignores the shard
+	// selector (its ShardedListAndWatch feature gate is off); see
+	// Status.OutsideShard.
+	OutsideShard(n int)
+}
+
 // WithMetrics sends the factory's observations to m (see Metrics).
 // Default: none.
 func WithMetrics(m Metrics) Option { return func(c *factoryConfig) { c.metrics = m } }

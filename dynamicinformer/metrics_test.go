@@ -79,6 +79,7 @@ type informerRecord struct {
 	callsAfterStop       int
 	maxQueued            int
 	processingLatencySum time.Duration
+	outsideShard         int
 }
 
 func (ir *informerRecord) do(f func()) {
@@ -106,6 +107,7 @@ func (ir *informerRecord) ProcessingLatency(d time.Duration) {
 	ir.do(func() { ir.latencies++; ir.processingLatencySum += d })
 }
 func (ir *informerRecord) StoreResourceVersion(rv float64) { ir.do(func() { ir.storeRV = rv }) }
+func (ir *informerRecord) OutsideShard(n int)              { ir.do(func() { ir.outsideShard += n }) }
 func (ir *informerRecord) Stopped() {
 	ir.r.mu.Lock()
 	defer ir.r.mu.Unlock()

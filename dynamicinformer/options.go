@@ -19,6 +19,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/shard"
 )
 
 // TweakListOptionsFunc edits the list and watch options of an informer just
@@ -50,6 +51,8 @@ type resourceConfig struct {
 	accessCheck   bool                      // WithAccessCheck
 	relistPeriod  time.Duration             // WithRelistPeriod; <= 0: none
 	compact       *ikcache.CompactorOptions // WithCompact; nil: off
+	shard         shard.Shard               // zero: not sharded
+	shardSource   shard.Source              // nil: none (WithShardSource)
 }
 
 type factoryConfig struct {
@@ -324,6 +327,59 @@ func WithRelistPeriod(d time.Duration) ResourceOption {
 // instead of full objects.
 func WithMetadataOnly() ResourceOption { return func(c *resourceConfig) { c.metadataOnly = true } }
 
+// WithShard makes the informer hold only the objects of shard s (see
+// package shard), so that several replicas can each cache a part of a
+// resource: replica i of n passes shard.Static(i, n). The zero Shard
+// undoes a factory-wide default.
+//
+// Every list request, every page of a paginated list and every watch
+// carries s as metav1.ListOptions.ShardSelector (after the label and field
+// selectors, before the tweak func). A server with the
+// ShardedListAndWatch feature gate (alpha in Kubernetes 1.36) sends only
+// the shard; a server without it ignores the selector and sends every
+// object. Either way, every listed object and every watch event is
+// checked with s.Contains before it reaches the cache, so the cache and
+// the handlers see exactly the shard; a server that ignores the selector
+// costs bandwidth and decoding, not correctness. Status.OutsideShard
+// counts the objects dropped that way: it stays 0 while the server
+// applies the selector.
+//
+// Objects never move between shards: UIDs and namespaces do not change.
+// Sharding by namespace (shard.Split(shard.Namespace, i, n)) keeps each
+// namespace in one replica but spreads badly (see shard.Namespace).
+// Informers with different shards are different informers.
+// WithShard and WithShardSource replace each other.
+func WithShard(s shard.Shard) ResourceOption {
+	return func(c *resourceConfig) { c.shard, c.shardSource = s, nil }
+}
+
+// WithShardSource makes the informer hold the shard src gives, and follow
+// it as it changes (package shard/membership gives a replica's part of a
+// group of replicas that agree on Leases). Requests and filtering are as
+// for WithShard, with the current shard: a list keeps the shard of its
+// first page for all its pages, a watch the shard it was opened with.
+//
+// When the shard changes, the informer relists with the new one, with no
+// restart: handlers get a delete for each object that left the shard, an
+// add for each object that entered, and for objects that stayed what a
+// relist gives them (an update only for handlers with a resync period, or
+// where the object changed). The relist goes through client-go's
+// reflector, so it waits for the reflector's backoff: 0.8 s, doubling to
+// 30 s while restarts follow each other, reset after 2 minutes without
+// one. The informer registers with src while it
+// runs (shard.Source's Register) and reports what its cache holds: at a
+// switch, the part of the old shard within the new one; the new shard
+// once a list of it has been handed to the reflector (its objects then
+// reach the cache in the informer's queue order).
+//
+// Informers given the same src share one informer. A source needs an
+// informer over one namespace or all of them: with several namespaces the
+// informer is Failed with ErrInvalidSelector. WithShard and
+// WithShardSource replace each other; nil undoes a factory-wide default.
+func WithShardSource(src shard.Source) ResourceOption {
+	return func(c *resourceConfig) { c.shard, c.shardSource = shard.Shard{}, src }
+}
+
 // WithSharingKey makes otherwise equal informers distinct, for callers
 // who need an informer of their own.
 func WithSharingKey(key string) ResourceOption { return func(c *resourceConfig) { c.sharingKey = key } }
@@ -365,6 +421,9 @@ func (c resourceConfig) validate() error {
 	if _, err := fields.ParseSelector(c.fieldSelector); err != nil {
 		return fmt.Errorf("%w: field selector %q: %v", ErrInvalidSelector, c.fieldSelector, err)
 	}
+	if c.shardSource != nil && len(c.namespaces) > 1 {
+		return fmt.Errorf("%w: a shard source needs one namespace or all, not %v", ErrInvalidSelector, c.namespaces)
+	}
 	return nil
 }
 
@@ -380,6 +439,13 @@ func (c resourceConfig) sharingIdentity() string {
 	fmt.Fprintf(&b, "|t=%x|x=%x|m=%v|k=%s", funcPtr(c.tweak), funcPtr(c.transform), c.metadataOnly, c.sharingKey)
 	if c.compact != nil {
 		fmt.Fprintf(&b, "|c=%+v", *c.compact)
+	}
+	if !c.shard.IsZero() {
+		b.WriteString("|s=")
+		b.WriteString(c.shard.Selector())
+	}
+	if c.shardSource != nil {
+		fmt.Fprintf(&b, "|src=%T/%p", c.shardSource, c.shardSource)
 	}
 	return b.String()
 }

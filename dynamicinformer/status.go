@@ -48,7 +48,18 @@ type Status struct {
 	LabelSelector string
 	FieldSelector string
 	MetadataOnly  bool
-	State         State
+	// Shard is the informer's shard selector now (WithShard, or the
+	// current shard of WithShardSource); "" when it is not sharded.
+	Shard string
+	// OutsideShard counts the objects the server sent that were outside
+	// the informer's shard and were dropped before the cache (each list
+	// item and watch event counts). Above 0, the server ignores the shard
+	// selector (its ShardedListAndWatch feature gate is off): the cache is
+	// still exactly the shard, but every replica receives every object.
+	// It stays 0 while the server applies the selector. The first drop
+	// publishes a status change.
+	OutsideShard int64
+	State        State
 	// Err says what is wrong, nil when nothing is: why the informer is
 	// Failed, Pending (ErrNotServed) or Removed, or, with Synced, the
 	// namespaces of a several-namespace informer that are forbidden (the

@@ -30,6 +30,7 @@
 //	informerkit_watch_restarts_total                        counter    watches that ended while the informer ran
 //	informerkit_last_sync_timestamp_seconds                 gauge      when an informer of the resource last held a complete list (Unix time)
 //	informerkit_handler_panics_total                        counter    handler panics recovered
+//	informerkit_objects_outside_shard_total                 counter    objects sharded informers dropped: the server ignores the shard selector
 //	informerkit_informer_queued_items                       gauge      items queued in the informers' FIFOs (client-go)
 //	informerkit_informer_processing_duration_seconds        histogram  time to process one queued item (client-go)
 //	informerkit_store_resource_version                      gauge      the cache's resourceVersion, as a number (client-go)

@@ -42,6 +42,7 @@ type Metrics struct {
 	watchRestarts *prometheus.CounterVec
 	lastSync      *prometheus.GaugeVec
 	handlerPanics *prometheus.CounterVec
+	outsideShard  *prometheus.CounterVec
 	queued        *prometheus.GaugeVec
 	processing    *prometheus.HistogramVec
 	storeRV       *prometheus.GaugeVec
@@ -53,8 +54,9 @@ type Metrics struct {
 }
 
 var (
-	_ dynamicinformer.Metrics = (*Metrics)(nil)
-	_ prometheus.Collector    = (*Metrics)(nil)
+	_ dynamicinformer.Metrics      = (*Metrics)(nil)
+	_ dynamicinformer.ShardMetrics = (*informer)(nil)
+	_ prometheus.Collector         = (*Metrics)(nil)
 )
 
 // New returns a Metrics with no series yet.
@@ -92,6 +94,10 @@ func New() *Metrics {
 			Name: "informerkit_handler_panics_total",
 			Help: "Panics recovered from handlers of the resource's informers.",
 		}, gvrLabels),
+		outsideShard: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "informerkit_objects_outside_shard_total",
+			Help: "Objects the server sent to sharded informers of the resource outside their shard, dropped before the cache (the server ignores the shard selector).",
+		}, gvrLabels),
 		queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "informerkit_informer_queued_items",
 			Help: "Items queued in the FIFOs of the resource's informers (client-go).",
@@ -119,7 +125,7 @@ func New() *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.state, m.objects, m.events, m.requests, m.requestErrors, m.watchRestarts,
-		m.lastSync, m.handlerPanics, m.queued, m.processing, m.storeRV, m.wanted, m.running}
+		m.lastSync, m.handlerPanics, m.outsideShard, m.queued, m.processing, m.storeRV, m.wanted, m.running}
 }
 
 // Describe implements prometheus.Collector.
@@ -165,6 +171,7 @@ func (m *Metrics) NewInformer(st dynamicinformer.Status) dynamicinformer.Informe
 		storeRV:       m.storeRV.WithLabelValues(lv...),
 		watchRestarts: m.watchRestarts.WithLabelValues(lv...),
 		handlerPanics: m.handlerPanics.WithLabelValues(lv...),
+		outsideShard:  m.outsideShard.WithLabelValues(lv...),
 		processing:    m.processing.WithLabelValues(lv...),
 	}
 	for i, t := range eventTypes {
@@ -203,6 +210,7 @@ type informer struct {
 	storeRV       prometheus.Gauge
 	watchRestarts prometheus.Counter
 	handlerPanics prometheus.Counter
+	outsideShard  prometheus.Counter
 	processing    prometheus.Observer
 	events        [3]prometheus.Counter // by eventTypes
 
@@ -264,6 +272,9 @@ func (in *informer) Request(verb, reason string) {
 
 func (in *informer) WatchRestart() { in.watchRestarts.Inc() }
 func (in *informer) HandlerPanic() { in.handlerPanics.Inc() }
+
+// OutsideShard implements dynamicinformer.ShardMetrics.
+func (in *informer) OutsideShard(n int) { in.outsideShard.Add(float64(n)) }
 
 func (in *informer) QueuedItems(n int) {
 	in.mu.Lock()

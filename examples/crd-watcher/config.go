@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/informerkit/informerkit/shard"
 )
 
 // Exit codes (documented in README.md).
@@ -66,6 +68,7 @@ type Config struct {
 	LabelSelector string
 	FieldSelector string
 	WaitForCRDs   bool
+	Shard         string // --shard i/n; "" holds everything
 
 	// How.
 	Output        string // "text", "json", "table" or "wide"
@@ -101,6 +104,7 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.StringSliceVarP(&c.Namespaces, "namespace", "n", nil, "only these namespaces (default: all namespaces); repeatable or comma-separated")
 	fs.StringVarP(&c.LabelSelector, "selector", "l", "", "label selector (e.g. app=web,tier!=cache)")
 	fs.StringVar(&c.FieldSelector, "field-selector", "", "field selector (e.g. metadata.name=foo)")
+	fs.StringVar(&c.Shard, "shard", "", "hold only replica i of n static shards of every resource (i/n, e.g. 0/3): objects are split by a hash of their UID")
 	fs.BoolVar(&c.WaitForCRDs, "wait-for-crds", false, "wait for resources that are not served yet instead of failing; such resources must be named resource.version.group")
 	fs.StringVarP(&c.Output, "output", "o", "text", "output format: text (human-readable), json (one object per line), table (the columns kubectl get shows, from the server) or wide (table with kubectl's -o wide columns)")
 	fs.BoolVar(&c.ShowObject, "show-object", false, "with -o json: include the full object in each event")
@@ -238,6 +242,11 @@ func validate(c *Config) error {
 	}
 	if c.RequestTimeout <= 0 {
 		return usagef("--request-timeout must be positive")
+	}
+	if c.Shard != "" {
+		if _, err := shard.ParseStatic(c.Shard); err != nil {
+			return usagef("--shard: %v", err)
+		}
 	}
 	for i, g := range c.Groups {
 		if g == "core" {

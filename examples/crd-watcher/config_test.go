@@ -59,6 +59,8 @@ func TestParseArgsErrors(t *testing.T) {
 		"bad duration":         {"--duration", "soon"},
 		"negative duration":    {"--duration", "-1s"},
 		"zero request timeout": {"--request-timeout", "0"},
+		"shard not i/n":        {"--shard", "half"},
+		"shard out of range":   {"--shard", "3/3"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

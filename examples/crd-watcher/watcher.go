@@ -24,6 +24,7 @@ import (
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/prometheusmetrics"
+	"github.com/informerkit/informerkit/shard"
 )
 
 // watcher owns the factory, the informers the configuration asks for, and
@@ -60,11 +61,21 @@ type watcher struct {
 
 func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, logger logr.Logger) (*watcher, error) {
 	metrics := prometheusmetrics.New()
+	defaults := []dynamicinformer.ResourceOption{
+		dynamicinformer.WithTransform(cache.StripManagedFields),
+		dynamicinformer.WithAccessCheck(cfg.AccessCheck),
+	}
+	if cfg.Shard != "" {
+		s, err := shard.ParseStatic(cfg.Shard) // checked by validate
+		if err != nil {
+			return nil, err
+		}
+		defaults = append(defaults, dynamicinformer.WithShard(s))
+	}
 	f, err := dynamicinformer.NewForConfig(restCfg, 0,
 		dynamicinformer.WithLogger(logger),
 		dynamicinformer.WithMetrics(metrics),
-		dynamicinformer.WithDefaults(dynamicinformer.WithTransform(cache.StripManagedFields),
-			dynamicinformer.WithAccessCheck(cfg.AccessCheck)))
+		dynamicinformer.WithDefaults(defaults...))
 	if err != nil {
 		return nil, err
 	}

@@ -171,9 +171,12 @@ func (lw *ListerWatcher) SetServed(open bool, reason string, authoritative bool)
 func (lw *ListerWatcher) Relist() {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	if lw.phase != Serving {
-		return // nothing listed, or a fresh list is due anyway
+	if lw.phase != Serving && lw.phase != Relisting {
+		return // nothing listed, or the cache is being emptied
 	}
+	// Relisting with a stream open: the stream began before this call (a
+	// watch-list stream opens while a relist is due) and may carry what
+	// the call wants replaced; end it too.
 	lw.phase = Relisting
 	if lw.active != nil {
 		lw.active.relist = true

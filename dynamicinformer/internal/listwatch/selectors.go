@@ -18,7 +18,7 @@ type Funcs struct {
 
 // Selectors are what every request of an informer carries: label and
 // field selectors, then the caller's tweak function (which may override
-// them).
+// them). The shard selector is set below them (ShardFilter).
 type Selectors struct {
 	Label string
 	Field string
