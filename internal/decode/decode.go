@@ -35,6 +35,14 @@ func Object(data []byte, opts Options) (map[string]interface{}, error) {
 	return d.top()
 }
 
+// List decodes data, the JSON of a list (an object with an "items"
+// array), as Object does, applying opts to each element of the top-level
+// "items" array instead of to the list itself.
+func List(data []byte, opts Options) (map[string]interface{}, error) {
+	d := decoder{data: data, opts: opts}
+	return d.topAs(modeList)
+}
+
 // Value decodes data, any JSON value, as json.Unmarshal(data, &v) with v
 // an interface{} would under apimachinery's settings.
 func Value(data []byte) (interface{}, error) {
@@ -61,6 +69,7 @@ const (
 	modeRoot             // the top-level object
 	modeMetadata         // the object under the top-level "metadata"
 	modeAnnotations      // the object under metadata.annotations
+	modeList             // a top-level list: its "items" are objects in modeRoot
 )
 
 type decoder struct {
@@ -79,7 +88,10 @@ type decoder struct {
 	dropped bool
 }
 
-func (d *decoder) top() (map[string]interface{}, error) {
+func (d *decoder) top() (map[string]interface{}, error) { return d.topAs(modeRoot) }
+
+// topAs decodes a top-level object in mode root.
+func (d *decoder) topAs(root mode) (map[string]interface{}, error) {
 	d.skipSpace()
 	if d.pos >= len(d.data) {
 		return nil, d.eofErr()
@@ -89,7 +101,7 @@ func (d *decoder) top() (map[string]interface{}, error) {
 	var typeErr error
 	switch d.data[d.pos] {
 	case '{':
-		m, err = d.object(modeRoot)
+		m, err = d.object(root)
 	case 'n':
 		err = d.literal("null")
 	default:
@@ -165,7 +177,7 @@ func (d *decoder) value(m mode) (interface{}, error) {
 		}
 		return obj, nil
 	case '[':
-		return d.array()
+		return d.array(modePlain)
 	case '"':
 		return d.stringValue()
 	case 't':
@@ -264,6 +276,15 @@ func (d *decoder) object(m mode) (map[string]interface{}, error) {
 func (d *decoder) member(out map[string]interface{}, key string, m mode) error {
 	child := modePlain
 	switch m {
+	case modeList:
+		if key == "items" && d.data[d.pos] == '[' && (d.opts.SkipManagedFields || d.opts.SkipLastApplied) {
+			v, err := d.array(modeRoot)
+			if err != nil {
+				return err
+			}
+			out[key] = v
+			return nil
+		}
 	case modeRoot:
 		if key == "metadata" && (d.opts.SkipManagedFields || d.opts.SkipLastApplied) {
 			child = modeMetadata
@@ -309,8 +330,8 @@ func (d *decoder) annotations() (map[string]interface{}, bool, error) {
 	return ann, d.dropped, nil
 }
 
-// array decodes the array at d.pos ('[').
-func (d *decoder) array() (interface{}, error) {
+// array decodes the array at d.pos ('['), its elements in mode elem.
+func (d *decoder) array(elem mode) (interface{}, error) {
 	if err := d.push(); err != nil {
 		return nil, err
 	}
@@ -323,7 +344,7 @@ func (d *decoder) array() (interface{}, error) {
 		return []interface{}{}, nil
 	}
 	for {
-		v, err := d.value(modePlain)
+		v, err := d.value(elem)
 		if err != nil {
 			d.stack = d.stack[:base]
 			return nil, err
