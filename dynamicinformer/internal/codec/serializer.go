@@ -1,6 +1,8 @@
 package codec
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,6 +115,13 @@ func plainKind(m map[string]interface{}) (schema.GroupVersionKind, bool) {
 // non-empty string and whose apiVersion is absent or a string that parses
 // (what the wrapped serializer needs to accept the object at all).
 func stringKind(m map[string]interface{}) (schema.GroupVersionKind, bool) {
+	// client-go finds the kind with encoding/json, which matches keys
+	// case-insensitively ("Kind", "APIVERSION"): leave such objects to it.
+	for k := range m {
+		if k != "kind" && k != "apiVersion" && (strings.EqualFold(k, "kind") || strings.EqualFold(k, "apiVersion")) {
+			return schema.GroupVersionKind{}, false
+		}
+	}
 	kind, ok := m["kind"].(string)
 	if !ok || kind == "" {
 		return schema.GroupVersionKind{}, false
