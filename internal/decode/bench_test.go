@@ -8,13 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/informerkit/informerkit/internal/decode/decodetest"
 )
 
 // benchInputs are 64 distinct server-shaped objects (about 7 KB each).
 func benchInputs() [][]byte {
 	out := make([][]byte, 64)
 	for i := range out {
-		out[i] = serverObject(i)
+		out[i] = decodetest.ServerObject(i)
 	}
 	return out
 }

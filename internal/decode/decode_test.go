@@ -12,6 +12,8 @@ import (
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/informerkit/informerkit/internal/decode/decodetest"
 )
 
 // edgeCases are inputs whose decoding differs between JSON libraries:
@@ -102,7 +104,7 @@ func TestDepth(t *testing.T) {
 
 // TestSkipsAllocateNothing: the skipped fields are not built.
 func TestSkipsAllocateNothing(t *testing.T) {
-	data := serverObject(1)
+	data := decodetest.ServerObject(1)
 	full := testing.AllocsPerRun(20, func() { _, _ = Object(data, Options{}) })
 	skipped := testing.AllocsPerRun(20, func() { _, _ = Object(data, Options{SkipManagedFields: true, SkipLastApplied: true}) })
 	if skipped >= full*0.8 {
@@ -114,18 +116,18 @@ func TestSkipsAllocateNothing(t *testing.T) {
 func TestServerObjects(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		for _, opts := range allOptions {
-			checkSame(t, serverObject(i), opts)
+			checkSame(t, decodetest.ServerObject(i), opts)
 		}
 	}
 }
 
 // TestKeysInterned: two objects share their keys' bytes.
 func TestKeysInterned(t *testing.T) {
-	a, err := Object(serverObject(1), Options{})
+	a, err := Object(decodetest.ServerObject(1), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Object(serverObject(2), Options{})
+	b, err := Object(decodetest.ServerObject(2), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func FuzzDecode(f *testing.F) {
 	for _, in := range edgeCases {
 		f.Add([]byte(in), uint8(0))
 	}
-	f.Add(serverObject(7), uint8(3))
+	f.Add(decodetest.ServerObject(7), uint8(3))
 	for _, data := range projectObjects(f) {
 		f.Add(data, uint8(1))
 	}
