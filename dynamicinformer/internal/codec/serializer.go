@@ -44,6 +44,13 @@ func (n *negotiated) SupportedMediaTypes() []runtime.SerializerInfo {
 	for i, info := range infos {
 		if info.MediaType == runtime.ContentTypeJSON && info.Serializer != nil {
 			info.Serializer = &serializer{Serializer: info.Serializer, opts: n.opts}
+			if ss := info.StreamSerializer; ss != nil && ss.Serializer != nil && ss.Framer != nil {
+				info.StreamSerializer = &runtime.StreamSerializerInfo{
+					EncodesAsText: ss.EncodesAsText,
+					Serializer:    eventSerializer{ss.Serializer},
+					Framer:        framer{ss.Framer},
+				}
+			}
 		}
 		out[i] = info
 	}

@@ -2,11 +2,13 @@ package codec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -169,7 +171,11 @@ type decoded struct {
 // readWatch decodes a watch stream as client-go's rest client does
 // (framer, WatchEvent, then the object) with info.
 func readWatch(info runtime.SerializerInfo, stream []byte) []decoded {
-	fr := info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(bytes.NewReader(stream)))
+	return readWatchFrom(info, bytes.NewReader(stream))
+}
+
+func readWatchFrom(info runtime.SerializerInfo, body io.Reader) []decoded {
+	fr := info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(body))
 	dec := restclientwatch.NewDecoder(streaming.NewDecoder(fr, info.StreamSerializer.Serializer), info.Serializer)
 	var out []decoded
 	for {
@@ -204,11 +210,42 @@ func TestWatchStreamSameAsClientGo(t *testing.T) {
 		events(`{"type":"ADDED","object":{"apiVersion":"example.com/v1","metadata":{}}}`),
 		events(`{"type":"ADDED","object":`+obj(7)+`}`, `{"type":"ADDED","object":{"kind":"Widget","apiVersion":"example.com/v1","x":tru}}`),
 		events(`{"type":"ADDED","object":` + strings.TrimSuffix(obj(8), "}")),
+		events(`{"type":"ADDED","object":`+obj(9)+`}`, `x`, `{"type":"ADDED","object":`+obj(10)+`}`),
+		events(`{"type":"ADDED","object":`+obj(9)+`}`, `[1]`),
+		events(`{"type":"ADDED","object":` + obj(9) + `,}`),
+		events(`{"type":"ADDED","object":` + obj(9) + `]`),
+		events(`{"type":"ADDED","object":` + obj(9) + `, "extra": 1}`),
+		events(`{"typ\u0065":"ADDED","object":` + obj(9) + `}`),
+		events(`{"type":"ADD\u0045D","object":` + obj(9) + `}`),
+		events(`{"type":5,"object":` + obj(9) + `}`),
+		events(`{"Type":"ADDED","object":` + obj(9) + `}`),
+		events(`{"type":"ADDED","kind":"x","object":` + obj(9) + `}`),
+		events(`{"type":"ADDED","object":"a string"}`),
+		events(`{"type":"ADDED","object":`+obj(9)+`}`, `{}`),
+		events(`{"type":"ADDED","object":{"kind":"Widget","apiVersion":"example.com/v1","s":"}{]["}}`),
+		events(`{"type":"ADDED","object":{"kind":"Widget","apiVersion":"example.com/v1","s":"\"}\\"}}`),
+		events(`{"type":"ADDED","object":{"kind":"Widget","apiVersion":"example.com/v1","big":"` + strings.Repeat("x", 100000) + `"}}`),
+		[]byte(`{"type":"ADDED","object":` + obj(11) + `}{"type":"MODIFIED","object":` + obj(12) + `}  ` + "\t\r\n"),
+		[]byte(`{"type":"ADDED","object":` + obj(11) + `}` + "\x00"),
+		[]byte(""), []byte("   "), []byte(`{"type":"ADDED"`),
 	}
 	for i, s := range streams {
 		for _, opts := range allOptions {
 			base, fast := serializers(t, opts)
 			want, got := readWatch(base, s), readWatch(fast, s)
+			if slow := readWatchFrom(fast, iotest.OneByteReader(bytes.NewReader(s))); !reflect.DeepEqual(slow, got) {
+				t.Fatalf("stream %d read one byte at a time:\n got %#v\nwant %#v", i, slow, got)
+			}
+			failing := io.MultiReader(bytes.NewReader(s[:len(s)/2]), iotest.ErrReader(errors.New("connection reset")))
+			wantFail, gotFail := readWatchFrom(base, failing), readWatchFrom(fast, io.MultiReader(bytes.NewReader(s[:len(s)/2]), iotest.ErrReader(errors.New("connection reset"))))
+			for _, evs := range [][]decoded{wantFail, gotFail} {
+				for j := range evs {
+					evs[j].Obj = transformed(evs[j].Obj, opts)
+				}
+			}
+			if !reflect.DeepEqual(gotFail, wantFail) {
+				t.Fatalf("stream %d cut in the middle:\n got %#v\nwant %#v", i, gotFail, wantFail)
+			}
 			for j := range want {
 				want[j].Obj = transformed(want[j].Obj, opts)
 			}
@@ -220,4 +257,21 @@ func TestWatchStreamSameAsClientGo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzWatchStream compares a watch stream read with the fast path and
+// with client-go's: events, objects and errors. The seed corpus runs in
+// every go test.
+func FuzzWatchStream(f *testing.F) {
+	f.Add([]byte(`{"type":"ADDED","object":{"kind":"Widget","apiVersion":"x/v1","metadata":{"name":"a"}}}` + "\n" + `{"type":"DELETED","object":{"kind":"Widget","apiVersion":"x/v1"}}`))
+	f.Add([]byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","code":410,"reason":"Expired"}}`))
+	f.Add([]byte(`{"type":"BOOKMARK","object":{"kind":"Widget","apiVersion":"x/v1","metadata":{"resourceVersion":"5","annotations":{"k8s.io/initial-events-end":"true"}}}}{"type":"ADDED","object":null}`))
+	f.Add([]byte(`{"type":"ADDED","object":{"kind":"W","apiVersion":"x/v1","a":"\\\"}"}} x`))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		base, fast := serializers(t, decode.Options{})
+		want, got := readWatch(base, stream), readWatch(fast, stream)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\n got %#v\nwant %#v", clip(stream), got, want)
+		}
+	})
 }
