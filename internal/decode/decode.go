@@ -483,9 +483,9 @@ func (d *decoder) stringValue() (interface{}, error) {
 		return nil, err
 	}
 	if simple {
-		return string(raw), nil
+		return internValue(raw), nil
 	}
-	return string(unquote(raw)), nil
+	return internValue(unquote(raw)), nil
 }
 
 // key decodes the object key at d.pos, interned.

@@ -35,3 +35,35 @@ func internBytes(b []byte) string {
 	slot.Store(&s)
 	return s
 }
+
+// Short string values repeat across objects (kinds, apiVersions, condition
+// types and statuses, quantities, managers, label values): they are kept
+// as interface values in a second table of the same kind, so a repeated
+// value costs no allocation and objects share one copy.
+const (
+	valueSlots     = 1 << 13
+	maxInternValue = 32 // longer values are not interned
+)
+
+type boxedString struct {
+	s string
+	v interface{}
+}
+
+var valueTable [valueSlots]atomic.Pointer[boxedString]
+
+// internValue returns b as an interface{} holding a string, shared with
+// earlier values of the same bytes when the table still holds one.
+func internValue(b []byte) interface{} {
+	if len(b) > maxInternValue {
+		return string(b)
+	}
+	slot := &valueTable[maphash.Bytes(internSeed, b)&(valueSlots-1)]
+	if p := slot.Load(); p != nil && p.s == string(b) {
+		return p.v
+	}
+	s := string(b)
+	e := &boxedString{s: s, v: s}
+	slot.Store(e)
+	return e.v
+}
