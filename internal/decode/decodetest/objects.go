@@ -1,5 +1,3 @@
-// Package decodetest builds the JSON of server-shaped objects for tests
-// and benchmarks of decoding.
 package decodetest
 
 import (
