@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
 
 	"github.com/informerkit/informerkit/internal/decode"
@@ -93,6 +96,55 @@ func BenchmarkListBody(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/item")
+		})
+	}
+}
+
+// BenchmarkObjectCBOR measures the object step of a watch event (the
+// embedded object decoder, into nil) for the same server-shaped objects
+// in client-go's dynamic client: JSON and CBOR (which servers can send when
+// client-go's CBOR feature gates are on), beside informerkit's JSON path.
+// It answers whether CBOR through client-go's decoder would beat
+// informerkit's JSON decoder. client-go offers CBOR only with its
+// ClientsAllowCBOR feature gate: run with KUBE_FEATURE_ClientsAllowCBOR=true
+// (it skips otherwise).
+func BenchmarkObjectCBOR(b *testing.B) {
+	const n = 64
+	base, fast := serializers(b, decode.Options{})
+	var cborInfo runtime.SerializerInfo
+	for _, info := range dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer.SupportedMediaTypes() {
+		if info.MediaType == "application/cbor" {
+			cborInfo = info
+		}
+	}
+	if cborInfo.Serializer == nil {
+		b.Skip("client-go's dynamic serializer has no CBOR entry: set KUBE_FEATURE_ClientsAllowCBOR=true")
+	}
+	jsonObjs, cborObjs := make([][]byte, n), make([][]byte, n)
+	for i := range jsonObjs {
+		jsonObjs[i] = decodetest.ServerObject(i)
+		m, err := decode.Object(jsonObjs[i], decode.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := cborInfo.Serializer.Encode(&unstructured.Unstructured{Object: m}, &buf); err != nil {
+			b.Fatal(err)
+		}
+		cborObjs[i] = buf.Bytes()
+	}
+	for _, c := range []struct {
+		name string
+		dec  runtime.Decoder
+		objs [][]byte
+	}{{"client-go-json", base.Serializer, jsonObjs}, {"client-go-cbor", cborInfo.Serializer, cborObjs}, {"informerkit-json", fast.Serializer, jsonObjs}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, _, err := c.dec.Decode(c.objs[i%n], nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }
