@@ -17,7 +17,8 @@ import (
 // *unstructured.Unstructured, with interned keys, and without building
 // what the informer's transform removes anyway (metadata.managedFields
 // when the transform is cache.StripManagedFields, the last-applied
-// annotation when it is cache.DropLastAppliedConfiguration). Its results — objects, Status objects of
+// annotation when it is cache.DropLastAppliedConfiguration, alone or in a
+// cache.Chain). Its results — objects, Status objects of
 // error events, bookmarks, resourceVersions, errors — are those of
 // client-go's decoding (anything unusual is handed to client-go's codec),
 // and requests go through the same REST client machinery (transport,
@@ -53,17 +54,29 @@ func (f *Factory) listWatchClient(cfg resourceConfig) dynamic.Interface {
 // so that decoding need not build them (the transform still runs, and
 // finds nothing to remove). Func values cannot be compared, so this knows
 // transforms by identity (funcPtr): the cache package's
-// StripManagedFields and DropLastAppliedConfiguration given directly to
-// WithTransform. A cache.Chain is a closure whose members cannot be seen:
-// it decodes everything.
+// StripManagedFields and DropLastAppliedConfiguration, given directly or
+// inside a cache.Chain (cache.ChainMembers). Other closures are opaque:
+// such informers decode every field, then transform.
 func decodeOptions(t toolscache.TransformFunc) decode.Options {
-	switch funcPtr(t) {
-	case stripManagedFields:
-		return decode.Options{SkipManagedFields: true}
-	case dropLastApplied:
-		return decode.Options{SkipLastApplied: true}
+	var o decode.Options
+	var visit func(t toolscache.TransformFunc, depth int)
+	visit = func(t toolscache.TransformFunc, depth int) {
+		switch funcPtr(t) {
+		case 0:
+		case stripManagedFields:
+			o.SkipManagedFields = true
+		case dropLastApplied:
+			o.SkipLastApplied = true
+		default:
+			if depth < 8 {
+				for _, m := range ikcache.ChainMembers(t) {
+					visit(m, depth+1)
+				}
+			}
+		}
 	}
-	return decode.Options{}
+	visit(t, 0)
+	return o
 }
 
 var (

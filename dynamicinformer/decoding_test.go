@@ -19,7 +19,10 @@ func TestDecodeOptions(t *testing.T) {
 		{"StripManagedFields", ikcache.StripManagedFields, decode.Options{SkipManagedFields: true}},
 		{"DropLastAppliedConfiguration", ikcache.DropLastAppliedConfiguration, decode.Options{SkipLastApplied: true}},
 		{"other", ikcache.InternKeys, decode.Options{}},
-		{"chain", ikcache.Chain(ikcache.StripManagedFields), decode.Options{}},
+		{"chain", ikcache.Chain(ikcache.InternKeys, ikcache.StripManagedFields), decode.Options{SkipManagedFields: true}},
+		{"chain of both", ikcache.Chain(ikcache.DropLastAppliedConfiguration, nil, ikcache.StripManagedFields), decode.Options{SkipManagedFields: true, SkipLastApplied: true}},
+		{"nested chain", ikcache.Chain(ikcache.InternKeys, ikcache.Chain(ikcache.DropLastAppliedConfiguration)), decode.Options{SkipLastApplied: true}},
+		{"chain without", ikcache.Chain(ikcache.InternKeys), decode.Options{}},
 		{"closure", func(o interface{}) (interface{}, error) { return ikcache.StripManagedFields(o) }, decode.Options{}},
 	} {
 		if got := decodeOptions(c.t); got != c.want {
