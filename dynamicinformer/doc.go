@@ -104,9 +104,9 @@
 // *unstructured.Unstructured with interned keys, without building
 // metadata.managedFields or the last-applied annotation when the
 // informer's transform is cache.StripManagedFields or
-// cache.DropLastAppliedConfiguration (alone or in a cache.Chain) — with client-go's results and
-// errors, over client-go's REST client (transport, auth, rate limiting,
-// retries). WithAPIMachineryDecoding turns it off; see docs/DESIGN.md
+// cache.DropLastAppliedConfiguration (alone or in a cache.Chain) — with
+// client-go's results and errors, over client-go's REST client
+// (transport, auth, rate limiting, retries). WithAPIMachineryDecoding turns it off; see docs/DESIGN.md
 // ("Decode path") and docs/PERFORMANCE.md.
 //
 // # Metrics
