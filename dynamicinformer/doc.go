@@ -142,6 +142,18 @@
 // (800 ms, doubling to 30 s while relists come less than 2 min apart), so
 // the option is meant for periods of minutes.
 //
+// # Decoding
+//
+// Informers of a factory from NewForConfig decode list bodies and watch
+// events on their own path — each object once, in one pass, straight into
+// *unstructured.Unstructured with interned keys, without building
+// metadata.managedFields or the last-applied annotation when the
+// informer's transform is cache.StripManagedFields or
+// cache.DropLastAppliedConfiguration (alone or in a cache.Chain) — with
+// client-go's results and errors, over client-go's REST client
+// (transport, auth, rate limiting, retries). WithAPIMachineryDecoding turns it off; see docs/DESIGN.md
+// ("Decode path") and docs/PERFORMANCE.md.
+//
 // # Metrics
 //
 // WithMetrics sends what each informer does to a Metrics: its state

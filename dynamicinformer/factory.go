@@ -22,6 +22,7 @@ import (
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/access"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/gate"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
@@ -113,7 +114,11 @@ func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
-	all := append([]Option{WithDiscovery(disc), WithMetadataClient(md)}, opts...)
+	clients, err := codec.NewClients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	all := append([]Option{WithDiscovery(disc), WithMetadataClient(md), withDecodingClients(clients)}, opts...)
 	f := NewSharedInformerFactory(dyn, defaultResync, all...)
 	monitor.setOnChange(f.contactChanged)
 	return f, nil
@@ -251,7 +256,7 @@ func (f *Factory) newEntry(key string, gvr schema.GroupVersionResource, cfg reso
 		if f.client == nil {
 			return nil, ErrDynamicClientMissing
 		}
-		dyn := f.client
+		dyn := f.listWatchClient(cfg)
 		funcs = listwatch.Funcs{
 			List: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
 				return dyn.Resource(current()).Namespace(ns).List(ctx, o)

@@ -19,6 +19,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
 	"github.com/informerkit/informerkit/shard"
 )
 
@@ -66,6 +67,10 @@ type factoryConfig struct {
 	watchIdle      time.Duration
 	metrics        Metrics // nil: none (no handler added, client-go's informer metrics off)
 	maxInitial     int     // WithMaxConcurrentInitialLists; <= 0: no bound
+	// decodingClients: informers' fast decode path (NewForConfig), unless
+	// apimachineryDecoding (WithAPIMachineryDecoding).
+	decodingClients      *codec.Clients
+	apimachineryDecoding bool
 	// presenceTimings override presence's defaults (tests only).
 	presenceTimings struct{ ready, recheckMin, recheckMax time.Duration }
 	// accessBackoff overrides the access re-check back-off (tests only;

@@ -48,6 +48,9 @@ func TestBenchShort(t *testing.T) {
 	for _, k := range []string{"K=1", "K=100"} {
 		cs := k + ", N=2000"
 		for _, im := range impls {
+			if im.SyncOnly {
+				continue
+			}
 			w, ok := res.Median(RowSharing, cs, "watches", im.Name)
 			if !ok {
 				t.Errorf("%s %s: no watch count", im.Name, cs)
@@ -61,6 +64,9 @@ func TestBenchShort(t *testing.T) {
 	}
 	for _, cs := range []string{"1 handler(s), N=2000"} {
 		for _, im := range impls {
+			if im.SyncOnly {
+				continue
+			}
 			for _, m := range []string{"p50", "p99"} {
 				if v, ok := res.Median(RowLatency, cs, m, im.Name); !ok || !(v > 0) {
 					t.Errorf("%s %s %s latency = %v (recorded %v), want > 0", im.Name, cs, m, v, ok)
@@ -78,7 +84,7 @@ func TestBenchShort(t *testing.T) {
 		}
 		seen[key] = true
 		for _, im := range impls {
-			if im.Peer {
+			if im.Peer || im.SyncOnly && s.Row != RowSync {
 				continue
 			}
 			for _, p := range impls {
@@ -88,6 +94,15 @@ func TestBenchShort(t *testing.T) {
 				if x, ok := res.Ratio(s.Row, s.Case, s.Metric, im.Name, p.Name); !ok || math.IsNaN(x) || math.IsInf(x, 0) {
 					t.Errorf("no ratio %s / %s for %v", im.Name, p.Name, key)
 				}
+			}
+		}
+	}
+	// Every implementation, the limit row too, has its sync time and the
+	// client CPU it took.
+	for _, im := range impls {
+		for _, m := range []string{"sync", "client CPU"} {
+			if v, ok := res.Median(RowSync, "N=2000", m, im.Name); !ok || !(v > 0) {
+				t.Errorf("%s: initial sync %s = %v (recorded %v), want > 0", im.Name, m, v, ok)
 			}
 		}
 	}

@@ -67,6 +67,9 @@ type Impl struct {
 	Peer bool
 	// New builds an Instance on cfg.
 	New func(cfg *rest.Config) (Instance, error)
+	// SyncOnly: only the initial sync is measured (the limit row); its
+	// Instance supports Watch, Start, Synced, Len and Stop.
+	SyncOnly bool
 }
 
 // Names of the implementations DefaultImpls returns.
@@ -75,17 +78,25 @@ const (
 	InformerKitStripped = "ik StripManagedFields"
 	InformerKitCompact  = "ik CompactTransform"
 	InformerKitMetadata = "ik MetadataOnly"
-	ClientGo            = "client-go dynamicinformer"
-	ControllerRuntime   = "controller-runtime cache"
+	// InformerKitAPIMachinery is informerkit with WithAPIMachineryDecoding
+	// (client-go's decode path).
+	InformerKitAPIMachinery = "ik APIMachineryDecoding"
+	ClientGo                = "client-go dynamicinformer"
+	ControllerRuntime       = "controller-runtime cache"
 )
 
-// DefaultImpls are informerkit's factory with default options and with each
-// memory option, client-go's dynamicinformer and controller-runtime's cache
-// reading Unstructured objects.
+// DefaultImpls are informerkit's factory with default options, with each
+// memory option and with client-go's decode path, client-go's
+// dynamicinformer and controller-runtime's cache reading Unstructured
+// objects, and the limit row (LimitImpl).
 func DefaultImpls() []Impl {
 	ik := func(name string, opts ...dynamicinformer.ResourceOption) Impl {
 		return Impl{Name: name, New: func(cfg *rest.Config) (Instance, error) {
-			f, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithDefaults(opts...))
+			var fopts []dynamicinformer.Option
+			if name == InformerKitAPIMachinery {
+				fopts = append(fopts, dynamicinformer.WithAPIMachineryDecoding())
+			}
+			f, err := dynamicinformer.NewForConfig(cfg, 0, append(fopts, dynamicinformer.WithDefaults(opts...))...)
 			if err != nil {
 				return nil, err
 			}
@@ -98,8 +109,10 @@ func DefaultImpls() []Impl {
 		ik(InformerKitStripped, dynamicinformer.WithTransform(ikcache.StripManagedFields)),
 		ik(InformerKitCompact, dynamicinformer.WithTransform(ikcache.CompactTransform)),
 		ik(InformerKitMetadata, dynamicinformer.WithMetadataOnly()),
+		ik(InformerKitAPIMachinery),
 		{Name: ClientGo, Peer: true, New: newClientGo},
 		{Name: ControllerRuntime, Peer: true, New: newControllerRuntime},
+		LimitImpl(),
 	}
 }
 

@@ -141,7 +141,7 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 				if err := measureCache(ctx, cfg, c, res, im, r, n); err != nil {
 					return res, fmt.Errorf("%s N=%d: %w", im.Name, n, err)
 				}
-				if si != 0 {
+				if si != 0 || im.SyncOnly {
 					c.Progress(res)
 					continue
 				}
@@ -171,6 +171,9 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 	c.Logf("installed %d CRDs × %d objects in %v", c.ManyCRDs, c.ManyObjects, time.Since(start).Round(time.Millisecond))
 	for run := 0; run < c.Runs; run++ {
 		for _, im := range rotate(c.Impls, run) {
+			if im.SyncOnly {
+				continue
+			}
 			if err := measureMany(ctx, cfg, c, res, im, many); err != nil {
 				return res, fmt.Errorf("%s many resources: %w", im.Name, err)
 			}
@@ -225,14 +228,21 @@ func measureCache(ctx context.Context, cfg *rest.Config, c Config, res *Results,
 	if err := inst.Watch(r); err != nil {
 		return err
 	}
+	cpu := processCPU()
 	d, err := startSynced(ctx, inst)
 	if err != nil {
 		return err
 	}
+	cpu = processCPU() - cpu
 	if got := inst.Len(r); got != n {
 		return fmt.Errorf("%w: cache holds %d objects, want %d", ErrSanity, got, n)
 	}
 	res.add(RowSync, cs, "sync", "ms", im.Name, float64(d.Microseconds())/1000)
+	res.add(RowSync, cs, "client CPU", "µs/object", im.Name, float64(cpu.Microseconds())/float64(n))
+	if im.SyncOnly {
+		c.Logf("%-28s N=%-6d sync %-12v client CPU %v/object", im.Name, n, d.Round(time.Millisecond), (cpu / time.Duration(n)).Round(100*time.Nanosecond))
+		return nil
+	}
 	res.add(RowMemory, cs, "heap", "B/object", im.Name, delta(heap(), base)/float64(n))
 
 	rnd := rand.New(rand.NewSource(1))
@@ -277,8 +287,8 @@ func measureCache(ctx context.Context, cfg *rest.Config, c Config, res *Results,
 	res.add(RowQuery, cs, "Get", "µs", im.Name, get.perOp.Seconds()*1e6)
 	res.add(RowQuery, cs, "namespace List (10%)", "µs", im.Name, nsList.perOp.Seconds()*1e6)
 	res.add(RowQuery, cs, "List "+AppSelector+" (1%)", "µs", im.Name, selList.perOp.Seconds()*1e6)
-	c.Logf("%-28s N=%-6d sync %-12v heap %6.0f B/obj  get %v nsList %v selList %v", im.Name, n, d.Round(time.Millisecond),
-		delta(heap(), base)/float64(n), get.perOp, nsList.perOp, selList.perOp)
+	c.Logf("%-28s N=%-6d sync %-12v CPU %v/obj heap %6.0f B/obj  get %v nsList %v selList %v", im.Name, n, d.Round(time.Millisecond),
+		(cpu / time.Duration(n)).Round(100*time.Nanosecond), delta(heap(), base)/float64(n), get.perOp, nsList.perOp, selList.perOp)
 	return nil
 }
 

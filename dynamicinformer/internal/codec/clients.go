@@ -1,0 +1,73 @@
+package codec
+
+import (
+	"net/http"
+	"sync"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/informerkit/informerkit/internal/decode"
+)
+
+// Clients hands out dynamic clients that decode with the fast path, one
+// per decode.Options. They are built as client-go's dynamic.NewForConfig
+// builds its client (dynamic.ConfigFor, an unversioned REST client, the
+// same transport wrappers, authentication, retries and warning handler)
+// except for the serializer, and share one HTTP client and one rate
+// limiter, so together they send no more requests than one client-go
+// dynamic client would. Safe for concurrent use.
+type Clients struct {
+	cfg  *rest.Config
+	http *http.Client
+
+	mu      sync.Mutex // guards clients
+	clients map[decode.Options]dynamic.Interface
+}
+
+// NewClients prepares fast-path dynamic clients for cfg.
+func NewClients(cfg *rest.Config) (*Clients, error) {
+	config := dynamic.ConfigFor(cfg)
+	config.GroupVersion = nil
+	config.APIPath = "/if-you-see-this-search-for-the-break" // as dynamic.NewForConfigAndClient
+	if config.RateLimiter == nil {
+		qps, burst := config.QPS, config.Burst
+		if qps == 0 {
+			qps = rest.DefaultQPS
+		}
+		if burst == 0 {
+			burst = rest.DefaultBurst
+		}
+		if qps > 0 {
+			config.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+		}
+	}
+	h, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return nil, err
+	}
+	c := &Clients{cfg: config, http: h, clients: map[decode.Options]dynamic.Interface{}}
+	if _, err := c.For(decode.Options{}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// For returns the client whose decoding skips what opts says.
+func (c *Clients) For(opts decode.Options) (dynamic.Interface, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.clients[opts]; ok {
+		return d, nil
+	}
+	config := rest.CopyConfig(c.cfg)
+	config.NegotiatedSerializer = NegotiatedSerializer(config.NegotiatedSerializer, opts)
+	rc, err := rest.UnversionedRESTClientForConfigAndClient(config, c.http)
+	if err != nil {
+		return nil, err
+	}
+	d := dynamic.New(rc)
+	c.clients[opts] = d
+	return d, nil
+}

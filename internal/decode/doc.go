@@ -1,0 +1,29 @@
+// Package decode turns the JSON of one Kubernetes object into the
+// map[string]interface{} of an *unstructured.Unstructured in one pass,
+// with the results apimachinery's unstructured JSON decoding gives
+// (unstructured.UnstructuredJSONScheme, which decodes with
+// sigs.k8s.io/json's UnmarshalCaseSensitivePreserveInts):
+//
+//   - numbers without a '.' that fit an int64 become int64, every other
+//     number float64; a number out of float64's range is an error;
+//   - a key given twice keeps its last value;
+//   - escapes (\uXXXX, surrogate pairs) and invalid UTF-8 become what
+//     encoding/json makes of them (U+FFFD for each invalid byte or lone
+//     surrogate);
+//   - null is a nil interface{} (a top-level null is a nil map);
+//   - nesting deeper than 10000 arrays and objects is an error.
+//
+// Malformed input is an error of the same class as apimachinery's
+// (IsSyntaxError for bad JSON, IsTypeError for a number out of range or a
+// top level that is not an object), never a panic. Object keys are interned
+// in a process-wide, bounded table, so objects decoded by any Decoder share
+// one copy of each common key.
+//
+// Options can skip fields that a transform would remove right after
+// decoding (metadata.managedFields, the last-applied-configuration
+// annotation): they are checked for syntax but never built, and the result
+// equals decoding followed by cache.StripManagedFields or
+// cache.DropLastAppliedConfiguration.
+//
+// Functions here start no goroutines and keep no reference to the input.
+package decode

@@ -1,0 +1,110 @@
+package decode
+
+// WatchEvent splits data, the JSON of one watch event as an API server
+// writes it ({"type":"ADDED","object":{...}}, members in either order),
+// into its type and the bytes of its object (nil for null or absent),
+// without decoding the object. ok is false when data is valid JSON but not
+// exactly that shape (another or a repeated member, an escaped key, a type
+// that is not a string without escapes): such events are for a general
+// decoder. err is a *SyntaxError when data is not one valid JSON value;
+// numbers are not checked for range (the object's decoder does that).
+// object shares data's bytes.
+func WatchEvent(data []byte) (typ string, object []byte, ok bool, err error) {
+	d := decoder{data: data}
+	d.skipSpace()
+	if d.pos >= len(data) || data[d.pos] != '{' {
+		if err := d.check(); err != nil {
+			return "", nil, false, err
+		}
+		return "", nil, false, nil
+	}
+	ok = true
+	seenType, seenObject := false, false
+	d.pos++
+	d.depth++
+	d.skipSpace()
+	if d.pos < len(data) && data[d.pos] == '}' {
+		d.pos++
+		return "", nil, false, d.end()
+	}
+	for {
+		if d.pos >= len(data) {
+			return "", nil, false, d.eofErr()
+		}
+		if data[d.pos] != '"' {
+			return "", nil, false, d.syntaxErr("looking for beginning of object key string")
+		}
+		key, simple, err := d.scanString()
+		if err != nil {
+			return "", nil, false, err
+		}
+		d.skipSpace()
+		if d.pos >= len(data) {
+			return "", nil, false, d.eofErr()
+		}
+		if data[d.pos] != ':' {
+			return "", nil, false, d.syntaxErr("after object key")
+		}
+		d.pos++
+		d.skipSpace()
+		vstart := d.pos
+		if err := d.skip(); err != nil {
+			return "", nil, false, err
+		}
+		value := data[vstart:d.pos]
+		switch {
+		case !simple:
+			ok = false
+		case string(key) == "type" && !seenType:
+			seenType = true
+			if len(value) < 2 || value[0] != '"' {
+				ok = false
+				break
+			}
+			raw, simpleValue, _ := (&decoder{data: value}).scanString()
+			if !simpleValue {
+				ok = false
+				break
+			}
+			typ = string(raw)
+		case string(key) == "object" && !seenObject:
+			seenObject = true
+			if string(value) != "null" {
+				object = value
+			}
+		default:
+			ok = false
+		}
+		d.skipSpace()
+		if d.pos >= len(data) {
+			return "", nil, false, d.eofErr()
+		}
+		switch data[d.pos] {
+		case ',':
+			d.pos++
+			d.skipSpace()
+			continue
+		case '}':
+			d.pos++
+		default:
+			return "", nil, false, d.syntaxErr("after object key:value pair")
+		}
+		break
+	}
+	if err := d.end(); err != nil {
+		return "", nil, false, err
+	}
+	if !ok {
+		return "", nil, false, nil
+	}
+	return typ, object, true, nil
+}
+
+// check reports whether d.data is one valid JSON value (syntax only).
+func (d *decoder) check() error {
+	d.skipSpace()
+	if err := d.skip(); err != nil {
+		return err
+	}
+	return d.end()
+}
