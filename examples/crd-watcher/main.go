@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if err != nil {
 				return failed(ctx, stderr, err)
 			}
-			if code := startWatching(ctx, w, cfg, out, stderr); code >= 0 {
+			if code := startWatching(ctx, w, cfg, out, stderr, true); code >= 0 {
 				return code
 			}
 			if err := runDemo(ctx, c, w); err != nil && ctx.Err() == nil {
@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "crd-watcher: %v\n", err)
 			return exitError
 		}
-		if code := startWatching(ctx, w, cfg, out, stderr); code >= 0 {
+		if code := startWatching(ctx, w, cfg, out, stderr, false); code >= 0 {
 			return code
 		}
 		return waitForEnd(ctx, w, stderr)
@@ -115,10 +115,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// startWatching resolves the resources, starts the informers, the progress
-// reporter, the metrics server and the SIGUSR1 status table. It returns -1
-// when everything runs, else an exit code.
-func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, stderr io.Writer) int {
+// startWatching joins the shard group (--shard-group), resolves the
+// resources, starts the informers, the progress reporter, the metrics
+// server and the SIGUSR1 status table. It returns -1 when everything
+// runs, else an exit code.
+func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, stderr io.Writer, demo bool) int {
+	if err := w.joinGroup(ctx, demo); err != nil {
+		if ctx.Err() != nil {
+			out.info("interrupted while joining shard group %s", cfg.ShardGroup)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "crd-watcher: %v\n", err)
+		return exitError
+	}
 	if err := w.setup(ctx); err != nil {
 		if ctx.Err() != nil {
 			out.info("interrupted while starting")
