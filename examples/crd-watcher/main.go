@@ -142,7 +142,7 @@ func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, s
 	}
 	if cfg.MetricsAddr != "" {
 		m, err := startMetrics(cfg.MetricsAddr, health{
-			informers: w.metrics, statuses: w.factory.Statuses, counts: w.counts, contactErr: w.contactErr, lastContact: w.lastContact,
+			informers: w.metrics, statuses: w.factory.Statuses, counts: w.counts, contactErr: w.contactErr, lastContact: w.lastContact, group: w.group,
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "crd-watcher: --metrics-addr: %v\n", err)

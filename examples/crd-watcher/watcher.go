@@ -622,15 +622,26 @@ func (w *watcher) joinGroup(ctx context.Context, demo bool) error {
 	return nil
 }
 
-// groupLine is the status table's line about the shard group; "" without
-// --shard-group.
-func (w *watcher) groupLine() string {
+// group is the shard group as last seen; nil without --shard-group or
+// before the first report.
+func (w *watcher) group() *groupView {
 	w.groupMu.Lock()
 	defer w.groupMu.Unlock()
 	if w.groupView == nil {
+		return nil
+	}
+	v := *w.groupView
+	return &v
+}
+
+// groupLine is the status table's line about the shard group; "" without
+// --shard-group.
+func (w *watcher) groupLine() string {
+	v := w.group()
+	if v == nil {
 		return ""
 	}
-	return "shard " + w.groupView.String()
+	return "shard " + v.String()
 }
 
 // shutdown stops every informer and, if they were started, prints the
