@@ -89,10 +89,10 @@ func TestConfigFileShardKeys(t *testing.T) {
 
 func TestDefaultShardIdentity(t *testing.T) {
 	for host, want := range map[string]string{
-		"watcher-7d9f":      "watcher-7d9f-42",
-		"Laptop.Local":      "laptop.local-42",
+		"watcher-7d9f":     "watcher-7d9f-42",
+		"Laptop.Local":     "laptop.local-42",
 		"weird_host name!": "weird-host-name-42",
-		"":                  "replica-42",
+		"":                 "replica-42",
 	} {
 		got := defaultShardIdentity(host, 42)
 		if got != want {
@@ -177,5 +177,27 @@ func TestStatusTableShowsShards(t *testing.T) {
 	p.status(crontabs, dynamicinformer.Syncing)
 	if want := "crontabs.v1.stable.example.com Syncing → Synced (17 objects, shard 25.0% of uid, 1 range)"; !strings.Contains(out.String(), want) {
 		t.Errorf("STATUS line %q lacks %q", out.String(), want)
+	}
+}
+
+func TestDefaultShardNamespace(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts:
+- {name: with-ns, context: {cluster: c, user: u, namespace: ops}}
+- {name: without, context: {cluster: c, user: u}}
+current-context: with-ns
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := defaultShardNamespace(&Config{Kubeconfig: kc}); got != "ops" {
+		t.Errorf("current context with namespace ops: %q", got)
+	}
+	if got := defaultShardNamespace(&Config{Kubeconfig: kc, Context: "without"}); got != "default" {
+		t.Errorf("context without a namespace: %q, want default", got)
 	}
 }
