@@ -43,6 +43,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"point the watcher at a cluster, or add --demo to watch on the embedded demo server\n", homeKubeconfig())
 		return exitError
 	}
+	if demo && cfg.Shard != "" {
+		// The demo waits for the event of every step; a static shard holds
+		// only some of the objects. (A --shard-group of one holds all.)
+		fmt.Fprintf(stderr, "crd-watcher: --shard holds only part of the objects and the demo waits for every one of its events: use --shard with a cluster\n(see crd-watcher --help)\n")
+		return exitUsage
+	}
 	if !demo && len(cfg.Resources) == 0 && !cfg.All {
 		fmt.Fprintf(stderr, "crd-watcher: nothing to watch: name resources with --resource (or resources: in --config), or watch every resource with --all\n(see crd-watcher --help)\n")
 		return exitUsage

@@ -201,3 +201,13 @@ current-context: with-ns
 		t.Errorf("context without a namespace: %q, want default", got)
 	}
 }
+
+func TestDemoRefusesStaticShard(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"--demo", "--shard", "0/2"}, &out, &errb); code != exitUsage {
+		t.Fatalf("exit %d, want %d; stderr %s", code, exitUsage, errb.String())
+	}
+	if !strings.Contains(errb.String(), "--shard holds only part of the objects") {
+		t.Errorf("stderr: %s", errb.String())
+	}
+}

@@ -60,6 +60,7 @@ type watcher struct {
 
 	groupMu   sync.Mutex // guards groupView
 	groupView *groupView // the group as last seen; nil before the first report
+	stopGroup func()     // ends the group reporter and waits for it; nil without a group
 
 	removeStatus func()
 	stopContact  context.CancelFunc // ends the contact monitor; nil before start
@@ -613,12 +614,18 @@ func (w *watcher) joinGroup(ctx context.Context, demo bool) error {
 		return err
 	}
 	w.member = m
-	go followGroup(ctx, w.cfg, m, func(v groupView) {
-		w.groupMu.Lock()
-		w.groupView = &v
-		w.groupMu.Unlock()
-		w.out.shardGroup(v)
-	})
+	gctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w.stopGroup = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		followGroup(gctx, w.cfg, m, func(v groupView) {
+			w.groupMu.Lock()
+			w.groupView = &v
+			w.groupMu.Unlock()
+			w.out.shardGroup(v)
+		})
+	}()
 	return nil
 }
 
@@ -652,6 +659,7 @@ func (w *watcher) groupLine() string {
 // lets them go.
 func (w *watcher) shutdown() {
 	if w.member != nil {
+		w.stopGroup() // no SHARD lines about the leave itself
 		leaveGroup(w.cfg, w.member, w.out)
 	}
 	if w.started.IsZero() {
