@@ -46,6 +46,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	demo := noCluster(cfg, os.Getenv, fileExists)
+	if demo && cfg.Shard != "" {
+		// The demo waits for findings on every object; a static shard
+		// audits only some. (A --shard-group of one holds all.)
+		fmt.Fprintf(stderr, "audit-controller: --shard audits only part of the objects and the demo waits for all of them: use --shard with a cluster\n")
+		return exitUsage
+	}
 	if demo {
 		demoDefaults(cfg)
 	}

@@ -72,6 +72,16 @@ func TestParseArgsShardErrors(t *testing.T) {
 	}
 }
 
+func TestDemoRefusesStaticShard(t *testing.T) {
+	var out, errb syncBuffer
+	if code := run(t.Context(), []string{"--demo", "--shard", "0/2"}, &out, &errb); code != exitUsage {
+		t.Fatalf("exit %d, want %d; stderr %s", code, exitUsage, errb.String())
+	}
+	if !strings.Contains(errb.String(), "--shard audits only part") {
+		t.Errorf("stderr: %s", errb.String())
+	}
+}
+
 // TestShardedAuditors runs two auditors with --shard 0/2 and 1/2, then one
 // with --shard-group, against a control plane: each static replica audits
 // exactly the objects whose UID hashes into its shard (its own summary
