@@ -90,6 +90,8 @@ func selectorContains(t *testing.T, sel string, h uint64) bool {
 	return false
 }
 
+var shardRuns int // runs of TestE2EShardGroup in this process
+
 func TestE2EShardGroup(t *testing.T) {
 	cp := controlPlane(t)
 	ctx := context.Background()
@@ -97,7 +99,8 @@ func TestE2EShardGroup(t *testing.T) {
 	if err := cp.InstallCRD(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	const ns = "e2e-shard"
+	shardRuns++ // a namespace per run: -count=N reuses the control plane
+	ns := fmt.Sprintf("e2e-shard-%d", shardRuns)
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +130,7 @@ func TestE2EShardGroup(t *testing.T) {
 		return slices.Equal(v.group.Members, []string{"a"}) && len(v.held) == n
 	})
 	b := startWatcher(t, args("b")...)
+	joined := time.Now()
 
 	// Converged: both see [a b], each holds only objects of its shard,
 	// together every object exactly once.
@@ -154,7 +158,7 @@ func TestE2EShardGroup(t *testing.T) {
 	for {
 		va, vb := viewOf(t, a), viewOf(t, b)
 		if last = check(va, vb); last == nil {
-			t.Logf("converged: a holds %d (%.1f%% of the keyspace), b holds %d (%.1f%%)", len(va.held), 100*va.group.Fraction, len(vb.held), 100*vb.group.Fraction)
+			t.Logf("converged %s after b started: a holds %d (%.1f%% of the keyspace), b holds %d (%.1f%%)", roundDuration(time.Since(joined)), len(va.held), 100*va.group.Fraction, len(vb.held), 100*vb.group.Fraction)
 			if len(va.held) == 0 || len(vb.held) == 0 {
 				t.Errorf("one member holds nothing: a %d, b %d", len(va.held), len(vb.held))
 			}
@@ -171,11 +175,12 @@ func TestE2EShardGroup(t *testing.T) {
 	if err := a.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	a.waitStderr(t, regexp.MustCompile(`^shard group pieces \(Leases in e2e-shard\): 2 members \[a b\]; this replica a holds`), time.Minute)
+	a.waitStderr(t, regexp.MustCompile(`^shard group pieces \(Leases in `+ns+`\): 2 members \[a b\]; this replica a holds`), time.Minute)
 	a.waitStderr(t, regexp.MustCompile(`pieces\.v1\.shard\.e2e\.example\.com\s+Synced\s+\d+\s+\d+\.\d% of uid, \d+ ranges?`), time.Minute)
 
 	// b leaves (SIGTERM): it hands its objects to a and exits 0; a then
 	// holds all of them.
+	left := time.Now()
 	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +192,7 @@ func TestE2EShardGroup(t *testing.T) {
 	waitView(t, a, "a holds all 60 again after b left", func(v watcherView) bool {
 		return slices.Equal(v.group.Members, []string{"a"}) && v.group.Fraction == 1 && len(v.held) == n
 	})
+	t.Logf("a holds all %d objects %s after b got SIGTERM", n, roundDuration(time.Since(left)))
 	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
