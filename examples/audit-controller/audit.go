@@ -22,6 +22,7 @@ import (
 	"github.com/informerkit/informerkit/controller"
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/shard/membership"
 )
 
 // audit wires the pieces: the informer factory, the controller with the
@@ -45,12 +46,15 @@ type audit struct {
 	written atomic.Uint64  // the auditor version of the last summary written
 }
 
-func newAudit(restCfg *rest.Config, cfg *Config, rules ruleSet, log logr.Logger, info io.Writer) (*audit, error) {
+// member, with --shard-group, is the replica's membership: every informer
+// follows its shard.
+func newAudit(restCfg *rest.Config, cfg *Config, rules ruleSet, log logr.Logger, info io.Writer, member *membership.Member) (*audit, error) {
 	m := newMetrics()
 	factory, err := dynamicinformer.NewForConfig(restCfg, 0,
 		dynamicinformer.WithLogger(log.WithName("informers")),
 		dynamicinformer.WithRediscoveryInterval(2*time.Second),
-		dynamicinformer.WithMetrics(m.informers))
+		dynamicinformer.WithMetrics(m.informers),
+		dynamicinformer.WithDefaults(shardOptions(cfg, member)...))
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
+
+	"github.com/informerkit/informerkit/shard"
+	"github.com/informerkit/informerkit/shard/membership"
 )
 
 // Exit codes (documented in README.md).
@@ -67,6 +70,14 @@ type Config struct {
 	SummaryName      string
 	SummaryInterval  time.Duration
 
+	// Sharding: --shard i/n, or --shard-group (Lease membership).
+	Shard              string
+	ShardGroup         string
+	ShardNamespace     string
+	ShardIdentity      string
+	ShardLeaseDuration time.Duration
+	shard              shard.Shard // parsed --shard
+
 	Workers     int
 	MetricsAddr string
 	Duration    time.Duration
@@ -107,6 +118,11 @@ func parseArgs(args []string, stdout io.Writer) (*Config, error) {
 	fs.StringVar(&c.SummaryNamespace, "summary-namespace", "default", "namespace of the summary ConfigMap")
 	fs.StringVar(&c.SummaryName, "summary-name", "audit-summary", "name of the summary ConfigMap")
 	fs.DurationVar(&c.SummaryInterval, "summary-interval", 2*time.Second, "how often the summary is written when it changed")
+	fs.StringVar(&c.Shard, "shard", "", "audit only replica i of n static shards of every resource (i/n, e.g. 0/3), split by a hash of the object's UID")
+	fs.StringVar(&c.ShardGroup, "shard-group", "", "share the objects with the other replicas of this group, agreed on Leases in --shard-namespace (exclusive with --shard)")
+	fs.StringVar(&c.ShardNamespace, "shard-namespace", "", "with --shard-group: namespace of the group's Leases (default: the kubeconfig context's or the pod's namespace, else \"default\")")
+	fs.StringVar(&c.ShardIdentity, "shard-identity", "", "with --shard-group: this replica's unique name in the group (default: host name and process id)")
+	fs.DurationVar(&c.ShardLeaseDuration, "shard-lease-duration", membership.DefaultLeaseDuration, "with --shard-group: a replica not renewing its Lease for this long is dead; the others take its objects")
 	fs.IntVar(&c.Workers, "workers", 2, "reconcile workers")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address (e.g. :9090)")
 	fs.DurationVar(&c.Duration, "duration", 0, "exit 0 after this long (default: until SIGINT/SIGTERM; demo: until done)")
@@ -150,6 +166,9 @@ func parseArgs(args []string, stdout io.Writer) (*Config, error) {
 	}
 	if c.SummaryInterval <= 0 {
 		return nil, usagef("--summary-interval must be positive")
+	}
+	if err := validateShard(c, fs.Changed("summary-name")); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

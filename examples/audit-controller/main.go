@@ -18,12 +18,15 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/informerkit/informerkit/shard/membership"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
@@ -43,6 +46,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	demo := noCluster(cfg, os.Getenv, fileExists)
+	if demo && cfg.Shard != "" {
+		// The demo waits for findings on every object; a static shard
+		// audits only some. (A --shard-group of one holds all.)
+		fmt.Fprintf(stderr, "audit-controller: --shard audits only part of the objects and the demo waits for all of them: use --shard with a cluster\n")
+		return exitUsage
+	}
 	if demo {
 		demoDefaults(cfg)
 	}
@@ -91,11 +100,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "auditing %s\n", restCfg.Host)
 	}
 
-	a, err := newAudit(restCfg, cfg, rules, logger, stderr)
+	member, err := joinShardGroup(ctx, cfg, restCfg, demo, stderr)
 	if err != nil {
 		return failed(ctx, stderr, err)
 	}
+	a, err := newAudit(restCfg, cfg, rules, logger, stderr, member)
+	if err != nil {
+		leaveShardGroup(cfg, member, stderr)
+		return failed(ctx, stderr, err)
+	}
 	if err := a.setup(ctx); err != nil {
+		leaveShardGroup(cfg, member, stderr)
 		_ = a.stop()
 		fmt.Fprintf(stderr, "audit-controller: %v\n", err)
 		var ue *usageError
@@ -107,13 +122,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.MetricsAddr != "" {
 		addr, err := a.metrics.serve(ctx, cfg.MetricsAddr)
 		if err != nil {
+			leaveShardGroup(cfg, member, stderr)
 			_ = a.stop()
 			fmt.Fprintf(stderr, "audit-controller: --metrics-addr: %v\n", err)
 			return exitUsage
 		}
 		fmt.Fprintf(stderr, "metrics: serving /metrics and /healthz on http://%s\n", addr)
 	}
-	a.start(ctx)
+	// The informers run until a.stop, not until ctx ends: with
+	// --shard-group they must hold this replica's objects until the others
+	// do (leaveShardGroup).
+	a.start(context.WithoutCancel(ctx))
 
 	code := exitOK
 	if demo {
@@ -124,6 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		<-ctx.Done()
 	}
+	leaveShardGroup(cfg, member, stderr)
 	if err := a.stop(); err != nil {
 		fmt.Fprintf(stderr, "audit-controller: shutdown: %v\n", err)
 		code = exitError
@@ -133,6 +153,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, r.String())
 	}
 	return code
+}
+
+// joinShardGroup joins --shard-group (nil without it).
+func joinShardGroup(ctx context.Context, cfg *Config, restCfg *rest.Config, demo bool, stderr io.Writer) (*membership.Member, error) {
+	if cfg.ShardGroup == "" {
+		return nil, nil
+	}
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	m, err := joinGroup(ctx, cfg, kube, demo)
+	if err != nil {
+		return nil, err
+	}
+	s, _ := m.Current()
+	fmt.Fprintf(stderr, "shard group %s (Leases in %s): joined as %s, members %v, holding %.1f%% of the keyspace\n",
+		cfg.ShardGroup, cfg.ShardNamespace, m.Identity(), m.Members(), 100*s.Size())
+	return m, nil
+}
+
+// leaveShardGroup leaves the group gracefully, while the informers still
+// run: the others take this replica's objects over before it lets them
+// go. It waits at most 2 × --shard-lease-duration and 10 s more.
+func leaveShardGroup(cfg *Config, m *membership.Member, stderr io.Writer) {
+	if m == nil {
+		return
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.ShardLeaseDuration+10*time.Second)
+	defer cancel()
+	if err := m.Leave(ctx); err != nil {
+		fmt.Fprintf(stderr, "shard group %s: left without a clean hand-over after %s: %v\n", cfg.ShardGroup, time.Since(start).Round(time.Millisecond), err)
+		return
+	}
+	fmt.Fprintf(stderr, "shard group %s: left after %s\n", cfg.ShardGroup, time.Since(start).Round(time.Millisecond))
 }
 
 // loadConfig loads the client configuration as kubectl does.

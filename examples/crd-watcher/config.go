@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/informerkit/informerkit/shard"
+	"github.com/informerkit/informerkit/shard/membership"
 )
 
 // Exit codes (documented in README.md).
@@ -70,6 +71,12 @@ type Config struct {
 	WaitForCRDs   bool
 	Shard         string // --shard i/n; "" holds everything
 
+	// Dynamic sharding (--shard-group): replicas agree on Leases.
+	ShardGroup         string
+	ShardNamespace     string // "" until defaultShardNamespace fills it in
+	ShardIdentity      string // "" until defaultShardIdentity fills it in
+	ShardLeaseDuration time.Duration
+
 	// How.
 	Output        string // "text", "json", "table" or "wide"
 	ShowObject    bool
@@ -105,6 +112,10 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.StringVarP(&c.LabelSelector, "selector", "l", "", "label selector (e.g. app=web,tier!=cache)")
 	fs.StringVar(&c.FieldSelector, "field-selector", "", "field selector (e.g. metadata.name=foo)")
 	fs.StringVar(&c.Shard, "shard", "", "hold only replica i of n static shards of every resource (i/n, e.g. 0/3): objects are split by a hash of their UID")
+	fs.StringVar(&c.ShardGroup, "shard-group", "", "share every resource with the other replicas of this shard group: replicas hold a Lease each (in --shard-namespace) and divide the objects by consistent hashing of their UID, following replicas that join and leave (exclusive with --shard)")
+	fs.StringVar(&c.ShardNamespace, "shard-namespace", "", "with --shard-group: the namespace of the group's Leases (default: the namespace of the kubeconfig context, or in a pod its own namespace, else \"default\")")
+	fs.StringVar(&c.ShardIdentity, "shard-identity", "", "with --shard-group: this replica's name in the group, unique among live replicas (default: host name and process id)")
+	fs.DurationVar(&c.ShardLeaseDuration, "shard-lease-duration", membership.DefaultLeaseDuration, "with --shard-group: a replica that has not renewed its Lease for this long is dead and its objects go to the others (renewed every third of it)")
 	fs.BoolVar(&c.WaitForCRDs, "wait-for-crds", false, "wait for resources that are not served yet instead of failing; such resources must be named resource.version.group")
 	fs.StringVarP(&c.Output, "output", "o", "text", "output format: text (human-readable), json (one object per line), table (the columns kubectl get shows, from the server) or wide (table with kubectl's -o wide columns)")
 	fs.BoolVar(&c.ShowObject, "show-object", false, "with -o json: include the full object in each event")
@@ -193,7 +204,8 @@ var fileKeyFlags = map[string]string{
 	"labelSelector": "selector", "fieldSelector": "field-selector", "waitForCRDs": "wait-for-crds",
 	"output": "output", "showObject": "show-object", "metricsAddr": "metrics-addr", "duration": "duration",
 	"requestTimeout": "request-timeout", "exitOnFailure": "exit-on-failure", "verbose": "verbose",
-	"accessCheck": "access-check",
+	"accessCheck": "access-check", "shard": "shard", "shardGroup": "shard-group", "shardNamespace": "shard-namespace",
+	"shardIdentity": "shard-identity", "shardLeaseDuration": "shard-lease-duration",
 }
 
 // mergeConfig copies the settings the file set into c where the flag was
@@ -247,6 +259,9 @@ func validate(c *Config) error {
 		if _, err := shard.ParseStatic(c.Shard); err != nil {
 			return usagef("--shard: %v", err)
 		}
+	}
+	if err := validateShardGroup(c); err != nil {
+		return err
 	}
 	for i, g := range c.Groups {
 		if g == "core" {

@@ -43,6 +43,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"point the watcher at a cluster, or add --demo to watch on the embedded demo server\n", homeKubeconfig())
 		return exitError
 	}
+	if demo && cfg.Shard != "" {
+		// The demo waits for the event of every step; a static shard holds
+		// only some of the objects. (A --shard-group of one holds all.)
+		fmt.Fprintf(stderr, "crd-watcher: --shard holds only part of the objects and the demo waits for every one of its events: use --shard with a cluster\n(see crd-watcher --help)\n")
+		return exitUsage
+	}
 	if !demo && len(cfg.Resources) == 0 && !cfg.All {
 		fmt.Fprintf(stderr, "crd-watcher: nothing to watch: name resources with --resource (or resources: in --config), or watch every resource with --all\n(see crd-watcher --help)\n")
 		return exitUsage
@@ -72,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if err != nil {
 				return failed(ctx, stderr, err)
 			}
-			if code := startWatching(ctx, w, cfg, out, stderr); code >= 0 {
+			if code := startWatching(ctx, w, cfg, out, stderr, true); code >= 0 {
 				return code
 			}
 			if err := runDemo(ctx, c, w); err != nil && ctx.Err() == nil {
@@ -101,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "crd-watcher: %v\n", err)
 			return exitError
 		}
-		if code := startWatching(ctx, w, cfg, out, stderr); code >= 0 {
+		if code := startWatching(ctx, w, cfg, out, stderr, false); code >= 0 {
 			return code
 		}
 		return waitForEnd(ctx, w, stderr)
@@ -115,10 +121,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// startWatching resolves the resources, starts the informers, the progress
-// reporter, the metrics server and the SIGUSR1 status table. It returns -1
-// when everything runs, else an exit code.
-func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, stderr io.Writer) int {
+// startWatching joins the shard group (--shard-group), resolves the
+// resources, starts the informers, the progress reporter, the metrics
+// server and the SIGUSR1 status table. It returns -1 when everything
+// runs, else an exit code.
+func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, stderr io.Writer, demo bool) int {
+	if err := w.joinGroup(ctx, demo); err != nil {
+		if ctx.Err() != nil {
+			out.info("interrupted while joining shard group %s", cfg.ShardGroup)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "crd-watcher: %v\n", err)
+		return exitError
+	}
 	if err := w.setup(ctx); err != nil {
 		if ctx.Err() != nil {
 			out.info("interrupted while starting")
@@ -133,7 +148,7 @@ func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, s
 	}
 	if cfg.MetricsAddr != "" {
 		m, err := startMetrics(cfg.MetricsAddr, health{
-			informers: w.metrics, statuses: w.factory.Statuses, counts: w.counts, contactErr: w.contactErr, lastContact: w.lastContact,
+			informers: w.metrics, statuses: w.factory.Statuses, counts: w.counts, contactErr: w.contactErr, lastContact: w.lastContact, group: w.group,
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "crd-watcher: --metrics-addr: %v\n", err)

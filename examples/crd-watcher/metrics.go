@@ -75,6 +75,41 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+var (
+	shardFractionDesc = prometheus.NewDesc("informerkit_shard_keyspace_fraction",
+		"Part of the keyspace (0 to 1) the informer's shard covers; absent for informers that are not sharded (--shard, --shard-group).",
+		[]string{"group", "version", "resource"}, nil)
+	shardMembersDesc = prometheus.NewDesc("informerkit_shard_group_members",
+		"Live members of the shard group as this replica sees them (--shard-group).", []string{"shard_group"}, nil)
+)
+
+// shardCollector exports each sharded informer's part of the keyspace and,
+// with --shard-group, the group's size.
+type shardCollector struct {
+	statuses func() []dynamicinformer.Status
+	group    func() *groupView // nil func or nil view: no group
+}
+
+// Describe implements prometheus.Collector.
+func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- shardFractionDesc
+	ch <- shardMembersDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.statuses() {
+		if f, _, _, ok := selectorSummary(st.Shard); ok {
+			ch <- prometheus.MustNewConstMetric(shardFractionDesc, prometheus.GaugeValue, f, st.GVR.Group, st.GVR.Version, st.GVR.Resource)
+		}
+	}
+	if c.group != nil {
+		if v := c.group(); v != nil {
+			ch <- prometheus.MustNewConstMetric(shardMembersDesc, prometheus.GaugeValue, float64(len(v.Members)), v.Group)
+		}
+	}
+}
+
 // registry is what /metrics serves: the library's informer metrics
 // (informer states, objects cached, requests, ...: package
 // prometheusmetrics), the events the watcher printed, contact with the API
@@ -84,6 +119,7 @@ func registry(h health) *prometheus.Registry {
 	reg.MustRegister(
 		h.informers,
 		h.counts,
+		shardCollector{statuses: h.statuses, group: h.group},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "informerkit_server_contact",
 			Help: "1 while the API server answers the watcher, 0 while it cannot be reached.",
@@ -136,6 +172,7 @@ type health struct {
 	counts      *counters
 	contactErr  func([]dynamicinformer.Status) error
 	lastContact func([]dynamicinformer.Status) time.Time
+	group       func() *groupView // the shard group as last seen (nil: none)
 }
 
 // metricsServer serves /metrics, /healthz and /readyz.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -51,7 +52,28 @@ type jsonStatus struct {
 	Namespaces    []string `json:"namespaces,omitempty"`
 	LabelSelector string   `json:"labelSelector,omitempty"`
 	FieldSelector string   `json:"fieldSelector,omitempty"`
+	// Shard is the informer's shard selector ("" when not sharded),
+	// ShardFraction the part of the keyspace it covers, OutsideShard the
+	// objects the server sent outside it (> 0: the server ignores shard
+	// selectors and the watcher filters them itself).
+	Shard         string   `json:"shard,omitempty"`
+	ShardFraction *float64 `json:"shardFraction,omitempty"`
+	OutsideShard  int64    `json:"outsideShard,omitempty"`
 	Final         bool     `json:"final,omitempty"`
+}
+
+// jsonShardGroup is one line of -o json output when the shard group, as
+// this replica sees it, changes (--shard-group).
+type jsonShardGroup struct {
+	Time      string   `json:"time"`
+	Type      string   `json:"type"` // always "SHARD"
+	Group     string   `json:"group"`
+	Namespace string   `json:"namespace"`
+	Identity  string   `json:"identity"`
+	Members   []string `json:"members"`
+	Fraction  float64  `json:"fraction"`
+	Ranges    int      `json:"ranges"`
+	Selector  string   `json:"selector"`
 }
 
 // jsonContact is one line of -o json output when contact with the API
@@ -203,7 +225,10 @@ func (p *printer) statusLine(st dynamicinformer.Status, prev dynamicinformer.Sta
 			Group: st.GVR.Group, Version: st.GVR.Version, Resource: st.GVR.Resource,
 			State: string(st.State), Reason: st.Reason, Objects: st.Objects,
 			Namespaces: st.Namespaces, LabelSelector: st.LabelSelector, FieldSelector: st.FieldSelector,
-			Final: final,
+			Shard: st.Shard, OutsideShard: st.OutsideShard, Final: final,
+		}
+		if f, _, _, ok := selectorSummary(st.Shard); ok {
+			js.ShardFraction = &f
 		}
 		if st.Err != nil {
 			js.Error = statusDetail(st)
@@ -215,7 +240,11 @@ func (p *printer) statusLine(st dynamicinformer.Status, prev dynamicinformer.Sta
 	if prev != "" && prev != st.State {
 		line += string(prev) + " → "
 	}
-	line += fmt.Sprintf("%s (%d objects)", st.State, st.Objects)
+	if st.Shard != "" {
+		line += fmt.Sprintf("%s (%d objects, shard %s)", st.State, st.Objects, shardCell(st.Shard))
+	} else {
+		line += fmt.Sprintf("%s (%d objects)", st.State, st.Objects)
+	}
 	if d := statusDetail(st); d != "" {
 		line += ": " + d
 	}
@@ -236,6 +265,20 @@ func (p *printer) contact(server, text string, down time.Duration) {
 		p.writeJSON(jsonContact{
 			Time: now.UTC().Format(time.RFC3339Nano), Type: "CONTACT", Server: server,
 			Contact: text == "", Error: text, DownSeconds: down.Seconds(),
+		})
+	}
+}
+
+// shardGroup reports the shard group as this replica now sees it: a
+// line on stderr in both modes, and a SHARD record in JSON mode.
+func (p *printer) shardGroup(v groupView) {
+	now := p.now()
+	p.writeLine(p.errOut, fmt.Sprintf("%s SHARD   %s", now.Format("15:04:05.000"), v))
+	if p.json {
+		p.writeJSON(jsonShardGroup{
+			Time: now.UTC().Format(time.RFC3339Nano), Type: "SHARD", Group: v.Group, Namespace: v.Namespace,
+			Identity: v.Identity, Members: v.Members, Fraction: v.Shard.Size(), Ranges: len(v.Shard.Ranges()),
+			Selector: v.Shard.Selector(),
 		})
 	}
 }
@@ -261,25 +304,58 @@ func (p *printer) writeLine(w io.Writer, line string) {
 
 // statusTable renders the informers' statuses with event counts; server,
 // when not empty, is a line about contact with the API server printed
-// under the title.
-func (p *printer) statusTable(title, server string, sts []dynamicinformer.Status, counts map[schema.GroupVersionResource]map[string]uint64) {
+// under the title, and group one about the shard group. When an informer
+// is sharded, a SHARD column says how much of the keyspace each holds and
+// the selectors follow the table (each distinct one once).
+func (p *printer) statusTable(title, server, group string, sts []dynamicinformer.Status, counts map[schema.GroupVersionResource]map[string]uint64) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- %s (%s) ---\n", title, p.now().Format("15:04:05"))
 	if server != "" {
 		b.WriteString(server + "\n")
 	}
+	if group != "" {
+		b.WriteString(group + "\n")
+	}
+	sharded := false
+	for _, st := range sts {
+		sharded = sharded || st.Shard != ""
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RESOURCE\tSTATE\tOBJECTS\tADDED\tUPDATED\tDELETED\tFOR\tREASON")
+	if sharded {
+		fmt.Fprintln(tw, "RESOURCE\tSTATE\tOBJECTS\tSHARD\tADDED\tUPDATED\tDELETED\tFOR\tREASON")
+	} else {
+		fmt.Fprintln(tw, "RESOURCE\tSTATE\tOBJECTS\tADDED\tUPDATED\tDELETED\tFOR\tREASON")
+	}
 	sort.Slice(sts, func(i, j int) bool { return gvrString(sts[i].GVR) < gvrString(sts[j].GVR) })
+	var selectors []string // distinct, in table order
 	for _, st := range sts {
 		c := counts[st.GVR]
 		reason := statusDetail(st)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", gvrString(st.GVR), st.State, st.Objects,
+		shardCol := ""
+		if sharded {
+			shardCol = shardCell(st.Shard) + "\t"
+			if st.Shard != "" && !slices.Contains(selectors, st.Shard) {
+				selectors = append(selectors, st.Shard)
+			}
+			if st.OutsideShard > 0 && reason == "" {
+				reason = fmt.Sprintf("the server sent %d objects outside the shard (filtered here)", st.OutsideShard)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s%d\t%d\t%d\t%s\t%s\n", gvrString(st.GVR), st.State, st.Objects, shardCol,
 			c["ADDED"], c["UPDATED"], c["DELETED"], p.now().Sub(st.Since).Round(time.Second), reason)
 	}
 	if len(sts) == 0 {
 		fmt.Fprintln(tw, "(no informers)")
 	}
 	_ = tw.Flush()
+	for _, sel := range selectors {
+		var names []string
+		for _, st := range sts {
+			if st.Shard == sel {
+				names = append(names, gvrString(st.GVR))
+			}
+		}
+		fmt.Fprintf(&b, "shard selector of %s: %s\n", strings.Join(names, ", "), sel)
+	}
 	p.writeLine(p.errOut, strings.TrimRight(b.String(), "\n"))
 }

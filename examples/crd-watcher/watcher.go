@@ -25,6 +25,7 @@ import (
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/prometheusmetrics"
 	"github.com/informerkit/informerkit/shard"
+	"github.com/informerkit/informerkit/shard/membership"
 )
 
 // watcher owns the factory, the informers the configuration asks for, and
@@ -53,6 +54,13 @@ type watcher struct {
 	// failed receives the first failure that ends the run under
 	// --exit-on-failure (buffered; later ones are dropped).
 	failed chan error
+
+	restCfg *rest.Config
+	member  *membership.Member // --shard-group; nil otherwise
+
+	groupMu   sync.Mutex // guards groupView
+	groupView *groupView // the group as last seen; nil before the first report
+	stopGroup func()     // ends the group reporter and waits for it; nil without a group
 
 	removeStatus func()
 	stopContact  context.CancelFunc // ends the contact monitor; nil before start
@@ -88,7 +96,7 @@ func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, lo
 		return nil, err
 	}
 	w := &watcher{
-		cfg: cfg, ep: ep, factory: f, dyn: dyn, probe: disc.RESTClient(), out: out, counts: newCounters(), metrics: metrics,
+		cfg: cfg, ep: ep, restCfg: restCfg, factory: f, dyn: dyn, probe: disc.RESTClient(), out: out, counts: newCounters(), metrics: metrics,
 		seen: map[string]int{}, changed: make(chan struct{}), failed: make(chan error, 1),
 	}
 	if cfg.Output == "table" || cfg.Output == "wide" {
@@ -233,6 +241,9 @@ func (w *watcher) resourceOptions(r ResourceSpec) []dynamicinformer.ResourceOpti
 	}
 	if fsel != "" {
 		opts = append(opts, dynamicinformer.WithFieldSelector(fsel))
+	}
+	if w.member != nil {
+		opts = append(opts, dynamicinformer.WithShardSource(w.member))
 	}
 	return opts
 }
@@ -589,12 +600,68 @@ func (w *watcher) serverLine(sts []dynamicinformer.Status) string {
 
 func (w *watcher) printStatus(title string) {
 	sts := w.factory.Statuses()
-	w.out.statusTable(title, w.serverLine(sts), sts, w.counts.snapshot())
+	w.out.statusTable(title, w.serverLine(sts), w.groupLine(), sts, w.counts.snapshot())
+}
+
+// joinGroup joins --shard-group (if given) before any informer exists, and
+// reports the group as this replica sees it from then on (SHARD lines).
+func (w *watcher) joinGroup(ctx context.Context, demo bool) error {
+	if w.cfg.ShardGroup == "" {
+		return nil
+	}
+	m, err := joinGroup(ctx, w.cfg, w.restCfg, demo)
+	if err != nil {
+		return err
+	}
+	w.member = m
+	gctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w.stopGroup = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		followGroup(gctx, w.cfg, m, func(v groupView) {
+			w.groupMu.Lock()
+			w.groupView = &v
+			w.groupMu.Unlock()
+			w.out.shardGroup(v)
+		})
+	}()
+	return nil
+}
+
+// group is the shard group as last seen; nil without --shard-group or
+// before the first report.
+func (w *watcher) group() *groupView {
+	w.groupMu.Lock()
+	defer w.groupMu.Unlock()
+	if w.groupView == nil {
+		return nil
+	}
+	v := *w.groupView
+	return &v
+}
+
+// groupLine is the status table's line about the shard group; "" without
+// --shard-group.
+func (w *watcher) groupLine() string {
+	v := w.group()
+	if v == nil {
+		return ""
+	}
+	return "shard " + v.String()
 }
 
 // shutdown stops every informer and, if they were started, prints the
 // final status.
+//
+// With --shard-group it first leaves the group gracefully, while its
+// informers still run: the others hold this replica's objects before it
+// lets them go.
 func (w *watcher) shutdown() {
+	if w.member != nil {
+		w.stopGroup() // no SHARD lines about the leave itself
+		leaveGroup(w.cfg, w.member, w.out)
+	}
 	if w.started.IsZero() {
 		if w.removeStatus != nil {
 			w.removeStatus()
@@ -611,7 +678,7 @@ func (w *watcher) shutdown() {
 	}
 	w.stopContact()
 	final := w.factory.Statuses() // before stopping: the last real states, not Stopped
-	server := w.serverLine(final)
+	server, group := w.serverLine(final), w.groupLine()
 	if w.removeStatus != nil {
 		w.removeStatus()
 	}
@@ -623,7 +690,7 @@ func (w *watcher) shutdown() {
 	if w.table != nil {
 		w.table.stop() // the rows still waiting print before the final status
 	}
-	w.out.statusTable("final status", server, final, w.counts.snapshot())
+	w.out.statusTable("final status", server, group, final, w.counts.snapshot())
 	for _, st := range final {
 		w.out.finalStatus(st)
 	}
