@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,8 +56,7 @@ func validateShard(c *Config, summaryChanged bool) error {
 		}
 	}
 	if c.ShardIdentity == "" {
-		host, _ := os.Hostname()
-		c.ShardIdentity = identityOf(host, os.Getpid())
+		c.ShardIdentity = membership.DefaultIdentity()
 	}
 	if errs := validation.IsDNS1123Subdomain(c.ShardGroup + "-" + c.ShardIdentity); len(errs) > 0 {
 		return usagef("--shard-identity %q: the Lease name %q is not valid: %s", c.ShardIdentity, c.ShardGroup+"-"+c.ShardIdentity, strings.Join(errs, "; "))
@@ -74,28 +71,6 @@ func validateShard(c *Config, summaryChanged bool) error {
 		c.SummaryName += "-" + c.ShardIdentity
 	}
 	return nil
-}
-
-// identityOf is the default --shard-identity: the host name (a pod's
-// name) and the process id, made a valid part of a Lease name.
-func identityOf(host string, pid int) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(host) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	id := strings.Trim(b.String(), "-.")
-	if len(id) > 200 {
-		id = id[:200]
-	}
-	if id == "" {
-		id = "replica"
-	}
-	return id + "-" + strconv.Itoa(pid)
 }
 
 // shardNamespace is where the group's Leases go without --shard-namespace:

@@ -42,9 +42,6 @@ func TestParseArgsShard(t *testing.T) {
 	if c.SummaryName != "mine" || c.ShardIdentity == "" || c.ShardLeaseDuration != 15*time.Second {
 		t.Errorf("--summary-name given: %q; identity %q; lease %s", c.SummaryName, c.ShardIdentity, c.ShardLeaseDuration)
 	}
-	if id := identityOf("Pod_Name.local", 7); id != "pod-name.local-7" {
-		t.Errorf("identityOf = %q", id)
-	}
 }
 
 func TestParseArgsShardErrors(t *testing.T) {

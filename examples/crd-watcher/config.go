@@ -74,7 +74,7 @@ type Config struct {
 	// Dynamic sharding (--shard-group): replicas agree on Leases.
 	ShardGroup         string
 	ShardNamespace     string // "" until defaultShardNamespace fills it in
-	ShardIdentity      string // "" until defaultShardIdentity fills it in
+	ShardIdentity      string // "" until membership.DefaultIdentity() fills it in
 	ShardLeaseDuration time.Duration
 
 	// How.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/big"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -67,28 +66,6 @@ func validateShardGroup(c *Config) error {
 	return nil
 }
 
-// defaultShardIdentity is the host name (a pod's name in a cluster) and
-// the process id, made a valid part of a Lease name.
-func defaultShardIdentity(host string, pid int) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(host) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	id := strings.Trim(b.String(), "-.")
-	if len(id) > 200 {
-		id = id[:200]
-	}
-	if id == "" {
-		id = "replica"
-	}
-	return id + "-" + strconv.Itoa(pid)
-}
-
 // defaultShardNamespace is where a group's Leases go without
 // --shard-namespace: the namespace kubectl would use — the kubeconfig
 // context's, or in a pod its own (POD_NAMESPACE, else the service
@@ -113,8 +90,7 @@ func joinGroup(ctx context.Context, c *Config, restCfg *rest.Config, demo bool) 
 		}
 	}
 	if c.ShardIdentity == "" {
-		host, _ := os.Hostname()
-		c.ShardIdentity = defaultShardIdentity(host, os.Getpid())
+		c.ShardIdentity = membership.DefaultIdentity()
 	}
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/shard"
@@ -84,23 +83,6 @@ func TestConfigFileShardKeys(t *testing.T) {
 	}
 	if _, err := parseArgs([]string{"--config", p}, new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "mutually exclusive") {
 		t.Errorf("shard and shardGroup in a file: error %v", err)
-	}
-}
-
-func TestDefaultShardIdentity(t *testing.T) {
-	for host, want := range map[string]string{
-		"watcher-7d9f":     "watcher-7d9f-42",
-		"Laptop.Local":     "laptop.local-42",
-		"weird_host name!": "weird-host-name-42",
-		"":                 "replica-42",
-	} {
-		got := defaultShardIdentity(host, 42)
-		if got != want {
-			t.Errorf("defaultShardIdentity(%q) = %q, want %q", host, got, want)
-		}
-		if errs := validation.IsDNS1123Subdomain("group-" + got); len(errs) > 0 {
-			t.Errorf("lease name for %q invalid: %v", got, errs)
-		}
 	}
 }
 

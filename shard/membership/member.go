@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -55,8 +55,7 @@ type Options struct {
 	// space between them. Required; a label value.
 	Group string
 	// Identity names this member (its Lease is Group-Identity). Default:
-	// the host name and a random suffix. Two live members must not share
-	// one.
+	// DefaultIdentity(). Two live members must not share one.
 	Identity string
 	// LeaseDuration: a member whose Lease was not renewed for this long is
 	// dead and its ranges go to the others. Default DefaultLeaseDuration.
@@ -77,6 +76,36 @@ type Options struct {
 	Logger logr.Logger
 }
 
+// DefaultIdentity is the Identity Join uses when none is given: the host
+// name (a pod's name in a cluster), lower-cased, with every character a
+// Lease name cannot hold replaced by '-', then the process id — unique
+// among the processes of a host and among pods, and readable in
+// `kubectl get leases`.
+func DefaultIdentity() string {
+	host, _ := os.Hostname()
+	return identityFor(host, os.Getpid())
+}
+
+func identityFor(host string, pid int) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(host) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	id := strings.Trim(b.String(), "-.")
+	if len(id) > 200 {
+		id = id[:200]
+	}
+	if id == "" {
+		id = "replica"
+	}
+	return id + "-" + strconv.Itoa(pid)
+}
+
 func (o *Options) defaults() error {
 	if o.Namespace == "" || o.Group == "" {
 		return fmt.Errorf("%w: Namespace and Group are required", ErrInvalidOptions)
@@ -85,8 +114,7 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("%w: group %q: %s", ErrInvalidOptions, o.Group, strings.Join(errs, "; "))
 	}
 	if o.Identity == "" {
-		host, _ := os.Hostname()
-		o.Identity = strings.ToLower(host) + "-" + utilrand.String(5)
+		o.Identity = DefaultIdentity()
 	}
 	if o.LeaseDuration <= 0 {
 		o.LeaseDuration = DefaultLeaseDuration

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/informerkit/informerkit/internal/leakcheck"
@@ -171,5 +172,29 @@ func TestOptionsAndHeldEncoding(t *testing.T) {
 		if _, ok := decodeHeld(bad); ok {
 			t.Errorf("%q decoded", bad)
 		}
+	}
+}
+
+func TestDefaultIdentity(t *testing.T) {
+	for host, want := range map[string]string{
+		"watcher-7d9f":     "watcher-7d9f-42",
+		"Laptop.Local":     "laptop.local-42",
+		"weird_host name!": "weird-host-name-42",
+		"":                 "replica-42",
+	} {
+		got := identityFor(host, 42)
+		if got != want {
+			t.Errorf("identityFor(%q) = %q, want %q", host, got, want)
+		}
+		if errs := validation.IsDNS1123Subdomain("group-" + got); len(errs) > 0 {
+			t.Errorf("lease name for %q invalid: %v", got, errs)
+		}
+	}
+	o := Options{Namespace: "ns", Group: "g"}
+	if err := o.defaults(); err != nil {
+		t.Fatalf("defaults with the default identity: %v", err)
+	}
+	if o.Identity != DefaultIdentity() {
+		t.Errorf("Identity = %q, want DefaultIdentity() %q", o.Identity, DefaultIdentity())
 	}
 }
