@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
+
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,29 +38,16 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
-// parallel runs fn(i) for i in [0,n) on `workers` goroutines and returns
-// the first error.
+// parallel runs fn(i) for i in [0,n) on workers goroutines (client-go's
+// workqueue.ParallelizeUntil) and returns the first error.
 func parallel(n, workers int, fn func(i int) error) error {
-	var next atomic.Int64
 	var first error
 	var once sync.Once
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					once.Do(func() { first = err })
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	workqueue.ParallelizeUntil(context.Background(), workers, n, func(i int) {
+		if err := fn(i); err != nil {
+			once.Do(func() { first = err })
+		}
+	})
 	return first
 }
 

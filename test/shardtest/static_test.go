@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -418,28 +420,15 @@ func part(gvr schema.GroupVersionResource, name string) *unstructured.Unstructur
 	return u
 }
 
-// parallel runs fn(i) for i in [0,n) on workers goroutines and returns the
-// first error.
+// parallel runs fn(i) for i in [0,n) on workers goroutines (client-go's
+// workqueue.ParallelizeUntil) and returns the first error.
 func parallel(n, workers int, fn func(i int) error) error {
-	var next atomic.Int64
 	var first error
 	var once sync.Once
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					once.Do(func() { first = err })
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	workqueue.ParallelizeUntil(context.Background(), workers, n, func(i int) {
+		if err := fn(i); err != nil {
+			once.Do(func() { first = err })
+		}
+	})
 	return first
 }
