@@ -39,9 +39,16 @@ type stubLW struct {
 	watchOps []metav1.ListOptions
 	watches  []*watch.RaceFreeFakeWatcher
 	onWatch  func() // called (without mu) at the start of each watch request
+	onList   func() // called (without mu) at the start of each list request
 }
 
 func (s *stubLW) ListWithContext(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	s.mu.Lock()
+	onList := s.onList
+	s.mu.Unlock()
+	if onList != nil {
+		onList()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lists = append(s.lists, o)

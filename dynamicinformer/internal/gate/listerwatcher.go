@@ -132,10 +132,12 @@ type ListerWatcher struct {
 	// it is not called again.
 	Access func(ctx context.Context) error
 
-	mu       sync.Mutex // guards phase, active, accessOK
-	phase    Phase
-	active   *activeStream // the open stream, if any
-	accessOK bool          // Access returned nil
+	mu        sync.Mutex // guards phase, active, accessOK, listing, relistDue
+	phase     Phase
+	active    *activeStream // the open stream, if any
+	accessOK  bool          // Access returned nil
+	listing   bool          // a list request is in flight
+	relistDue bool          // Relist was called while listing: that list may predate it
 }
 
 // activeStream is the stream the reflector reads now.
@@ -178,6 +180,12 @@ func (lw *ListerWatcher) Relist() {
 	// watch-list stream opens while a relist is due) and may carry what
 	// the call wants replaced; end it too.
 	lw.phase = Relisting
+	if lw.listing {
+		// The list in flight may have been asked before this call (with
+		// an older shard or version): once it returns, the informer lists
+		// again instead of watching from it.
+		lw.relistDue = true
+	}
 	if lw.active != nil {
 		lw.active.relist = true
 		lw.interruptLocked()
@@ -232,7 +240,13 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 			}
 		}
 		lw.Hooks.ListStarted()
+		lw.mu.Lock()
+		lw.listing, lw.relistDue = true, false
+		lw.mu.Unlock()
 		obj, err := lw.Server.List(ctx, opts, phase == Emptied || phase == Relisting)
+		lw.mu.Lock()
+		lw.listing = false
+		lw.mu.Unlock()
 		if initial {
 			lw.InitialLists.Release()
 		}
@@ -246,6 +260,11 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		rv, _ := listwatch.ListRV(obj)
 		lw.mu.Lock()
 		lw.phase = Serving
+		if lw.relistDue {
+			// Relist was asked while this list was in flight: the watch
+			// that follows answers "expired" and the reflector lists again.
+			lw.phase, lw.relistDue = Relisting, false
+		}
 		lw.mu.Unlock()
 		lw.Hooks.Listed(rv)
 		return obj, nil

@@ -384,6 +384,35 @@ func TestRelistEndsStreamExpired(t *testing.T) {
 	}
 }
 
+// A Relist asked while a list is in flight (a shard switch during the
+// list) is not lost: that list may predate it, so the watch after it
+// answers "expired" and the reflector lists again.
+func TestRelistDuringListIsKept(t *testing.T) {
+	leaks(t)
+	f := newFixture(t, true, 0)
+	ctx := context.Background()
+	if _, err := f.lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.inner.set(func(s *stubLW) { s.onList = f.lw.Relist })
+	if _, err := f.lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if f.lw.Phase() != Relisting {
+		t.Fatalf("phase after a list that a Relist overtook: %v, want Relisting", f.lw.Phase())
+	}
+	if _, err := f.lw.WatchWithContext(ctx, metav1.ListOptions{}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch after it: %v, want expired", err)
+	}
+	f.inner.set(func(s *stubLW) { s.onList = nil })
+	if _, err := f.lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if f.lw.Phase() != Serving {
+		t.Fatalf("phase after the next list: %v, want Serving", f.lw.Phase())
+	}
+}
+
 // Relisting with the gate closed: the next list empties the cache.
 func TestRelistingThenClosedEmpties(t *testing.T) {
 	f := newFixture(t, true, 0)
