@@ -54,6 +54,7 @@ func main() {
 	out := flag.String("o", "", "also write the table to this file")
 	only := flag.String("impls", "", "comma-separated implementation names to run (default all; see bench.DefaultImpls)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measuring process to this file")
+	memprofile := flag.String("memprofile", "", "write an allocation profile (alloc_space, alloc_objects) of the measuring process to this file at exit")
 	flag.Parse()
 	if *serve {
 		runServer()
@@ -90,9 +91,17 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if *memprofile != "" {
+		// Sample every 64 KiB allocated instead of every 512 KiB: the
+		// profile is read per event and per object.
+		runtime.MemProfileRate = 64 << 10
+	}
 	start := time.Now()
 	res, err := bench.Run(ctx, rc, cfg)
 	pprof.StopCPUProfile()
+	if *memprofile != "" {
+		writeMemProfile(*memprofile)
+	}
 	stop()
 	if err != nil {
 		log.Printf("run failed: %v", err)
@@ -111,6 +120,22 @@ func main() {
 	}
 	if err != nil {
 		os.Exit(1)
+	}
+}
+
+// writeMemProfile writes the allocation profile of everything allocated
+// since the flag was read (pprof's alloc_space and alloc_objects sample
+// types; inuse_* are the heap at exit).
+func writeMemProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer f.Close()
+	runtime.GC() // the profile is as of the last GC
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		log.Print(err)
 	}
 }
 
