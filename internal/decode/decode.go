@@ -31,7 +31,7 @@ const maxDepth = 10000
 // apimachinery's settings (see the package documentation). A top-level
 // null gives a nil map and no error. The result shares nothing with data.
 func Object(data []byte, opts Options) (map[string]interface{}, error) {
-	d := decoder{data: data, opts: opts}
+	d := decoder{data: data, opts: opts, boxes: true}
 	d.getScratch()
 	defer d.putScratch()
 	return d.top()
@@ -94,6 +94,15 @@ type decoder struct {
 	unquoted []byte
 	// scratch, when set, is where the three above go back to.
 	scratch *scratch
+	// boxes: the interface values of long strings and of slices point
+	// into strs and slices, allocated a few at a time, instead of each
+	// into an allocation of its own (set only when one object is decoded,
+	// so that objects never share an allocation). nStrs and nSlices count
+	// the boxes used.
+	boxes          bool
+	strs           []string
+	slices         [][]interface{}
+	nStrs, nSlices int
 	// dropped records that the object being decoded in modeAnnotations
 	// had the last-applied annotation.
 	dropped bool
@@ -387,7 +396,7 @@ func (d *decoder) array(elem mode) (interface{}, error) {
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
 		d.depth--
-		return []interface{}{}, nil
+		return d.boxSlice([]interface{}{}), nil
 	}
 	for {
 		v, err := d.value(elem)
@@ -412,7 +421,7 @@ func (d *decoder) array(elem mode) (interface{}, error) {
 			copy(out, d.stack[base:])
 			clear(d.stack[base:])
 			d.stack = d.stack[:base]
-			return out, nil
+			return d.boxSlice(out), nil
 		default:
 			d.stack = d.stack[:base]
 			return nil, d.syntaxErr("after array element")
@@ -528,11 +537,14 @@ func (d *decoder) stringValue() (interface{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	if simple {
-		return internValue(raw), nil
+	if !simple {
+		d.unquoted = unquote(d.unquoted[:0], raw)
+		raw = d.unquoted
 	}
-	d.unquoted = unquote(d.unquoted[:0], raw)
-	return internValue(d.unquoted), nil
+	if len(raw) > maxInternValue {
+		return d.boxString(raw), nil
+	}
+	return internValue(raw), nil
 }
 
 // key decodes the object key at d.pos, interned.
