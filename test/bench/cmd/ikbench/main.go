@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -27,8 +29,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	apiserverfeatures "k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 
 	"github.com/informerkit/informerkit/test/bench"
@@ -54,11 +60,21 @@ func main() {
 	out := flag.String("o", "", "also write the table to this file")
 	only := flag.String("impls", "", "comma-separated implementation names to run (default all; see bench.DefaultImpls)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measuring process to this file")
+	cbor := flag.Bool("cbor", false, "serve CBOR (the API server's CBORServingAndStorage feature gate) and let client-go's clients ask for it (ClientsAllowCBOR, ClientsPreferCBOR): process-wide, so every dynamic client of the run, informerkit's included, then reads CBOR")
 	memprofile := flag.String("memprofile", "", "write an allocation profile (alloc_space, alloc_objects) of the measuring process to this file at exit")
 	flag.Parse()
 	if *serve {
-		runServer()
+		runServer(*cbor)
 		return
+	}
+	if *cbor {
+		// client-go reads its feature gates from the environment when
+		// first asked, which is after this.
+		for _, gate := range []string{"ClientsAllowCBOR", "ClientsPreferCBOR"} {
+			if err := os.Setenv("KUBE_FEATURE_"+gate, "true"); err != nil {
+				log.Fatal(err)
+			}
+		}
 	}
 	cfg := bench.Config{
 		Sizes: ints(*sizes), Runs: *runs, ManyCRDs: *many, ManyObjects: *manyObjects,
@@ -76,11 +92,21 @@ func main() {
 	if len(cfg.Impls) == 0 {
 		log.Fatalf("-impls %q matches no implementation", *only)
 	}
+	if *cbor {
+		log.Printf("CBOR: client-go ClientsAllowCBOR=%v ClientsPreferCBOR=%v", clientfeatures.FeatureGates().Enabled(clientfeatures.ClientsAllowCBOR),
+			clientfeatures.FeatureGates().Enabled(clientfeatures.ClientsPreferCBOR))
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	rc, stop, err := startChild(ctx)
+	rc, stop, err := startChild(ctx, *cbor)
 	if err != nil {
 		log.Fatal(err)
+	}
+	var types *contentTypes
+	if *cbor {
+		// Show that the responses were CBOR, not only that it was asked.
+		types = &contentTypes{counts: map[string]int{}}
+		rc.Wrap(types.wrap)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -99,6 +125,9 @@ func main() {
 	start := time.Now()
 	res, err := bench.Run(ctx, rc, cfg)
 	pprof.StopCPUProfile()
+	if types != nil {
+		log.Printf("CBOR: responses by content type: %v", types.snapshot())
+	}
 	if *memprofile != "" {
 		writeMemProfile(*memprofile)
 	}
@@ -139,6 +168,34 @@ func writeMemProfile(path string) {
 	}
 }
 
+// contentTypes counts the responses of a client by their Content-Type.
+type contentTypes struct {
+	mu     sync.Mutex // guards counts
+	counts map[string]int
+}
+
+func (c *contentTypes) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			c.mu.Lock()
+			c.counts[resp.Header.Get("Content-Type")]++
+			c.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+func (c *contentTypes) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
 func ints(s string) []int {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -153,7 +210,12 @@ func ints(s string) []int {
 
 // runServer is the child: start the control plane, print serverInfo, run
 // until stdin closes (the parent exited or stopped us).
-func runServer() {
+func runServer(cbor bool) {
+	if cbor {
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(apiserverfeatures.CBORServingAndStorage): true}); err != nil {
+			log.Fatal(err)
+		}
+	}
 	cp, err := controlplane.Start(context.Background(), controlplane.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -169,12 +231,12 @@ func runServer() {
 
 // startChild starts this program with -serve and returns a client config
 // for its API server and a function that stops it.
-func startChild(ctx context.Context) (*rest.Config, func(), error) {
+func startChild(ctx context.Context, cbor bool) (*rest.Config, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "-serve")
+	cmd := exec.CommandContext(ctx, self, "-serve", "-cbor="+strconv.FormatBool(cbor))
 	cmd.Stderr = io.Discard
 	if os.Getenv("IKBENCH_SERVER_LOG") != "" {
 		cmd.Stderr = os.Stderr
