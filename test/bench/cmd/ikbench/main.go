@@ -68,13 +68,10 @@ func main() {
 		return
 	}
 	if *cbor {
-		// client-go reads its feature gates from the environment when
-		// first asked, which is after this.
-		for _, gate := range []string{"ClientsAllowCBOR", "ClientsPreferCBOR"} {
-			if err := os.Setenv("KUBE_FEATURE_"+gate, "true"); err != nil {
-				log.Fatal(err)
-			}
-		}
+		// What KUBE_FEATURE_ClientsAllowCBOR=true and
+		// KUBE_FEATURE_ClientsPreferCBOR=true would do, had client-go not
+		// read its environment before main.
+		clientfeatures.ReplaceFeatureGates(cborGates{clientfeatures.FeatureGates()})
 	}
 	cfg := bench.Config{
 		Sizes: ints(*sizes), Runs: *runs, ManyCRDs: *many, ManyObjects: *manyObjects,
@@ -166,6 +163,17 @@ func writeMemProfile(path string) {
 	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 		log.Print(err)
 	}
+}
+
+// cborGates are client-go's feature gates with ClientsAllowCBOR and
+// ClientsPreferCBOR on.
+type cborGates struct{ base clientfeatures.Gates }
+
+func (g cborGates) Enabled(f clientfeatures.Feature) bool {
+	if f == clientfeatures.ClientsAllowCBOR || f == clientfeatures.ClientsPreferCBOR {
+		return true
+	}
+	return g.base.Enabled(f)
 }
 
 // contentTypes counts the responses of a client by their Content-Type.
