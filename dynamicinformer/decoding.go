@@ -42,7 +42,17 @@ func (f *Factory) listWatchClient(cfg resourceConfig) dynamic.Interface {
 	if f.cfg.decodingClients == nil || f.cfg.apimachineryDecoding {
 		return f.client
 	}
-	d, err := f.cfg.decodingClients.For(decodeOptions(cfg.transform))
+	opts, pushed := decodeOptions(cfg.transform)
+	var d dynamic.Interface
+	var err error
+	if cfg.compact != nil && !cfg.metadataOnly && pushed {
+		// Every envelope reaches the informer's Compactor: its transform
+		// is the Compactor after transforms the decoding already applied
+		// (cacheTransform), which find nothing to remove in an envelope.
+		d, err = f.cfg.decodingClients.ForCompact(opts)
+	} else {
+		d, err = f.cfg.decodingClients.For(opts)
+	}
 	if err != nil { // cannot happen: the same config built a client before
 		f.cfg.logger.Error(err, "cannot build a decoding client; using client-go's decoding")
 		return f.client
@@ -56,9 +66,11 @@ func (f *Factory) listWatchClient(cfg resourceConfig) dynamic.Interface {
 // transforms by identity (funcPtr): the cache package's
 // StripManagedFields and DropLastAppliedConfiguration, given directly or
 // inside a cache.Chain (cache.ChainMembers). Other closures are opaque:
-// such informers decode every field, then transform.
-func decodeOptions(t toolscache.TransformFunc) decode.Options {
-	var o decode.Options
+// such informers decode every field, then transform. pushed: t is nil or
+// made only of transforms the decoding applies (a compact informer's
+// objects may then be decoded straight to the compact encoding).
+func decodeOptions(t toolscache.TransformFunc) (o decode.Options, pushed bool) {
+	pushed = true
 	var visit func(t toolscache.TransformFunc, depth int)
 	visit = func(t toolscache.TransformFunc, depth int) {
 		switch funcPtr(t) {
@@ -68,15 +80,18 @@ func decodeOptions(t toolscache.TransformFunc) decode.Options {
 		case dropLastApplied:
 			o.SkipLastApplied = true
 		default:
-			if depth < 8 {
-				for _, m := range ikcache.ChainMembers(t) {
-					visit(m, depth+1)
-				}
+			members := ikcache.ChainMembers(t)
+			if depth >= 8 || members == nil {
+				pushed = false
+				return
+			}
+			for _, m := range members {
+				visit(m, depth+1)
 			}
 		}
 	}
 	visit(t, 0)
-	return o
+	return o, pushed
 }
 
 var (
