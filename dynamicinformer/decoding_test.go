@@ -1,11 +1,14 @@
 package dynamicinformer
 
 import (
+	"fmt"
 	"testing"
 
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	ikcache "github.com/informerkit/informerkit/cache"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
 	"github.com/informerkit/informerkit/internal/decode"
 )
 
@@ -40,5 +43,49 @@ func TestNewSharedInformerFactoryKeepsItsClient(t *testing.T) {
 	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
 	if got := f.listWatchClient(resourceConfig{transform: ikcache.StripManagedFields}); got != client {
 		t.Fatalf("listWatchClient = %T, want the factory's client", got)
+	}
+}
+
+// TestCompactInformersDecodeToEnvelopes: a WithCompact informer of a
+// NewForConfig factory lists and watches through the client that decodes
+// straight to the compact encoding when its transform (if any) is made
+// only of transforms the decoding applies; otherwise, or when metadata-only
+// or with WithAPIMachineryDecoding, through the ordinary one.
+func TestCompactInformersDecodeToEnvelopes(t *testing.T) {
+	clients, err := codec.NewClients(&rest.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), withDecodingClients(clients))
+	compact := &ikcache.CompactorOptions{}
+	for _, c := range []struct {
+		name    string
+		cfg     resourceConfig
+		compact bool
+		opts    decode.Options
+	}{
+		{"compact", resourceConfig{compact: compact}, true, decode.Options{}},
+		{"compact, stripped", resourceConfig{compact: compact, transform: ikcache.StripManagedFields}, true, decode.Options{SkipManagedFields: true}},
+		{"compact, chain of both", resourceConfig{compact: compact, transform: ikcache.Chain(ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration)}, true,
+			decode.Options{SkipManagedFields: true, SkipLastApplied: true}},
+		{"compact, opaque transform", resourceConfig{compact: compact, transform: ikcache.InternKeys}, false, decode.Options{}},
+		{"compact, chain with an opaque transform", resourceConfig{compact: compact, transform: ikcache.Chain(ikcache.StripManagedFields, ikcache.InternKeys)}, false,
+			decode.Options{SkipManagedFields: true}},
+		{"not compact", resourceConfig{}, false, decode.Options{}},
+	} {
+		want, err := clients.For(c.opts)
+		if c.compact {
+			want, err = clients.ForCompact(c.opts)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.listWatchClient(c.cfg); got != want {
+			t.Errorf("%s: listWatchClient is not the %s client (compact %v)", c.name, fmt.Sprintf("%+v", c.opts), c.compact)
+		}
+	}
+	slow := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), withDecodingClients(clients), WithAPIMachineryDecoding())
+	if got := slow.listWatchClient(resourceConfig{compact: compact}); got != slow.client {
+		t.Error("WithAPIMachineryDecoding: a compact informer does not use the factory's client")
 	}
 }
