@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -169,7 +170,39 @@ func treeInputs(t testing.TB) [][]byte {
 	for i := 0; i < 8; i++ {
 		in = append(in, decodetest.ServerObject(i), serverJSON(i, 1), workloadJSON(i))
 	}
-	return in
+	return append(in, largeCounts())
+}
+
+// largeCounts is an object whose maps and lists have counts that take
+// more than one byte in the encoding (written after the entries, so the
+// entries are moved), nested, with the last-applied annotation among 200
+// annotations and 20000 list elements.
+func largeCounts() []byte {
+	var b strings.Builder
+	b.WriteString(`{"metadata":{"uid":"u","name":"big","annotations":{`)
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&b, `"a%d":"v%d",`, i, i)
+	}
+	b.WriteString(`"kubectl.kubernetes.io/last-applied-configuration":"{}"},"labels":{`)
+	for i := 0; i < 130; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"l%d":"%d"`, i, i)
+	}
+	b.WriteString(`}},"list":[`)
+	for i := 0; i < 20000; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if i%1000 == 0 {
+			b.WriteString(`{"nested":[` + strings.Repeat(`"x",`, 150) + `1]}`)
+		} else {
+			fmt.Fprintf(&b, "%d", i)
+		}
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
 }
 
 func TestTreeObjectSameAsDecodeAndTransform(t *testing.T) {
