@@ -73,10 +73,11 @@ type CompactorOptions struct {
 // every reader, like the objects of a normal informer cache: they must not
 // be modified (DeepCopy first). A Compactor is safe for concurrent use.
 //
-// Envelopes. Informers of dynamicinformer.WithCompact (a factory from
-// NewForConfig, no transform before the Compactor other than
-// StripManagedFields and DropLastAppliedConfiguration, which the decoder
-// applies) do not decode objects into maps: the decoder writes the compact
+// Envelopes. Informers of dynamicinformer.WithCompact, or with a
+// Compactor's Transform as their transform (a factory from NewForConfig,
+// no transform before the Compactor other than StripManagedFields and
+// DropLastAppliedConfiguration, which the decoder applies), do not decode
+// objects into maps: the decoder writes the compact
 // encoding straight from the JSON and returns an
 // *unstructured.Unstructured envelope holding apiVersion, kind, the
 // metadata fields a Compact keeps (name, namespace, uid, resourceVersion,

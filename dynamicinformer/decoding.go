@@ -1,6 +1,8 @@
 package dynamicinformer
 
 import (
+	"reflect"
+
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -42,13 +44,13 @@ func (f *Factory) listWatchClient(cfg resourceConfig) dynamic.Interface {
 	if f.cfg.decodingClients == nil || f.cfg.apimachineryDecoding {
 		return f.client
 	}
-	opts, pushed := decodeOptions(cfg.transform)
+	opts := decodeOptions(cfg.transform)
 	var d dynamic.Interface
 	var err error
-	if cfg.compact != nil && !cfg.metadataOnly && pushed {
-		// Every envelope reaches the informer's Compactor: its transform
-		// is the Compactor after transforms the decoding already applied
-		// (cacheTransform), which find nothing to remove in an envelope.
+	if compactsDirectly(cfg.transform, cfg.compact != nil) {
+		// Every envelope reaches a Compactor's Transform before the store
+		// and handlers, after only transforms the decoding applied (which
+		// find nothing to remove in an envelope).
 		d, err = f.cfg.decodingClients.ForCompact(opts)
 	} else {
 		d, err = f.cfg.decodingClients.For(opts)
@@ -66,11 +68,9 @@ func (f *Factory) listWatchClient(cfg resourceConfig) dynamic.Interface {
 // transforms by identity (funcPtr): the cache package's
 // StripManagedFields and DropLastAppliedConfiguration, given directly or
 // inside a cache.Chain (cache.ChainMembers). Other closures are opaque:
-// such informers decode every field, then transform. pushed: t is nil or
-// made only of transforms the decoding applies (a compact informer's
-// objects may then be decoded straight to the compact encoding).
-func decodeOptions(t toolscache.TransformFunc) (o decode.Options, pushed bool) {
-	pushed = true
+// such informers decode every field, then transform.
+func decodeOptions(t toolscache.TransformFunc) decode.Options {
+	var o decode.Options
 	var visit func(t toolscache.TransformFunc, depth int)
 	visit = func(t toolscache.TransformFunc, depth int) {
 		switch funcPtr(t) {
@@ -80,21 +80,72 @@ func decodeOptions(t toolscache.TransformFunc) (o decode.Options, pushed bool) {
 		case dropLastApplied:
 			o.SkipLastApplied = true
 		default:
-			members := ikcache.ChainMembers(t)
-			if depth >= 8 || members == nil {
-				pushed = false
-				return
-			}
-			for _, m := range members {
-				visit(m, depth+1)
+			if depth < 8 {
+				for _, m := range ikcache.ChainMembers(t) {
+					visit(m, depth+1)
+				}
 			}
 		}
 	}
 	visit(t, 0)
-	return o, pushed
+	return o
 }
 
 var (
 	stripManagedFields = funcPtr(toolscache.TransformFunc(ikcache.StripManagedFields))
 	dropLastApplied    = funcPtr(toolscache.TransformFunc(ikcache.DropLastAppliedConfiguration))
+)
+
+// compactsDirectly reports whether every object of an informer with
+// transform t (followed by a Compactor of its own when factoryCompacts:
+// WithCompact) reaches a Compactor's Transform — any Compactor's
+// (recognised by the code of its method value) or CompactTransform —
+// after only transforms the decoding applies (StripManagedFields,
+// DropLastAppliedConfiguration, in Chains). Such informers may decode
+// straight to compact envelopes (codec.Clients.ForCompact): no other
+// function ever sees one. Transforms after the Compactor see *Compact
+// objects, as they would anyway.
+func compactsDirectly(t toolscache.TransformFunc, factoryCompacts bool) bool {
+	type reach int
+	const (
+		pushed    reach = iota // only transforms the decoding applies so far
+		compactor              // a Compactor's Transform comes first
+		opaque                 // another function comes first
+	)
+	var visit func(t toolscache.TransformFunc, depth int) reach
+	visit = func(t toolscache.TransformFunc, depth int) reach {
+		switch funcPtr(t) {
+		case 0, stripManagedFields, dropLastApplied:
+			return pushed
+		case compactTransform:
+			return compactor
+		}
+		if reflect.ValueOf(t).Pointer() == compactorTransformCode {
+			return compactor
+		}
+		members := ikcache.ChainMembers(t)
+		if members == nil || depth >= 8 {
+			return opaque
+		}
+		for _, m := range members {
+			if r := visit(m, depth+1); r != pushed {
+				return r
+			}
+		}
+		return pushed
+	}
+	switch visit(t, 0) {
+	case compactor:
+		return true
+	case pushed:
+		return factoryCompacts
+	}
+	return false
+}
+
+var (
+	compactTransform = funcPtr(toolscache.TransformFunc(ikcache.CompactTransform))
+	// compactorTransformCode is the code of every Compactor's Transform
+	// method value (the receiver is in the closure, not the code).
+	compactorTransformCode = reflect.ValueOf(toolscache.TransformFunc(ikcache.DefaultCompactor().Transform)).Pointer()
 )

@@ -14,24 +14,22 @@ import (
 
 func TestDecodeOptions(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		t      toolscache.TransformFunc
-		want   decode.Options
-		pushed bool // every member is applied by the decoding
+		name string
+		t    toolscache.TransformFunc
+		want decode.Options
 	}{
-		{"none", nil, decode.Options{}, true},
-		{"StripManagedFields", ikcache.StripManagedFields, decode.Options{SkipManagedFields: true}, true},
-		{"DropLastAppliedConfiguration", ikcache.DropLastAppliedConfiguration, decode.Options{SkipLastApplied: true}, true},
-		{"other", ikcache.InternKeys, decode.Options{}, false},
-		{"chain", ikcache.Chain(ikcache.InternKeys, ikcache.StripManagedFields), decode.Options{SkipManagedFields: true}, false},
-		{"chain of both", ikcache.Chain(ikcache.DropLastAppliedConfiguration, nil, ikcache.StripManagedFields), decode.Options{SkipManagedFields: true, SkipLastApplied: true}, true},
-		{"nested chain", ikcache.Chain(ikcache.InternKeys, ikcache.Chain(ikcache.DropLastAppliedConfiguration)), decode.Options{SkipLastApplied: true}, false},
-		{"nested pushed chain", ikcache.Chain(ikcache.Chain(ikcache.DropLastAppliedConfiguration), ikcache.StripManagedFields), decode.Options{SkipManagedFields: true, SkipLastApplied: true}, true},
-		{"chain without", ikcache.Chain(ikcache.InternKeys), decode.Options{}, false},
-		{"closure", func(o interface{}) (interface{}, error) { return ikcache.StripManagedFields(o) }, decode.Options{}, false},
+		{"none", nil, decode.Options{}},
+		{"StripManagedFields", ikcache.StripManagedFields, decode.Options{SkipManagedFields: true}},
+		{"DropLastAppliedConfiguration", ikcache.DropLastAppliedConfiguration, decode.Options{SkipLastApplied: true}},
+		{"other", ikcache.InternKeys, decode.Options{}},
+		{"chain", ikcache.Chain(ikcache.InternKeys, ikcache.StripManagedFields), decode.Options{SkipManagedFields: true}},
+		{"chain of both", ikcache.Chain(ikcache.DropLastAppliedConfiguration, nil, ikcache.StripManagedFields), decode.Options{SkipManagedFields: true, SkipLastApplied: true}},
+		{"nested chain", ikcache.Chain(ikcache.InternKeys, ikcache.Chain(ikcache.DropLastAppliedConfiguration)), decode.Options{SkipLastApplied: true}},
+		{"chain without", ikcache.Chain(ikcache.InternKeys), decode.Options{}},
+		{"closure", func(o interface{}) (interface{}, error) { return ikcache.StripManagedFields(o) }, decode.Options{}},
 	} {
-		if got, pushed := decodeOptions(c.t); got != c.want || pushed != c.pushed {
-			t.Errorf("%s: %+v %v, want %+v %v", c.name, got, pushed, c.want, c.pushed)
+		if got := decodeOptions(c.t); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
 	}
 }
@@ -58,6 +56,7 @@ func TestCompactInformersDecodeToEnvelopes(t *testing.T) {
 	}
 	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), withDecodingClients(clients))
 	compact := &ikcache.CompactorOptions{}
+	own := ikcache.NewCompactor(ikcache.CompactorOptions{}).Transform
 	for _, c := range []struct {
 		name    string
 		cfg     resourceConfig
@@ -72,6 +71,13 @@ func TestCompactInformersDecodeToEnvelopes(t *testing.T) {
 		{"compact, chain with an opaque transform", resourceConfig{compact: compact, transform: ikcache.Chain(ikcache.StripManagedFields, ikcache.InternKeys)}, false,
 			decode.Options{SkipManagedFields: true}},
 		{"not compact", resourceConfig{}, false, decode.Options{}},
+		{"not compact, stripped", resourceConfig{transform: ikcache.StripManagedFields}, false, decode.Options{SkipManagedFields: true}},
+		{"a Compactor's Transform", resourceConfig{transform: own}, true, decode.Options{}},
+		{"CompactTransform", resourceConfig{transform: ikcache.CompactTransform}, true, decode.Options{}},
+		{"stripped, then a Compactor", resourceConfig{transform: ikcache.Chain(ikcache.StripManagedFields, own)}, true, decode.Options{SkipManagedFields: true}},
+		{"a Compactor, then an opaque transform", resourceConfig{transform: ikcache.Chain(own, ikcache.InternKeys)}, true, decode.Options{}},
+		{"an opaque transform, then a Compactor", resourceConfig{transform: ikcache.Chain(ikcache.InternKeys, own)}, false, decode.Options{}},
+		{"another method value", resourceConfig{transform: (&methodHolder{}).Transform}, false, decode.Options{}},
 	} {
 		want, err := clients.For(c.opts)
 		if c.compact {
@@ -89,3 +95,9 @@ func TestCompactInformersDecodeToEnvelopes(t *testing.T) {
 		t.Error("WithAPIMachineryDecoding: a compact informer does not use the factory's client")
 	}
 }
+
+// methodHolder has a Transform method whose method values must not pass
+// for a Compactor's.
+type methodHolder struct{}
+
+func (*methodHolder) Transform(obj interface{}) (interface{}, error) { return obj, nil }

@@ -239,7 +239,10 @@ func WithTransform(t toolscache.TransformFunc) ResourceOption {
 // or in a cache.Chain), objects are decoded straight from the JSON to the
 // compact encoding, without building their maps (see cache.Compactor,
 // "Envelopes"; docs/PERFORMANCE.md for what it saves). With any other
-// transform, objects are decoded, transformed, then compacted.
+// transform, objects are decoded, transformed, then compacted. The same
+// holds for an informer without WithCompact whose WithTransform is a
+// Compactor's Transform (or cache.CompactTransform), alone or in a
+// cache.Chain after only those two transforms.
 func WithCompact(opts ikcache.CompactorOptions) ResourceOption {
 	return func(c *resourceConfig) { c.compact = &opts }
 }

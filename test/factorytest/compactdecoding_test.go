@@ -51,8 +51,10 @@ func (s decodedStore) List() []interface{} {
 // client-go's dynamic informer's, over a custom resource and ConfigMaps,
 // after the initial sync and after creates, updates and deletes: for all
 // namespaces, for two namespaces (a merged list and watch), with
-// StripManagedFields (skipped while decoding) and with an opaque transform
-// (decoded to maps, then compacted) for comparison.
+// StripManagedFields (skipped while decoding), with a Compactor's
+// Transform given as WithTransform (recognised, decoded straight too) and
+// with an opaque transform (decoded to maps, then compacted) for
+// comparison.
 func TestCompactDecodingSameAsClientGo(t *testing.T) {
 	ctx := ctxT(t, 4*time.Minute)
 	gvr, _ := installCRD(t, ctx)
@@ -93,6 +95,7 @@ func TestCompactDecodingSameAsClientGo(t *testing.T) {
 		{"two-namespaces", []dynamicinformer.ResourceOption{compact, dynamicinformer.WithNamespaces(ns, ns2)}, false},
 		{"strip-managed-fields", []dynamicinformer.ResourceOption{compact, dynamicinformer.WithTransform(ikcache.StripManagedFields)}, true},
 		{"opaque-transform", []dynamicinformer.ResourceOption{compact, dynamicinformer.WithTransform(ikcache.Chain(ikcache.InternKeys))}, false},
+		{"compactor-transform", []dynamicinformer.ResourceOption{dynamicinformer.WithTransform(ikcache.NewCompactor(ikcache.CompactorOptions{}).Transform)}, false},
 	}
 	type group struct {
 		gvr    schema.GroupVersionResource
