@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/internal/decode"
 )
 
 // Compact is the cache form of an object in compact mode: the object in a
@@ -174,7 +176,15 @@ func NewCompact(u *unstructured.Unstructured) (*Compact, error) {
 }
 
 func newCompact(u *unstructured.Unstructured, owner *Compactor) (*Compact, error) {
-	enc, err := encodeExact(u.Object)
+	var enc []byte
+	var err error
+	if t, ok := u.Object[decode.TreeKey].(*decode.Tree); ok {
+		// An envelope of informerkit's decoder: the encoding is built and
+		// its metadata fields are in u (see Compactor).
+		enc = t.Enc
+	} else {
+		enc, err = encodeExact(u.Object)
+	}
 	if errors.Is(err, errNotJSONLike) {
 		var b []byte
 		if b, err = json.Marshal(u.Object); err == nil {

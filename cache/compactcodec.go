@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/informerkit/informerkit/internal/decode"
 )
 
 // objectCodec turns the JSON-like content of an Unstructured into the
@@ -41,16 +43,18 @@ var errCorruptEncoding = errors.New("corrupt compact encoding")
 // than its maps and slices.
 type treeCodec struct{}
 
+// The tags are internal/decode's, which writes the same encoding straight
+// from JSON (decode.TreeObject).
 const (
-	tagNull byte = iota
-	tagFalse
-	tagTrue
-	tagInt
-	tagFloat
-	tagString
-	tagMap
-	tagList
-	tagNumber // json.Number, kept as such
+	tagNull   = decode.TagNull
+	tagFalse  = decode.TagFalse
+	tagTrue   = decode.TagTrue
+	tagInt    = decode.TagInt
+	tagFloat  = decode.TagFloat
+	tagString = decode.TagString
+	tagMap    = decode.TagMap
+	tagList   = decode.TagList
+	tagNumber = decode.TagNumber // json.Number, kept as such
 )
 
 func (treeCodec) encode(dst []byte, obj map[string]interface{}) ([]byte, error) {
@@ -374,6 +378,9 @@ func readCompactMeta(enc []byte) (compactMeta, error) {
 		if k != "metadata" {
 			return r.skip()
 		}
+		// A later metadata replaces an earlier one (an encoding written
+		// straight from JSON keeps duplicate keys; see decode.TreeObject).
+		m = compactMeta{labelsOK: true}
 		_, err := r.mapEntries(func(k string) error {
 			var err error
 			switch k {

@@ -72,6 +72,25 @@ type CompactorOptions struct {
 // Decoded objects returned by Shared and SharedInList are shared with
 // every reader, like the objects of a normal informer cache: they must not
 // be modified (DeepCopy first). A Compactor is safe for concurrent use.
+//
+// Envelopes. Informers of dynamicinformer.WithCompact, or with a
+// Compactor's Transform as their transform (a factory from NewForConfig,
+// no transform before the Compactor other than StripManagedFields and
+// DropLastAppliedConfiguration, which the decoder applies), do not decode
+// objects into maps: the decoder writes the compact
+// encoding straight from the JSON and returns an
+// *unstructured.Unstructured envelope holding apiVersion, kind, the
+// metadata fields a Compact keeps (name, namespace, uid, resourceVersion,
+// generation, labels, ownerReferences, deletionTimestamp) — which is all
+// the informer machinery between decoder and cache reads: key functions,
+// the reflector's resourceVersion, shard filters, list merging — and the
+// encoding, under a value of a type no JSON decoding produces. Transform
+// turns an envelope into its *Compact without walking any map; the
+// Compact decodes reflect.DeepEqual to the object decoded from the same
+// JSON. Envelopes exist only between the decoder and this transform:
+// bookmarks, Status objects and objects without a metadata.uid are
+// decoded as usual, and the informer's transform runs on every object
+// before its store, indexers or handlers see it.
 type Compactor struct {
 	maxDecoded        int
 	idle              time.Duration

@@ -61,7 +61,13 @@
 //	c := ikcache.NewCompactor(ikcache.CompactorOptions{})
 //	informer.SetTransform(ikcache.Chain(ikcache.StripManagedFields, c.Transform))
 //
-// (informerkit's factory: dynamicinformer.WithCompact.)
+// informerkit's factory offers it as dynamicinformer.WithCompact, and
+// there, with no transform before the Compactor other than
+// StripManagedFields and DropLastAppliedConfiguration, objects never
+// become maps: the decoder writes the compact encoding straight from the
+// JSON in one pass (about a tenth of the allocations of decoding and then
+// compacting) and hands the Compactor an envelope to finish (see
+// Compactor).
 //
 // # Sharing and mutation
 //

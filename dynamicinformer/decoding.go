@@ -1,6 +1,8 @@
 package dynamicinformer
 
 import (
+	"reflect"
+
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -42,7 +44,17 @@ func (f *Factory) listWatchClient(cfg resourceConfig) dynamic.Interface {
 	if f.cfg.decodingClients == nil || f.cfg.apimachineryDecoding {
 		return f.client
 	}
-	d, err := f.cfg.decodingClients.For(decodeOptions(cfg.transform))
+	opts := decodeOptions(cfg.transform)
+	var d dynamic.Interface
+	var err error
+	if compactsDirectly(cfg.transform, cfg.compact != nil) {
+		// Every envelope reaches a Compactor's Transform before the store
+		// and handlers, after only transforms the decoding applied (which
+		// find nothing to remove in an envelope).
+		d, err = f.cfg.decodingClients.ForCompact(opts)
+	} else {
+		d, err = f.cfg.decodingClients.For(opts)
+	}
 	if err != nil { // cannot happen: the same config built a client before
 		f.cfg.logger.Error(err, "cannot build a decoding client; using client-go's decoding")
 		return f.client
@@ -82,4 +94,58 @@ func decodeOptions(t toolscache.TransformFunc) decode.Options {
 var (
 	stripManagedFields = funcPtr(toolscache.TransformFunc(ikcache.StripManagedFields))
 	dropLastApplied    = funcPtr(toolscache.TransformFunc(ikcache.DropLastAppliedConfiguration))
+)
+
+// compactsDirectly reports whether every object of an informer with
+// transform t (followed by a Compactor of its own when factoryCompacts:
+// WithCompact) reaches a Compactor's Transform — any Compactor's
+// (recognised by the code of its method value) or CompactTransform —
+// after only transforms the decoding applies (StripManagedFields,
+// DropLastAppliedConfiguration, in Chains). Such informers may decode
+// straight to compact envelopes (codec.Clients.ForCompact): no other
+// function ever sees one. Transforms after the Compactor see *Compact
+// objects, as they would anyway.
+func compactsDirectly(t toolscache.TransformFunc, factoryCompacts bool) bool {
+	type reach int
+	const (
+		pushed    reach = iota // only transforms the decoding applies so far
+		compactor              // a Compactor's Transform comes first
+		opaque                 // another function comes first
+	)
+	var visit func(t toolscache.TransformFunc, depth int) reach
+	visit = func(t toolscache.TransformFunc, depth int) reach {
+		switch funcPtr(t) {
+		case 0, stripManagedFields, dropLastApplied:
+			return pushed
+		case compactTransform:
+			return compactor
+		}
+		if reflect.ValueOf(t).Pointer() == compactorTransformCode {
+			return compactor
+		}
+		members := ikcache.ChainMembers(t)
+		if members == nil || depth >= 8 {
+			return opaque
+		}
+		for _, m := range members {
+			if r := visit(m, depth+1); r != pushed {
+				return r
+			}
+		}
+		return pushed
+	}
+	switch visit(t, 0) {
+	case compactor:
+		return true
+	case pushed:
+		return factoryCompacts
+	}
+	return false
+}
+
+var (
+	compactTransform = funcPtr(toolscache.TransformFunc(ikcache.CompactTransform))
+	// compactorTransformCode is the code of every Compactor's Transform
+	// method value (the receiver is in the closure, not the code).
+	compactorTransformCode = reflect.ValueOf(toolscache.TransformFunc(ikcache.DefaultCompactor().Transform)).Pointer()
 )

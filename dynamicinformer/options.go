@@ -232,6 +232,17 @@ func WithTransform(t toolscache.TransformFunc) ResourceOption {
 // handlers receive *cache.Compact unless wrapped in cache.DecodingHandler.
 // Compact mode and its options make an informer distinct. It has no effect
 // with WithMetadataOnly.
+//
+// In a factory from NewForConfig (without WithAPIMachineryDecoding), when
+// the informer has no WithTransform transform or only
+// cache.StripManagedFields and cache.DropLastAppliedConfiguration (alone
+// or in a cache.Chain), objects are decoded straight from the JSON to the
+// compact encoding, without building their maps (see cache.Compactor,
+// "Envelopes"; docs/PERFORMANCE.md for what it saves). With any other
+// transform, objects are decoded, transformed, then compacted. The same
+// holds for an informer without WithCompact whose WithTransform is a
+// Compactor's Transform (or cache.CompactTransform), alone or in a
+// cache.Chain after only those two transforms.
 func WithCompact(opts ikcache.CompactorOptions) ResourceOption {
 	return func(c *resourceConfig) { c.compact = &opts }
 }

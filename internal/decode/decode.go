@@ -85,11 +85,11 @@ type decoder struct {
 	// decoder goes on, so that a later syntax error wins.
 	rangeErr error
 	// stack collects array elements before they are copied into a slice
-	// of the exact length; members collects an object's members before
+	// of the exact length; pending collects an object's members before
 	// they go into a map made for their number. Both come from
 	// scratchPool and are empty between values.
 	stack   []interface{}
-	members []member
+	pending []member
 	// unquoted is scratch for strings with escapes.
 	unquoted []byte
 	// scratch, when set, is where the three above go back to.
@@ -247,12 +247,12 @@ func (d *decoder) object(m mode) (map[string]interface{}, error) {
 		d.depth--
 		return make(map[string]interface{}), nil
 	}
-	base := len(d.members)
+	base := len(d.pending)
 	for {
 		end, err := d.objectMember(m)
 		if err != nil {
-			clear(d.members[base:])
-			d.members = d.members[:base]
+			clear(d.pending[base:])
+			d.pending = d.pending[:base]
 			return nil, err
 		}
 		if !end {
@@ -261,16 +261,16 @@ func (d *decoder) object(m mode) (map[string]interface{}, error) {
 		// The members in order (a repeated key: the last wins, as in
 		// encoding/json), into a map made for their number so that it
 		// never grows.
-		obj := make(map[string]interface{}, len(d.members)-base)
-		for _, mb := range d.members[base:] {
+		obj := make(map[string]interface{}, len(d.pending)-base)
+		for _, mb := range d.pending[base:] {
 			if mb.drop {
 				delete(obj, mb.key)
 			} else {
 				obj[mb.key] = mb.v
 			}
 		}
-		clear(d.members[base:])
-		d.members = d.members[:base]
+		clear(d.pending[base:])
+		d.pending = d.pending[:base]
 		return obj, nil
 	}
 }
@@ -285,7 +285,7 @@ type member struct {
 }
 
 // objectMember decodes one member of an object in mode m onto
-// d.members and the ',' or '}' after it; end says it was the '}'.
+// d.pending and the ',' or '}' after it; end says it was the '}'.
 func (d *decoder) objectMember(m mode) (end bool, err error) {
 	if d.pos >= len(d.data) {
 		return false, d.eofErr()
@@ -330,7 +330,7 @@ func (d *decoder) objectMember(m mode) (end bool, err error) {
 	}
 }
 
-// member decodes the value of key onto d.members, skipping what the
+// member decodes the value of key onto d.pending, skipping what the
 // options say.
 func (d *decoder) member(key string, m mode) error {
 	child := modePlain
@@ -341,7 +341,7 @@ func (d *decoder) member(key string, m mode) error {
 			if err != nil {
 				return err
 			}
-			d.members = append(d.members, member{key: key, v: v})
+			d.pending = append(d.pending, member{key: key, v: v})
 			return nil
 		}
 	case modeRoot:
@@ -357,7 +357,7 @@ func (d *decoder) member(key string, m mode) error {
 			if err != nil {
 				return err
 			}
-			d.members = append(d.members, member{key: key, v: ann, drop: dropped && len(ann) == 0})
+			d.pending = append(d.pending, member{key: key, v: ann, drop: dropped && len(ann) == 0})
 			return nil
 		}
 	case modeAnnotations:
@@ -370,7 +370,7 @@ func (d *decoder) member(key string, m mode) error {
 	if err != nil {
 		return err
 	}
-	d.members = append(d.members, member{key: key, v: v})
+	d.pending = append(d.pending, member{key: key, v: v})
 	return nil
 }
 

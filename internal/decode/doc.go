@@ -25,5 +25,10 @@
 // equals decoding followed by cache.StripManagedFields or
 // cache.DropLastAppliedConfiguration.
 //
+// TreeObject and TreeList write the compact tree encoding cache.Compact
+// keeps straight from the JSON, with the same rules and the same scanner,
+// without building the object's maps; they return envelopes that only
+// cache.Compactor consumes (see its documentation).
+//
 // Functions here start no goroutines and keep no reference to the input.
 package decode

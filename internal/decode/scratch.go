@@ -10,7 +10,7 @@ import (
 // elements and object members and the buffer for unescaping strings.
 type scratch struct {
 	stack    []interface{}
-	members  []member
+	pending  []member
 	unquoted []byte
 	// strs and slices are how many boxes of each kind the last object
 	// decoded with this scratch used: objects of one resource are alike,
@@ -28,19 +28,19 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 func (d *decoder) getScratch() {
 	s := scratchPool.Get().(*scratch)
 	d.scratch = s
-	d.stack, d.members, d.unquoted = s.stack[:0], s.members[:0], s.unquoted[:0]
+	d.stack, d.pending, d.unquoted = s.stack[:0], s.pending[:0], s.unquoted[:0]
 }
 
 // putScratch returns d's working memory to the pool, holding no values
 // (an error leaves elements on the stacks).
 func (d *decoder) putScratch() {
-	if cap(d.stack) > maxScratch || cap(d.members) > maxScratch || cap(d.unquoted) > maxScratch {
+	if cap(d.stack) > maxScratch || cap(d.pending) > maxScratch || cap(d.unquoted) > maxScratch {
 		return
 	}
 	clear(d.stack[:cap(d.stack)])
-	clear(d.members[:cap(d.members)])
+	clear(d.pending[:cap(d.pending)])
 	s := d.scratch
-	s.stack, s.members, s.unquoted = d.stack[:0], d.members[:0], d.unquoted[:0]
+	s.stack, s.pending, s.unquoted = d.stack[:0], d.pending[:0], d.unquoted[:0]
 	if d.boxes {
 		s.strs, s.slices = d.nStrs, d.nSlices
 	}

@@ -76,7 +76,10 @@ type Impl struct {
 const (
 	InformerKit         = "informerkit"
 	InformerKitStripped = "ik StripManagedFields"
-	InformerKitCompact  = "ik CompactTransform"
+	// InformerKitCompact is compact mode as the factory offers it
+	// (WithCompact: a Compactor per informer, objects decoded straight
+	// from the JSON to the compact encoding).
+	InformerKitCompact  = "ik Compact"
 	InformerKitMetadata = "ik MetadataOnly"
 	// InformerKitAPIMachinery is informerkit with WithAPIMachineryDecoding
 	// (client-go's decode path).
@@ -107,7 +110,7 @@ func DefaultImpls() []Impl {
 	return []Impl{
 		ik(InformerKit),
 		ik(InformerKitStripped, dynamicinformer.WithTransform(ikcache.StripManagedFields)),
-		ik(InformerKitCompact, dynamicinformer.WithTransform(ikcache.CompactTransform)),
+		ik(InformerKitCompact, dynamicinformer.WithCompact(ikcache.CompactorOptions{})),
 		ik(InformerKitMetadata, dynamicinformer.WithMetadataOnly()),
 		ik(InformerKitAPIMachinery),
 		{Name: ClientGo, Peer: true, New: newClientGo},

@@ -23,7 +23,13 @@ type Clients struct {
 	http *http.Client
 
 	mu      sync.Mutex // guards clients
-	clients map[decode.Options]dynamic.Interface
+	clients map[clientKey]dynamic.Interface
+}
+
+// clientKey tells the clients apart.
+type clientKey struct {
+	opts    decode.Options
+	compact bool
 }
 
 // NewClients prepares fast-path dynamic clients for cfg.
@@ -47,7 +53,7 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Clients{cfg: config, http: h, clients: map[decode.Options]dynamic.Interface{}}
+	c := &Clients{cfg: config, http: h, clients: map[clientKey]dynamic.Interface{}}
 	if _, err := c.For(decode.Options{}); err != nil {
 		return nil, err
 	}
@@ -56,18 +62,33 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 
 // For returns the client whose decoding skips what opts says.
 func (c *Clients) For(opts decode.Options) (dynamic.Interface, error) {
+	return c.client(clientKey{opts: opts})
+}
+
+// ForCompact returns the client of For whose objects decode to compact
+// envelopes (CompactNegotiatedSerializer): only for informers whose
+// transform turns every envelope into a *cache.Compact.
+func (c *Clients) ForCompact(opts decode.Options) (dynamic.Interface, error) {
+	return c.client(clientKey{opts: opts, compact: true})
+}
+
+func (c *Clients) client(key clientKey) (dynamic.Interface, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d, ok := c.clients[opts]; ok {
+	if d, ok := c.clients[key]; ok {
 		return d, nil
 	}
 	config := rest.CopyConfig(c.cfg)
-	config.NegotiatedSerializer = NegotiatedSerializer(config.NegotiatedSerializer, opts)
+	if key.compact {
+		config.NegotiatedSerializer = CompactNegotiatedSerializer(config.NegotiatedSerializer, key.opts)
+	} else {
+		config.NegotiatedSerializer = NegotiatedSerializer(config.NegotiatedSerializer, key.opts)
+	}
 	rc, err := rest.UnversionedRESTClientForConfigAndClient(config, c.http)
 	if err != nil {
 		return nil, err
 	}
 	d := dynamic.New(rc)
-	c.clients[opts] = d
+	c.clients[key] = d
 	return d, nil
 }

@@ -33,9 +33,19 @@ func NegotiatedSerializer(base runtime.NegotiatedSerializer, opts decode.Options
 	return &negotiated{base: base, opts: opts}
 }
 
+// CompactNegotiatedSerializer is NegotiatedSerializer for informers whose
+// transform ends in a cache.Compactor: objects with a metadata.uid (never
+// Status objects, bookmarks or typed kinds) decode to compact envelopes
+// (decode.TreeObject), which only that Compactor may see — it turns each
+// into a *cache.Compact before the informer's store or handlers.
+func CompactNegotiatedSerializer(base runtime.NegotiatedSerializer, opts decode.Options) runtime.NegotiatedSerializer {
+	return &negotiated{base: base, opts: opts, compact: true}
+}
+
 type negotiated struct {
-	base runtime.NegotiatedSerializer
-	opts decode.Options
+	base    runtime.NegotiatedSerializer
+	opts    decode.Options
+	compact bool
 }
 
 func (n *negotiated) SupportedMediaTypes() []runtime.SerializerInfo {
@@ -43,7 +53,7 @@ func (n *negotiated) SupportedMediaTypes() []runtime.SerializerInfo {
 	out := make([]runtime.SerializerInfo, len(infos))
 	for i, info := range infos {
 		if info.MediaType == runtime.ContentTypeJSON && info.Serializer != nil {
-			info.Serializer = &serializer{Serializer: info.Serializer, opts: n.opts}
+			info.Serializer = &serializer{Serializer: info.Serializer, opts: n.opts, compact: n.compact}
 			if ss := info.StreamSerializer; ss != nil && ss.Serializer != nil && ss.Framer != nil {
 				info.StreamSerializer = &runtime.StreamSerializerInfo{
 					EncodesAsText: ss.EncodesAsText,
@@ -68,7 +78,8 @@ func (n *negotiated) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersion
 // serializer is base's JSON serializer with a fast Decode.
 type serializer struct {
 	runtime.Serializer
-	opts decode.Options
+	opts    decode.Options
+	compact bool // decode objects to compact envelopes where possible
 }
 
 // Decode decodes a watch event's object (into nil) or a list body (into an
@@ -96,6 +107,14 @@ func (s *serializer) Decode(data []byte, gvk *schema.GroupVersionKind, into runt
 // object decodes one object as the wrapped serializer would with into
 // nil; ok false: leave it to the wrapped serializer.
 func (s *serializer) object(data []byte) (runtime.Object, *schema.GroupVersionKind, bool) {
+	if s.compact {
+		if env, err := decode.TreeObject(data, s.opts); err == nil {
+			if kind, ok := plainKind(env); ok {
+				return &unstructured.Unstructured{Object: env}, &kind, true
+			}
+		}
+		// Anything else is decoded as without compact mode.
+	}
 	m, err := decode.Object(data, s.opts)
 	if err != nil || m == nil {
 		return nil, nil, false
@@ -150,10 +169,24 @@ func stringKind(m map[string]interface{}) (schema.GroupVersionKind, bool) {
 // list.Object, each item an Unstructured, items without kind and
 // apiVersion given the list's kind less "List" and its apiVersion.
 func (s *serializer) list(data []byte, list *unstructured.UnstructuredList) (*schema.GroupVersionKind, bool) {
+	if s.compact {
+		if m, err := decode.TreeList(data, s.opts); err == nil {
+			if kind, ok := s.fillList(m, list); ok {
+				return kind, true
+			}
+			list.Object, list.Items = nil, nil
+		}
+	}
 	m, err := decode.List(data, s.opts)
 	if err != nil || m == nil {
 		return nil, false
 	}
+	return s.fillList(m, list)
+}
+
+// fillList fills list from m, a list decoded by decode.List or
+// decode.TreeList (whose items are envelopes).
+func (s *serializer) fillList(m map[string]interface{}, list *unstructured.UnstructuredList) (*schema.GroupVersionKind, bool) {
 	kind, ok := stringKind(m)
 	if !ok {
 		return nil, false
@@ -180,8 +213,10 @@ func (s *serializer) list(data []byte, list *unstructured.UnstructuredList) (*sc
 		}
 		u := unstructured.Unstructured{Object: obj}
 		if len(u.GetKind()) == 0 && len(u.GetAPIVersion()) == 0 {
-			u.SetKind(itemKind)
-			u.SetAPIVersion(listAPIVersion)
+			if !decode.SetTreeMembers(obj, "kind", itemKind, "apiVersion", listAPIVersion) {
+				u.SetKind(itemKind)
+				u.SetAPIVersion(listAPIVersion)
+			}
 		}
 		list.Items[i] = u
 	}

@@ -1,0 +1,580 @@
+package decode
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// treeBuffers holds scratch buffers for encodings.
+var treeBuffers = sync.Pool{New: func() interface{} { return new([]byte) }}
+
+// The compact tree encoding (the form cache.Compact keeps): a tag byte per
+// value; maps as a uvarint entry count then, per entry, the key's uvarint
+// length and bytes and the value; lists as a uvarint count then the
+// values; integers as zigzag varints; floats as 8 little-endian bytes;
+// strings as a uvarint length and the bytes; and after the top-level map
+// a 4-byte little-endian count of the non-empty string values. A map's
+// count may exceed its distinct keys: entries are read in order and a
+// later entry of the same key replaces an earlier one, as JSON decoding
+// does with duplicate keys. The cache package decodes it.
+const (
+	TagNull byte = iota
+	TagFalse
+	TagTrue
+	TagInt
+	TagFloat
+	TagString
+	TagMap
+	TagList
+	TagNumber // a json.Number, kept as its text
+)
+
+// Tree is an object in the compact tree encoding, written straight from
+// its JSON by TreeObject or TreeList. It is not a JSON value: it only
+// travels, under TreeKey, inside the envelope those functions return, from
+// informerkit's decoder to the cache.Compactor that turns the envelope
+// into a cache.Compact (see cache.Compactor).
+type Tree struct {
+	// Enc is the encoding with its trailer; nobody else holds it.
+	Enc []byte
+}
+
+// TreeKey is the key of an envelope's *Tree.
+const TreeKey = "informerkit.io/compact-tree"
+
+// ErrNotPlain is returned by TreeObject and TreeList for valid objects the
+// compact path leaves to ordinary decoding: no metadata object or no
+// metadata.uid (bookmarks), keys differing from "kind" or "apiVersion"
+// only in case, or a duplicated metadata.annotations whose last copy held
+// only the skipped last-applied annotation.
+var ErrNotPlain = errors.New("object left to ordinary decoding")
+
+// EnvelopeMetadata are the metadata fields an envelope carries: what a
+// cache.Compact keeps, and what key functions, shard filters and the
+// reflector read.
+var EnvelopeMetadata = []string{"name", "namespace", "uid", "resourceVersion", "generation",
+	"labels", "ownerReferences", "deletionTimestamp"}
+
+func isEnvelopeMetadata(k []byte) bool {
+	switch string(k) {
+	case "name", "namespace", "uid", "resourceVersion", "generation",
+		"labels", "ownerReferences", "deletionTimestamp":
+		return true
+	}
+	return false
+}
+
+// TreeObject decodes data, the JSON of one object, to the compact tree
+// encoding of the object decode.Object(data, opts) returns, in one pass
+// and without building the object's maps. It returns an envelope: a map
+// with the object's apiVersion and kind, a metadata map holding only the
+// fields in EnvelopeMetadata (each as Object would decode it), and the
+// *Tree under TreeKey. Errors: those of Object for malformed input (a
+// *SyntaxError or *TypeError), ErrNotPlain for objects the compact path
+// leaves to Object.
+func TreeObject(data []byte, opts Options) (map[string]interface{}, error) {
+	d := decoder{data: data, opts: opts}
+	d.getScratch()
+	defer d.putScratch()
+	bp := treeBuffers.Get().(*[]byte)
+	defer treeBuffers.Put(bp)
+	d.skipSpace()
+	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
+		return nil, ErrNotPlain
+	}
+	env, b, err := d.treeTop((*bp)[:0])
+	if cap(b) <= 1<<20 {
+		*bp = b[:0]
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	if d.rangeErr != nil {
+		return nil, d.rangeErr
+	}
+	return env, nil
+}
+
+// TreeList decodes data, the JSON of a list, as List(data, opts) would,
+// except that each element of the top-level "items" array is an envelope
+// as TreeObject returns. An element that is not an object, or that
+// TreeObject would leave to ordinary decoding, gives ErrNotPlain.
+func TreeList(data []byte, opts Options) (map[string]interface{}, error) {
+	d := decoder{data: data, opts: opts}
+	d.getScratch()
+	defer d.putScratch()
+	d.skipSpace()
+	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
+		return nil, ErrNotPlain
+	}
+	bp := treeBuffers.Get().(*[]byte)
+	defer treeBuffers.Put(bp)
+	out := make(map[string]interface{})
+	err := d.members(func(key string) error {
+		if key != "items" || d.data[d.pos] != '[' {
+			v, err := d.value(modePlain)
+			out[key] = v
+			return err
+		}
+		if err := d.push(); err != nil {
+			return err
+		}
+		d.pos++
+		var items []interface{}
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == ']' {
+			d.pos++
+			d.depth--
+			out[key] = []interface{}{}
+			return nil
+		}
+		for {
+			if d.pos >= len(d.data) {
+				return d.eofErr()
+			}
+			if d.data[d.pos] != '{' {
+				if err := d.skip(); err != nil {
+					return err
+				}
+				return ErrNotPlain
+			}
+			env, b, err := d.treeTop((*bp)[:0])
+			if cap(b) <= 1<<20 {
+				*bp = b[:0]
+			}
+			if err != nil {
+				return err
+			}
+			items = append(items, env)
+			d.skipSpace()
+			if d.pos >= len(d.data) {
+				return d.eofErr()
+			}
+			switch d.data[d.pos] {
+			case ',':
+				d.pos++
+				d.skipSpace()
+			case ']':
+				d.pos++
+				d.depth--
+				out[key] = items
+				return nil
+			default:
+				return d.syntaxErr("after array element")
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	if d.rangeErr != nil {
+		return nil, d.rangeErr
+	}
+	return out, nil
+}
+
+// members walks the object at d.pos ('{'), calling f with each key and
+// d.pos at its value; f must move past the value.
+func (d *decoder) members(f func(key string) error) error {
+	if err := d.push(); err != nil {
+		return err
+	}
+	d.pos++
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		d.depth--
+		return nil
+	}
+	for {
+		if d.pos >= len(d.data) {
+			return d.eofErr()
+		}
+		if d.data[d.pos] != '"' {
+			return d.syntaxErr("looking for beginning of object key string")
+		}
+		key, err := d.key()
+		if err != nil {
+			return err
+		}
+		if err := d.colon(); err != nil {
+			return err
+		}
+		if err := f(key); err != nil {
+			return err
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return d.eofErr()
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+			d.skipSpace()
+		case '}':
+			d.pos++
+			d.depth--
+			return nil
+		default:
+			return d.syntaxErr("after object key:value pair")
+		}
+	}
+}
+
+// colon moves past the ':' after a key and the space around it.
+func (d *decoder) colon() error {
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return d.eofErr()
+	}
+	if d.data[d.pos] != ':' {
+		return d.syntaxErr("after object key")
+	}
+	d.pos++
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return d.eofErr()
+	}
+	return nil
+}
+
+// treeWriter is the state of one object's encoding.
+type treeWriter struct {
+	b       []byte
+	strings uint32 // non-empty string values written
+	env     map[string]interface{}
+	meta    map[string]interface{} // the envelope's metadata, of the last "metadata" key
+	hasUID  bool
+}
+
+// treeTop encodes the object at d.pos ('{') into b (as scratch) and
+// returns its envelope with an exact-size copy of the encoding.
+func (d *decoder) treeTop(b []byte) (map[string]interface{}, []byte, error) {
+	w := treeWriter{b: b, env: make(map[string]interface{}, 4)}
+	if err := d.treeObject(&w, modeRoot); err != nil {
+		return nil, w.b, err
+	}
+	if w.meta == nil || !w.hasUID {
+		return nil, w.b, ErrNotPlain
+	}
+	w.b = binary.LittleEndian.AppendUint32(w.b, w.strings)
+	w.env["metadata"] = w.meta
+	w.env[TreeKey] = &Tree{Enc: append(make([]byte, 0, len(w.b)), w.b...)}
+	return w.env, w.b, nil
+}
+
+// treeObject encodes the object at d.pos ('{') in mode m (modeRoot,
+// modeMetadata, modeAnnotations or modePlain).
+func (d *decoder) treeObject(w *treeWriter, m mode) error {
+	if err := d.push(); err != nil {
+		return err
+	}
+	d.pos++
+	w.b = append(w.b, TagMap, 0)
+	at := len(w.b) - 1 // the count byte, patched at the end
+	n := 0
+	annotations := 0 // metadata.annotations entries written
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		d.depth--
+		return nil
+	}
+	for {
+		if d.pos >= len(d.data) {
+			return d.eofErr()
+		}
+		if d.data[d.pos] != '"' {
+			return d.syntaxErr("looking for beginning of object key string")
+		}
+		raw, simple, err := d.scanString()
+		if err != nil {
+			return err
+		}
+		if !simple {
+			// Its own buffer: raw is used after the value is decoded.
+			raw = unquote(make([]byte, 0, len(raw)+8), raw)
+		}
+		if err := d.colon(); err != nil {
+			return err
+		}
+		mark, marks := len(w.b), w.strings
+		w.b = binary.AppendUvarint(w.b, uint64(len(raw)))
+		w.b = append(w.b, raw...)
+		n++
+		child := modePlain
+		collect := false // also decode the value into the envelope
+		switch m {
+		case modeRoot:
+			switch string(raw) {
+			case "metadata":
+				if d.data[d.pos] != '{' {
+					return ErrNotPlain
+				}
+				child = modeMetadata
+				w.meta = make(map[string]interface{}, len(EnvelopeMetadata))
+				w.hasUID = false
+			case "kind", "apiVersion":
+				collect = true
+			default:
+				if len(raw) == 4 && strings.EqualFold(string(raw), "kind") ||
+					len(raw) == 10 && strings.EqualFold(string(raw), "apiVersion") {
+					return ErrNotPlain
+				}
+			}
+		case modeMetadata:
+			switch {
+			case string(raw) == "managedFields" && d.opts.SkipManagedFields:
+				w.b, n = w.b[:mark], n-1
+				if err := d.skip(); err != nil {
+					return err
+				}
+				goto next
+			case string(raw) == "annotations":
+				if d.opts.SkipLastApplied && d.data[d.pos] == '{' {
+					child = modeAnnotations
+				}
+				annotations++
+			case isEnvelopeMetadata(raw):
+				collect = true
+			}
+		case modeAnnotations:
+			if string(raw) == LastAppliedAnnotation {
+				w.b, n = w.b[:mark], n-1
+				d.dropped = true
+				if err := d.skip(); err != nil {
+					return err
+				}
+				goto next
+			}
+		}
+		if collect {
+			start := d.pos
+			v, err := d.value(modePlain)
+			if err != nil {
+				return err
+			}
+			if m == modeRoot {
+				w.env[internBytes(raw)] = v
+			} else {
+				w.meta[internBytes(raw)] = v
+				if string(raw) == "uid" {
+					s, _ := v.(string)
+					w.hasUID = s != ""
+				}
+			}
+			d.pos = start
+		}
+		if child == modeAnnotations {
+			d.dropped = false
+			entries := len(w.b)
+			if err := d.treeObject(w, modeAnnotations); err != nil {
+				return err
+			}
+			// The map is empty when its count byte is 0 (it is patched
+			// before return; an empty map's is 0).
+			if d.dropped && w.b[entries+1] == 0 {
+				if annotations > 1 {
+					return ErrNotPlain // an earlier copy would have been deleted too
+				}
+				w.b, w.strings, n = w.b[:mark], marks, n-1
+				annotations--
+			}
+		} else if err := d.treeValue(w, child); err != nil {
+			return err
+		}
+	next:
+		d.skipSpace()
+		if d.pos >= len(d.data) {
+			return d.eofErr()
+		}
+		switch d.data[d.pos] {
+		case ',':
+			d.pos++
+			d.skipSpace()
+		case '}':
+			d.pos++
+			d.depth--
+			w.b = patchCount(w.b, at, n)
+			return nil
+		default:
+			return d.syntaxErr("after object key:value pair")
+		}
+	}
+}
+
+// patchCount writes n as the uvarint at b[at], where one byte was
+// reserved, moving what follows when n needs more.
+func patchCount(b []byte, at, n int) []byte {
+	if n < 0x80 {
+		b[at] = byte(n)
+		return b
+	}
+	var tmp [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(tmp[:], uint64(n))
+	b = append(b, tmp[:k-1]...)
+	copy(b[at+k:], b[at+1:len(b)-(k-1)])
+	copy(b[at:], tmp[:k])
+	return b
+}
+
+// treeValue encodes the value at d.pos.
+func (d *decoder) treeValue(w *treeWriter, m mode) error {
+	if d.pos >= len(d.data) {
+		return d.eofErr()
+	}
+	switch c := d.data[d.pos]; c {
+	case '{':
+		return d.treeObject(w, m)
+	case '[':
+		if err := d.push(); err != nil {
+			return err
+		}
+		d.pos++
+		w.b = append(w.b, TagList, 0)
+		at := len(w.b) - 1
+		n := 0
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == ']' {
+			d.pos++
+			d.depth--
+			return nil
+		}
+		for {
+			if err := d.treeValue(w, modePlain); err != nil {
+				return err
+			}
+			n++
+			d.skipSpace()
+			if d.pos >= len(d.data) {
+				return d.eofErr()
+			}
+			switch d.data[d.pos] {
+			case ',':
+				d.pos++
+				d.skipSpace()
+			case ']':
+				d.pos++
+				d.depth--
+				w.b = patchCount(w.b, at, n)
+				return nil
+			default:
+				return d.syntaxErr("after array element")
+			}
+		}
+	case '"':
+		raw, simple, err := d.scanString()
+		if err != nil {
+			return err
+		}
+		if !simple {
+			d.unquoted = unquote(d.unquoted[:0], raw)
+			raw = d.unquoted
+		}
+		if len(raw) > 0 {
+			w.strings++
+		}
+		w.b = binary.AppendUvarint(append(w.b, TagString), uint64(len(raw)))
+		w.b = append(w.b, raw...)
+		return nil
+	case 't':
+		w.b = append(w.b, TagTrue)
+		return d.literal("true")
+	case 'f':
+		w.b = append(w.b, TagFalse)
+		return d.literal("false")
+	case 'n':
+		w.b = append(w.b, TagNull)
+		return d.literal("null")
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			return d.treeNumber(w)
+		}
+		return d.syntaxErr("looking for beginning of value")
+	}
+}
+
+// treeNumber encodes the number at d.pos as number() decodes it.
+func (d *decoder) treeNumber(w *treeWriter) error {
+	start := d.pos
+	plain, dot, err := d.scanNumber()
+	if err != nil {
+		return err
+	}
+	lit := d.data[start:d.pos]
+	if plain && len(lit) <= 18 {
+		var n int64
+		i := 0
+		neg := lit[0] == '-'
+		if neg {
+			i = 1
+		}
+		for ; i < len(lit); i++ {
+			n = n*10 + int64(lit[i]-'0')
+		}
+		if neg {
+			n = -n
+		}
+		w.b = binary.AppendVarint(append(w.b, TagInt), n)
+		return nil
+	}
+	s := string(lit)
+	if !dot {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			w.b = binary.AppendVarint(append(w.b, TagInt), n)
+			return nil
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		if d.rangeErr == nil {
+			d.rangeErr = &TypeError{Value: "number " + s, Offset: int64(d.pos)}
+		}
+		w.b = append(w.b, TagNull)
+		return nil
+	}
+	w.b = binary.LittleEndian.AppendUint64(append(w.b, TagFloat), math.Float64bits(f))
+	return nil
+}
+
+// SetTreeMembers sets top-level string members of an envelope and of its
+// encoding (the kind and apiVersion a list gives items that have neither),
+// as u.SetKind and u.SetAPIVersion would on the decoded object. It returns
+// false when env is not an envelope.
+func SetTreeMembers(env map[string]interface{}, kv ...string) bool {
+	t, ok := env[TreeKey].(*Tree)
+	if !ok || len(t.Enc) < 5 || t.Enc[0] != TagMap {
+		return false
+	}
+	n, k := binary.Uvarint(t.Enc[1:])
+	if k <= 0 {
+		return false
+	}
+	body := t.Enc[1+k : len(t.Enc)-4]
+	strs := binary.LittleEndian.Uint32(t.Enc[len(t.Enc)-4:])
+	b := make([]byte, 0, len(t.Enc)+len(kv)*16)
+	b = binary.AppendUvarint(append(b, TagMap), n+uint64(len(kv)/2))
+	b = append(b, body...)
+	for i := 0; i+1 < len(kv); i += 2 {
+		env[kv[i]] = kv[i+1]
+		b = binary.AppendUvarint(b, uint64(len(kv[i])))
+		b = append(b, kv[i]...)
+		b = binary.AppendUvarint(append(b, TagString), uint64(len(kv[i+1])))
+		b = append(b, kv[i+1]...)
+		if kv[i+1] != "" {
+			strs++
+		}
+	}
+	t.Enc = binary.LittleEndian.AppendUint32(b, strs)
+	return true
+}
