@@ -31,7 +31,9 @@ const maxDepth = 10000
 // apimachinery's settings (see the package documentation). A top-level
 // null gives a nil map and no error. The result shares nothing with data.
 func Object(data []byte, opts Options) (map[string]interface{}, error) {
-	d := decoder{data: data, opts: opts}
+	d := decoder{data: data, opts: opts, boxes: true}
+	d.getScratch()
+	defer d.putScratch()
 	return d.top()
 }
 
@@ -40,6 +42,8 @@ func Object(data []byte, opts Options) (map[string]interface{}, error) {
 // "items" array instead of to the list itself.
 func List(data []byte, opts Options) (map[string]interface{}, error) {
 	d := decoder{data: data, opts: opts}
+	d.getScratch()
+	defer d.putScratch()
 	return d.topAs(modeList)
 }
 
@@ -81,8 +85,24 @@ type decoder struct {
 	// decoder goes on, so that a later syntax error wins.
 	rangeErr error
 	// stack collects array elements before they are copied into a slice
-	// of the exact length.
-	stack []interface{}
+	// of the exact length; pending collects an object's members before
+	// they go into a map made for their number. Both come from
+	// scratchPool and are empty between values.
+	stack   []interface{}
+	pending []member
+	// unquoted is scratch for strings with escapes.
+	unquoted []byte
+	// scratch, when set, is where the three above go back to.
+	scratch *scratch
+	// boxes: the interface values of long strings and of slices point
+	// into strs and slices, allocated a few at a time, instead of each
+	// into an allocation of its own (set only when one object is decoded,
+	// so that objects never share an allocation). nStrs and nSlices count
+	// the boxes used.
+	boxes          bool
+	strs           []string
+	slices         [][]interface{}
+	nStrs, nSlices int
 	// dropped records that the object being decoded in modeAnnotations
 	// had the last-applied annotation.
 	dropped bool
@@ -221,59 +241,98 @@ func (d *decoder) object(m mode) (map[string]interface{}, error) {
 		return nil, err
 	}
 	d.pos++
-	out := make(map[string]interface{})
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
 		d.depth--
-		return out, nil
+		return make(map[string]interface{}), nil
 	}
+	base := len(d.pending)
 	for {
-		if d.pos >= len(d.data) {
-			return nil, d.eofErr()
-		}
-		if d.data[d.pos] != '"' {
-			return nil, d.syntaxErr("looking for beginning of object key string")
-		}
-		key, err := d.key()
+		end, err := d.objectMember(m)
 		if err != nil {
+			clear(d.pending[base:])
+			d.pending = d.pending[:base]
 			return nil, err
 		}
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.eofErr()
+		if !end {
+			continue
 		}
-		if d.data[d.pos] != ':' {
-			return nil, d.syntaxErr("after object key")
+		// The members in order (a repeated key: the last wins, as in
+		// encoding/json), into a map made for their number so that it
+		// never grows.
+		obj := make(map[string]interface{}, len(d.pending)-base)
+		for _, mb := range d.pending[base:] {
+			if mb.drop {
+				delete(obj, mb.key)
+			} else {
+				obj[mb.key] = mb.v
+			}
 		}
-		d.pos++
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.eofErr()
-		}
-		if err := d.member(out, key, m); err != nil {
-			return nil, err
-		}
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.eofErr()
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-		case '}':
-			d.pos++
-			d.depth--
-			return out, nil
-		default:
-			return nil, d.syntaxErr("after object key:value pair")
-		}
+		clear(d.pending[base:])
+		d.pending = d.pending[:base]
+		return obj, nil
 	}
 }
 
-// member decodes the value of key into out, skipping what the options say.
-func (d *decoder) member(out map[string]interface{}, key string, m mode) error {
+// member is an object member decoded but not yet in its map; drop: the
+// key is removed instead (an annotations map left empty by
+// SkipLastApplied).
+type member struct {
+	key  string
+	v    interface{}
+	drop bool
+}
+
+// objectMember decodes one member of an object in mode m onto
+// d.pending and the ',' or '}' after it; end says it was the '}'.
+func (d *decoder) objectMember(m mode) (end bool, err error) {
+	if d.pos >= len(d.data) {
+		return false, d.eofErr()
+	}
+	if d.data[d.pos] != '"' {
+		return false, d.syntaxErr("looking for beginning of object key string")
+	}
+	key, err := d.key()
+	if err != nil {
+		return false, err
+	}
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return false, d.eofErr()
+	}
+	if d.data[d.pos] != ':' {
+		return false, d.syntaxErr("after object key")
+	}
+	d.pos++
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return false, d.eofErr()
+	}
+	if err := d.member(key, m); err != nil {
+		return false, err
+	}
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return false, d.eofErr()
+	}
+	switch d.data[d.pos] {
+	case ',':
+		d.pos++
+		d.skipSpace()
+		return false, nil
+	case '}':
+		d.pos++
+		d.depth--
+		return true, nil
+	default:
+		return false, d.syntaxErr("after object key:value pair")
+	}
+}
+
+// member decodes the value of key onto d.pending, skipping what the
+// options say.
+func (d *decoder) member(key string, m mode) error {
 	child := modePlain
 	switch m {
 	case modeList:
@@ -282,7 +341,7 @@ func (d *decoder) member(out map[string]interface{}, key string, m mode) error {
 			if err != nil {
 				return err
 			}
-			out[key] = v
+			d.pending = append(d.pending, member{key: key, v: v})
 			return nil
 		}
 	case modeRoot:
@@ -298,11 +357,7 @@ func (d *decoder) member(out map[string]interface{}, key string, m mode) error {
 			if err != nil {
 				return err
 			}
-			if dropped && len(ann) == 0 {
-				delete(out, key)
-				return nil
-			}
-			out[key] = ann
+			d.pending = append(d.pending, member{key: key, v: ann, drop: dropped && len(ann) == 0})
 			return nil
 		}
 	case modeAnnotations:
@@ -315,7 +370,7 @@ func (d *decoder) member(out map[string]interface{}, key string, m mode) error {
 	if err != nil {
 		return err
 	}
-	out[key] = v
+	d.pending = append(d.pending, member{key: key, v: v})
 	return nil
 }
 
@@ -341,7 +396,7 @@ func (d *decoder) array(elem mode) (interface{}, error) {
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
 		d.depth--
-		return []interface{}{}, nil
+		return d.boxSlice([]interface{}{}), nil
 	}
 	for {
 		v, err := d.value(elem)
@@ -366,7 +421,7 @@ func (d *decoder) array(elem mode) (interface{}, error) {
 			copy(out, d.stack[base:])
 			clear(d.stack[base:])
 			d.stack = d.stack[:base]
-			return out, nil
+			return d.boxSlice(out), nil
 		default:
 			d.stack = d.stack[:base]
 			return nil, d.syntaxErr("after array element")
@@ -482,10 +537,14 @@ func (d *decoder) stringValue() (interface{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	if simple {
-		return internValue(raw), nil
+	if !simple {
+		d.unquoted = unquote(d.unquoted[:0], raw)
+		raw = d.unquoted
 	}
-	return internValue(unquote(raw)), nil
+	if len(raw) > maxInternValue {
+		return d.boxString(raw), nil
+	}
+	return internValue(raw), nil
 }
 
 // key decodes the object key at d.pos, interned.
@@ -497,7 +556,8 @@ func (d *decoder) key() (string, error) {
 	if simple {
 		return internBytes(raw), nil
 	}
-	return internBytes(unquote(raw)), nil
+	d.unquoted = unquote(d.unquoted[:0], raw)
+	return internBytes(d.unquoted), nil
 }
 
 // scanString moves past the string at d.pos ('"'), checking its syntax,
@@ -687,9 +747,8 @@ func (d *decoder) skip() error {
 
 // unquote returns the contents of a JSON string (without quotes, syntax
 // already checked) with escapes resolved and invalid UTF-8 replaced, as
-// encoding/json does.
-func unquote(s []byte) []byte {
-	b := make([]byte, 0, len(s)+2*utf8.UTFMax)
+// encoding/json does, appended to b.
+func unquote(b, s []byte) []byte {
 	for r := 0; r < len(s); {
 		switch c := s[r]; {
 		case c == '\\':

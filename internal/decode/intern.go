@@ -3,6 +3,7 @@ package decode
 import (
 	"hash/maphash"
 	"sync/atomic"
+	"unsafe"
 )
 
 // The intern table: a fixed array of slots indexed by a hash of the key,
@@ -45,12 +46,30 @@ const (
 	maxInternValue = 32 // longer values are not interned
 )
 
-type boxedString struct {
-	s string
-	v interface{}
+// valueTable's slots point at the string header an interface value holds:
+// a string held by an interface is read-only to the runtime and to every
+// reader, so all objects with the value share the header and its bytes.
+// A miss costs the bytes and the header, both kept by the object; nothing
+// is left as garbage when the slot is taken over by another value.
+var valueTable [valueSlots]atomic.Pointer[string]
+
+// eface is the layout of an empty interface value.
+type eface struct {
+	typ, data unsafe.Pointer
 }
 
-var valueTable [valueSlots]atomic.Pointer[boxedString]
+// stringType is the type word of an interface holding a string.
+var stringType = func() unsafe.Pointer {
+	var v interface{} = "x"
+	return (*eface)(unsafe.Pointer(&v)).typ
+}()
+
+// boxString returns the interface value holding *p, without copying *p
+// into an allocation of its own. *p must never be written again.
+func boxString(p *string) interface{} {
+	v := eface{typ: stringType, data: unsafe.Pointer(p)}
+	return *(*interface{})(unsafe.Pointer(&v))
+}
 
 // internValue returns b as an interface{} holding a string, shared with
 // earlier values of the same bytes when the table still holds one.
@@ -59,11 +78,11 @@ func internValue(b []byte) interface{} {
 		return string(b)
 	}
 	slot := &valueTable[maphash.Bytes(internSeed, b)&(valueSlots-1)]
-	if p := slot.Load(); p != nil && p.s == string(b) {
-		return p.v
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return boxString(p)
 	}
-	s := string(b)
-	e := &boxedString{s: s, v: s}
-	slot.Store(e)
-	return e.v
+	p := new(string)
+	*p = string(b)
+	slot.Store(p)
+	return boxString(p)
 }

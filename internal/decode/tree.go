@@ -78,6 +78,8 @@ func isEnvelopeMetadata(k []byte) bool {
 // leaves to Object.
 func TreeObject(data []byte, opts Options) (map[string]interface{}, error) {
 	d := decoder{data: data, opts: opts}
+	d.getScratch()
+	defer d.putScratch()
 	bp := treeBuffers.Get().(*[]byte)
 	defer treeBuffers.Put(bp)
 	d.skipSpace()
@@ -106,6 +108,8 @@ func TreeObject(data []byte, opts Options) (map[string]interface{}, error) {
 // TreeObject would leave to ordinary decoding, gives ErrNotPlain.
 func TreeList(data []byte, opts Options) (map[string]interface{}, error) {
 	d := decoder{data: data, opts: opts}
+	d.getScratch()
+	defer d.putScratch()
 	d.skipSpace()
 	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
 		return nil, ErrNotPlain
@@ -298,7 +302,8 @@ func (d *decoder) treeObject(w *treeWriter, m mode) error {
 			return err
 		}
 		if !simple {
-			raw = unquote(raw)
+			// Its own buffer: raw is used after the value is decoded.
+			raw = unquote(make([]byte, 0, len(raw)+8), raw)
 		}
 		if err := d.colon(); err != nil {
 			return err
@@ -473,7 +478,8 @@ func (d *decoder) treeValue(w *treeWriter, m mode) error {
 			return err
 		}
 		if !simple {
-			raw = unquote(raw)
+			d.unquoted = unquote(d.unquoted[:0], raw)
+			raw = d.unquoted
 		}
 		if len(raw) > 0 {
 			w.strings++

@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -27,8 +29,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	apiserverfeatures "k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 
 	"github.com/informerkit/informerkit/test/bench"
@@ -54,10 +60,18 @@ func main() {
 	out := flag.String("o", "", "also write the table to this file")
 	only := flag.String("impls", "", "comma-separated implementation names to run (default all; see bench.DefaultImpls)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measuring process to this file")
+	cbor := flag.Bool("cbor", false, "serve CBOR (the API server's CBORServingAndStorage feature gate) and let client-go's clients ask for it (ClientsAllowCBOR, ClientsPreferCBOR): process-wide, so every dynamic client of the run, informerkit's included, then reads CBOR")
+	memprofile := flag.String("memprofile", "", "write an allocation profile (alloc_space, alloc_objects) of the measuring process to this file at exit")
 	flag.Parse()
 	if *serve {
-		runServer()
+		runServer(*cbor)
 		return
+	}
+	if *cbor {
+		// What KUBE_FEATURE_ClientsAllowCBOR=true and
+		// KUBE_FEATURE_ClientsPreferCBOR=true would do, had client-go not
+		// read its environment before main.
+		clientfeatures.ReplaceFeatureGates(cborGates{clientfeatures.FeatureGates()})
 	}
 	cfg := bench.Config{
 		Sizes: ints(*sizes), Runs: *runs, ManyCRDs: *many, ManyObjects: *manyObjects,
@@ -75,11 +89,21 @@ func main() {
 	if len(cfg.Impls) == 0 {
 		log.Fatalf("-impls %q matches no implementation", *only)
 	}
+	if *cbor {
+		log.Printf("CBOR: client-go ClientsAllowCBOR=%v ClientsPreferCBOR=%v", clientfeatures.FeatureGates().Enabled(clientfeatures.ClientsAllowCBOR),
+			clientfeatures.FeatureGates().Enabled(clientfeatures.ClientsPreferCBOR))
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	rc, stop, err := startChild(ctx)
+	rc, stop, err := startChild(ctx, *cbor)
 	if err != nil {
 		log.Fatal(err)
+	}
+	var types *contentTypes
+	if *cbor {
+		// Show that the responses were CBOR, not only that it was asked.
+		types = &contentTypes{counts: map[string]int{}}
+		rc.Wrap(types.wrap)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -90,9 +114,20 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if *memprofile != "" {
+		// Sample every 64 KiB allocated instead of every 512 KiB: the
+		// profile is read per event and per object.
+		runtime.MemProfileRate = 64 << 10
+	}
 	start := time.Now()
 	res, err := bench.Run(ctx, rc, cfg)
 	pprof.StopCPUProfile()
+	if types != nil {
+		log.Printf("CBOR: responses by content type: %v", types.snapshot())
+	}
+	if *memprofile != "" {
+		writeMemProfile(*memprofile)
+	}
 	stop()
 	if err != nil {
 		log.Printf("run failed: %v", err)
@@ -114,6 +149,61 @@ func main() {
 	}
 }
 
+// writeMemProfile writes the allocation profile of everything allocated
+// since the flag was read (pprof's alloc_space and alloc_objects sample
+// types; inuse_* are the heap at exit).
+func writeMemProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer f.Close()
+	runtime.GC() // the profile is as of the last GC
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		log.Print(err)
+	}
+}
+
+// cborGates are client-go's feature gates with ClientsAllowCBOR and
+// ClientsPreferCBOR on.
+type cborGates struct{ base clientfeatures.Gates }
+
+func (g cborGates) Enabled(f clientfeatures.Feature) bool {
+	if f == clientfeatures.ClientsAllowCBOR || f == clientfeatures.ClientsPreferCBOR {
+		return true
+	}
+	return g.base.Enabled(f)
+}
+
+// contentTypes counts the responses of a client by their Content-Type.
+type contentTypes struct {
+	mu     sync.Mutex // guards counts
+	counts map[string]int
+}
+
+func (c *contentTypes) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			c.mu.Lock()
+			c.counts[resp.Header.Get("Content-Type")]++
+			c.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+func (c *contentTypes) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
 func ints(s string) []int {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -128,7 +218,12 @@ func ints(s string) []int {
 
 // runServer is the child: start the control plane, print serverInfo, run
 // until stdin closes (the parent exited or stopped us).
-func runServer() {
+func runServer(cbor bool) {
+	if cbor {
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(apiserverfeatures.CBORServingAndStorage): true}); err != nil {
+			log.Fatal(err)
+		}
+	}
 	cp, err := controlplane.Start(context.Background(), controlplane.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -144,12 +239,12 @@ func runServer() {
 
 // startChild starts this program with -serve and returns a client config
 // for its API server and a function that stops it.
-func startChild(ctx context.Context) (*rest.Config, func(), error) {
+func startChild(ctx context.Context, cbor bool) (*rest.Config, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "-serve")
+	cmd := exec.CommandContext(ctx, self, "-serve", "-cbor="+strconv.FormatBool(cbor))
 	cmd.Stderr = io.Discard
 	if os.Getenv("IKBENCH_SERVER_LOG") != "" {
 		cmd.Stderr = os.Stderr

@@ -1,0 +1,99 @@
+package decode
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// scratch is a decoder's working memory, kept between calls so that
+// decoding an object leaves no garbage of its own: the stacks of array
+// elements and object members and the buffer for unescaping strings.
+type scratch struct {
+	stack    []interface{}
+	pending  []member
+	unquoted []byte
+	// strs and slices are how many boxes of each kind the last object
+	// decoded with this scratch used: objects of one resource are alike,
+	// so the next one gets that many in its first allocation.
+	strs, slices int
+}
+
+// maxScratch bounds what goes back to the pool (elements of each stack,
+// bytes of the buffer): an unusual object does not pin its working memory.
+const maxScratch = 1 << 14
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// getScratch gives d working memory from the pool.
+func (d *decoder) getScratch() {
+	s := scratchPool.Get().(*scratch)
+	d.scratch = s
+	d.stack, d.pending, d.unquoted = s.stack[:0], s.pending[:0], s.unquoted[:0]
+}
+
+// putScratch returns d's working memory to the pool, holding no values
+// (an error leaves elements on the stacks).
+func (d *decoder) putScratch() {
+	if cap(d.stack) > maxScratch || cap(d.pending) > maxScratch || cap(d.unquoted) > maxScratch {
+		return
+	}
+	clear(d.stack[:cap(d.stack)])
+	clear(d.pending[:cap(d.pending)])
+	s := d.scratch
+	s.stack, s.pending, s.unquoted = d.stack[:0], d.pending[:0], d.unquoted[:0]
+	if d.boxes {
+		s.strs, s.slices = d.nStrs, d.nSlices
+	}
+	scratchPool.Put(s)
+}
+
+// boxChunk is how many boxes to allocate when d has none left: what the
+// last object needed beyond the used ones, at least minBoxes.
+func (d *decoder) boxChunk(used int, last func(*scratch) int) int {
+	n := minBoxes
+	if d.scratch != nil {
+		n = max(n, last(d.scratch)-used)
+	}
+	return n
+}
+
+const minBoxes = 4
+
+// boxString returns b as a string in an interface value; the string's
+// header shares an allocation with those of other strings of the object.
+func (d *decoder) boxString(b []byte) interface{} {
+	if !d.boxes {
+		return string(b)
+	}
+	if len(d.strs) == 0 {
+		d.strs = make([]string, d.boxChunk(d.nStrs, func(s *scratch) int { return s.strs }))
+	}
+	p := &d.strs[0]
+	d.strs = d.strs[1:]
+	d.nStrs++
+	*p = string(b)
+	return boxString(p)
+}
+
+// boxSlice returns v in an interface value; the slice's header shares an
+// allocation with those of other slices of the object.
+func (d *decoder) boxSlice(v []interface{}) interface{} {
+	if !d.boxes {
+		return v
+	}
+	if len(d.slices) == 0 {
+		d.slices = make([][]interface{}, d.boxChunk(d.nSlices, func(s *scratch) int { return s.slices }))
+	}
+	p := &d.slices[0]
+	d.slices = d.slices[1:]
+	d.nSlices++
+	*p = v
+	e := eface{typ: sliceType, data: unsafe.Pointer(p)}
+	return *(*interface{})(unsafe.Pointer(&e))
+}
+
+// sliceType is the type word of an interface holding a []interface{}.
+var sliceType = func() unsafe.Pointer {
+	var v interface{} = []interface{}{}
+	return (*eface)(unsafe.Pointer(&v)).typ
+}()
