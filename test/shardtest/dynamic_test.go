@@ -185,7 +185,19 @@ func TestDynamicMembership(t *testing.T) {
 	}
 	// Handlers: d got an add per object it holds; of a, b and c, exactly
 	// one got a delete for it (its old owner), and nobody got a delete for
-	// an object that did not move.
+	// an object that did not move. Handlers are told after the indexer is
+	// updated (client-go's processor delivers asynchronously): wait until
+	// they have heard of as many deletes as objects moved.
+	for wait := time.Now(); time.Since(wait) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
+		n := 0
+		for _, r := range []*replica{a, b, c} {
+			_, del := r.events()
+			n += len(del)
+		}
+		if dAdds, _ := d.events(); n >= len(moved) && len(dAdds) >= len(moved) {
+			break
+		}
+	}
 	dAdds, _ := d.events()
 	for uid := range moved {
 		if dAdds[uid] != 1 {
