@@ -47,16 +47,3 @@ func (l *listLog) len() int {
 	defer l.mu.Unlock()
 	return len(l.queries)
 }
-
-// reflectorRelists counts the queries that are a reflector's relist: its
-// pager asks for pages (limit=500 unless told otherwise); a switch inside
-// the stream lists without a limit.
-func reflectorRelists(queries []string) int {
-	n := 0
-	for _, q := range queries {
-		if strings.Contains(q, "limit=") {
-			n++
-		}
-	}
-	return n
-}
