@@ -583,8 +583,11 @@ func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *li
 			lw.switching, a.switching = false, false
 		}
 		lw.mu.Unlock()
-		if a.next != nil {
-			a.next.Discard() // the reader stopped before it was adopted
+		if n := a.next; n != nil {
+			// The reader stopped before it was adopted: it ends too.
+			a.next = nil
+			n.Discard()
+			n.Ended()
 		}
 	}
 	if lw.Keys != nil {
