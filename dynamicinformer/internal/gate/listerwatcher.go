@@ -103,7 +103,8 @@ type Hooks struct {
 //   - Relisting: the next list is fresh; a plain watch answers "expired".
 //
 // Transitions happen inside watch streams, so the reflector does not go
-// back to its relist loop (whose backoff grows to 30 s) for them. A 404
+// back to its relist loop (whose backoff grows to 30 s) for them; so do
+// shard switches (Switch) when Keys is set. A 404
 // answer closes the gate (not authoritatively) and calls Hooks.NotFound.
 //
 // All exported fields are set before first use and not changed after.
