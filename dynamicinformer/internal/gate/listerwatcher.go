@@ -215,7 +215,8 @@ func (lw *ListerWatcher) relistLocked() {
 // does not relist (nor wait for its backoff). With Keys set, the phase
 // Serving, a stream open, no list in flight and Keys valid, the open
 // stream stops its server watch, lists (consistent, through Server), and
-// delivers an add per listed object, a delete per key of Keys the list
+// delivers an add per listed object (but those the cache holds at the
+// listed resourceVersion), a delete per key of Keys the list
 // lacks (the cached object, or one with the key's name, namespace and
 // UID), a bookmark at the list's resourceVersion, then the events of a
 // server watch from it. A Switch while one lists makes it list again. If
@@ -695,16 +696,20 @@ func (lw *ListerWatcher) switchStream(ctx context.Context, opts metav1.ListOptio
 	}
 }
 
-// switchEvents is an add per item of list, a delete per key of Keys the
-// list lacks, and a bookmark at rv.
+// switchEvents is an add per item of list (but those the cache holds at
+// the same resourceVersion), a delete per key of Keys the list lacks, and
+// a bookmark at rv.
 func (lw *ListerWatcher) switchEvents(list runtime.Object, rv string) []watch.Event {
 	var events []watch.Event
 	listed := map[string]struct{}{}
 	_ = meta.EachListItem(list, func(it runtime.Object) error {
-		events = append(events, watch.Event{Type: watch.Added, Object: it})
 		if k, err := toolscache.MetaNamespaceKeyFunc(it); err == nil {
 			listed[k] = struct{}{}
+			if lw.cachedAsIs(k, it) {
+				return nil
+			}
 		}
+		events = append(events, watch.Event{Type: watch.Added, Object: it})
 		return nil
 	})
 	for key, uid := range lw.Keys.missing(listed) {
@@ -718,6 +723,24 @@ func (lw *ListerWatcher) switchEvents(list runtime.Object, rv string) []watch.Ev
 		events = append(events, watch.Event{Type: watch.Deleted, Object: o})
 	}
 	return append(events, watch.Event{Type: watch.Bookmark, Object: lw.Bookmark(rv)})
+}
+
+// cachedAsIs reports whether the cache holds key at it's resourceVersion.
+// The list is newer than every event the stream delivered, so an object
+// cached at the listed version has no other change queued: an add for it
+// would only make handlers see an update that changes nothing (the
+// reflector's Replace would have counted it a resync, not an update).
+func (lw *ListerWatcher) cachedAsIs(key string, it runtime.Object) bool {
+	obj, ok := lw.CachedByKey(key)
+	if !ok {
+		return false
+	}
+	c, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	m, err := meta.Accessor(it)
+	return err == nil && m.GetResourceVersion() != "" && c.GetResourceVersion() == m.GetResourceVersion()
 }
 
 // gone is the object of a delete for a key the reflector was given but
