@@ -374,9 +374,9 @@ func WithShard(s shard.Shard) ResourceOption {
 // reflector instead (a relist: same handler calls, but it waits for the
 // reflector's backoff, 0.8 s doubling to 30 s while restarts follow each
 // other). The informer keeps the keys it handed its reflector (about 90
-// bytes per object) to know what left. The informer registers with src while it
-// runs (shard.Source's Register) and reports what its cache holds: at a
-// switch, the part of the old shard within the new one; the new shard
+// bytes per object) to know what left. The informer registers with src
+// while it runs (shard.Source's Register) and reports what its cache
+// holds: at a switch, the part of the old shard within the new one; the new shard
 // once a list of it has been handed to the reflector (its objects then
 // reach the cache in the informer's queue order).
 //
