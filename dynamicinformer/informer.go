@@ -157,6 +157,15 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 		Bookmark:    bookmarkObject(cfg.metadataOnly),
 		NoWatchList: noWatchList,
 	}
+	if cfg.shardSource != nil {
+		// Dynamic sharding switches shards inside the open stream; the
+		// gate keeps the keys it handed the reflector for that.
+		e.lw.Keys = &gate.KeySet{}
+		e.lw.CachedByKey = func(key string) (interface{}, bool) {
+			o, ok, err := e.informer.GetStore().GetByKey(key)
+			return o, ok && err == nil
+		}
+	}
 	e.lw.InitialLists = deps.initialLists
 	e.lw.Hooks.WaitingForSlot = e.waitingForSlot
 	e.lw.Access = e.accessCheck()

@@ -375,16 +375,19 @@ func WithShard(s shard.Shard) ResourceOption {
 // for WithShard, with the current shard: a list keeps the shard of its
 // first page for all its pages, a watch the shard it was opened with.
 //
-// When the shard changes, the informer relists with the new one, with no
-// restart: handlers get a delete for each object that left the shard, an
-// add for each object that entered, and for objects that stayed what a
-// relist gives them (an update only for handlers with a resync period, or
-// where the object changed). The relist goes through client-go's
-// reflector, so it waits for the reflector's backoff: 0.8 s, doubling to
-// 30 s while restarts follow each other, reset after 2 minutes without
-// one. The informer registers with src while it
-// runs (shard.Source's Register) and reports what its cache holds: at a
-// switch, the part of the old shard within the new one; the new shard
+// When the shard changes, the informer switches to the new one with no
+// restart, inside its open watch stream: one list of the new shard, then
+// a watch from it. Handlers get a delete for each object that left the
+// shard, an add for each object that entered, an update for each object
+// that stayed and changed meanwhile (or whose add was still queued), and
+// nothing for the others. A switch before the first sync, while a list is
+// in flight, or whose list or watch fails, goes through client-go's
+// reflector instead (a relist: same handler calls, but it waits for the
+// reflector's backoff, 0.8 s doubling to 30 s while restarts follow each
+// other). The informer keeps the keys it handed its reflector (about 90
+// bytes per object) to know what left. The informer registers with src
+// while it runs (shard.Source's Register) and reports what its cache
+// holds: at a switch, the part of the old shard within the new one; the new shard
 // once a list of it has been handed to the reflector (its objects then
 // reach the cache in the informer's queue order).
 //

@@ -37,11 +37,12 @@ func (e *entry) shardFilter(funcs listwatch.Funcs) listwatch.Funcs {
 
 // followShard runs while the informer runs, for an informer given a
 // shard.Source: on every change of the source's shard it switches the
-// informer to the new shard and makes the reflector relist, so that the
-// objects that left reach handlers as deletes and those that entered as
-// adds. It tells the source what the cache holds: at a switch, the part of
-// the old shard within the new one; the new shard once a list of it is
-// complete (shardListed).
+// informer to the new shard (gate.ListerWatcher.Switch: inside the open
+// stream, or through a relist), so that the objects that left reach
+// handlers as deletes and those that entered as adds. It tells the source
+// what the cache holds: at a switch, the part of the old shard within the
+// new one; the new shard once a list of it is in the reflector's hands
+// (shardListed).
 func (e *entry) followShard(ctx context.Context) {
 	src := e.shard.source
 	c := src.Register(e.currentGVR().String())
@@ -91,22 +92,25 @@ func (e *entry) switchShard(s shard.Shard) {
 	if c != nil {
 		c.Holds(held, ok)
 	}
-	e.logger.V(1).Info("shard changed; relisting", "shard", s.Selector(), "size", s.Size())
+	e.logger.V(1).Info("shard changed; switching", "shard", s.Selector(), "size", s.Size())
 	e.update(func() bool { return true }) // Status.Shard
-	e.lw.Relist()
+	e.lw.Switch()
 }
 
-// shardListed: a list of s is complete (the reflector has it).
+// shardListed: a list of s is complete and the reflector has it (the
+// last page returned to it, a watch-list stream's initial events taken,
+// or a switch's events — adds, deletes, bookmark — taken).
 func (e *entry) shardListed(s shard.Shard) {
 	e.shard.mu.Lock()
 	e.shard.listed = &s
 	now, c := e.shard.now, e.shard.consumer
 	e.shard.mu.Unlock()
 	if !now.Equal(s) {
-		// The shard changed while this list ran: list again. (For a plain
+		// The shard changed while this list ran: switch again (inside the
+		// stream when the gate can, else through a relist). For a plain
 		// list the gate is not Serving yet and this does nothing;
-		// relistIfStale, from the gate's Listed hook, catches it.)
-		e.lw.Relist()
+		// relistIfStale, from the gate's Listed hook, catches it.
+		e.lw.Switch()
 		return
 	}
 	if c != nil {

@@ -29,6 +29,7 @@ type replica struct {
 	member  *membership.Member
 	factory *dynamicinformer.Factory
 	handle  *dynamicinformer.InformerHandle
+	lists   *listLog // the LISTs of its informer
 
 	mu      sync.Mutex // guards adds, deletes
 	adds    map[types.UID]int
@@ -130,11 +131,12 @@ func TestDynamicMembership(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := dynamicinformer.NewForConfig(cp.Config(), 0, dynamicinformer.WithDefaults(dynamicinformer.WithShardSource(m)))
+		cfg, lists := logLists(cp.Config(), gvr.Resource)
+		f, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithDefaults(dynamicinformer.WithShardSource(m)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &replica{name: name, member: m, factory: f, handle: f.ForResource(gvr),
+		r := &replica{name: name, member: m, factory: f, handle: f.ForResource(gvr), lists: lists,
 			adds: map[types.UID]int{}, deletes: map[types.UID]int{}}
 		if _, err := r.handle.AddEventHandler(r.handler()); err != nil {
 			t.Fatal(err)
@@ -183,7 +185,19 @@ func TestDynamicMembership(t *testing.T) {
 	}
 	// Handlers: d got an add per object it holds; of a, b and c, exactly
 	// one got a delete for it (its old owner), and nobody got a delete for
-	// an object that did not move.
+	// an object that did not move. Handlers are told after the indexer is
+	// updated (client-go's processor delivers asynchronously): wait until
+	// they have heard of as many deletes as objects moved.
+	for wait := time.Now(); time.Since(wait) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
+		n := 0
+		for _, r := range []*replica{a, b, c} {
+			_, del := r.events()
+			n += len(del)
+		}
+		if dAdds, _ := d.events(); n >= len(moved) && len(dAdds) >= len(moved) {
+			break
+		}
+	}
 	dAdds, _ := d.events()
 	for uid := range moved {
 		if dAdds[uid] != 1 {
@@ -227,15 +241,24 @@ func TestDynamicMembership(t *testing.T) {
 
 	// c dies: it stops renewing; its objects go to a and d within the
 	// Lease duration plus a sync.
+	listsA, listsD := a.lists.len(), d.lists.len()
 	stop(c)
 	took = waitPartition(t, want, a, d)
-	t.Logf("c died: a and d hold everything %v after (lease %v, renew %v)", took, testLease, testRenew)
-	// Bound: the Lease, one renew interval, and the informers' relist,
-	// which waits for client-go's reflector backoff (0.8 s doubling to
-	// 30 s while restarts follow each other; this test has switched shards
-	// several times), plus the list itself.
-	if limit := testLease + testRenew + 30*time.Second + 10*time.Second; took > limit {
+	switchLists := append(a.lists.since(listsA), d.lists.since(listsD)...)
+	t.Logf("c died: a and d hold everything %v after (lease %v, renew %v); LISTs of a and d meanwhile: %d",
+		took, testLease, testRenew, len(switchLists))
+	// Bound: the Lease (c's last renewal may be up to a renew interval
+	// before it stopped), the survivors' next recomputation (a renew
+	// interval), and one switch inside each survivor's open stream (one
+	// consistent LIST of its new shard). A switch through the reflector's
+	// relist would wait for its backoff as well (0.8 s doubling to 30 s
+	// while relists follow each other within 2 min; this test has
+	// switched several times before): 8.6-13 s were measured that way.
+	if limit := testLease + 3*time.Second; took > limit {
 		t.Errorf("takeover after a death took %v, more than %v", took, limit)
+	}
+	if len(switchLists) > 2 {
+		t.Errorf("the takeover cost %d LISTs, want one per survivor: %q", len(switchLists), switchLists)
 	}
 	for _, r := range all {
 		stop(r)

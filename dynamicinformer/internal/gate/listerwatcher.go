@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -102,7 +103,8 @@ type Hooks struct {
 //   - Relisting: the next list is fresh; a plain watch answers "expired".
 //
 // Transitions happen inside watch streams, so the reflector does not go
-// back to its relist loop (whose backoff grows to 30 s) for them. A 404
+// back to its relist loop (whose backoff grows to 30 s) for them; so do
+// shard switches (Switch) when Keys is set. A 404
 // answer closes the gate (not authoritatively) and calls Hooks.NotFound.
 //
 // All exported fields are set before first use and not changed after.
@@ -131,19 +133,29 @@ type ListerWatcher struct {
 	// no request of the informer is sent meanwhile. Once it returned nil
 	// it is not called again.
 	Access func(ctx context.Context) error
+	// Keys, if set, records what the reflector was handed (see KeySet)
+	// and lets Switch happen inside the open stream. CachedByKey returns
+	// the cached object of a key (it must be set with Keys).
+	Keys        *KeySet
+	CachedByKey func(key string) (interface{}, bool)
 
-	mu        sync.Mutex // guards phase, active, accessOK, listing, relistDue
+	mu        sync.Mutex // guards phase, active, accessOK, listing, relistDue, switching, switchGen, relistGen
 	phase     Phase
 	active    *activeStream // the open stream, if any
 	accessOK  bool          // Access returned nil
 	listing   bool          // a list request is in flight
 	relistDue bool          // Relist was called while listing: that list may predate it
+	switching bool          // a stream is switching (Switch): listing the new selection
+	switchGen uint64        // counts Switch calls
+	relistGen uint64        // counts Relist calls
 }
 
 // activeStream is the stream the reflector reads now.
 type activeStream struct {
-	interrupt chan struct{} // closed to end it
-	relist    bool          // it ends "expired" (Relist), not with a removal
+	interrupt chan struct{}     // closed to end it
+	relist    bool              // it ends "expired" (Relist), not with a removal
+	switching bool              // it switches to a new list (Switch); guarded by ListerWatcher.mu
+	next      *listwatch.Stream // the stream it continues with (its goroutine only)
 }
 
 var _ toolscache.ListerWatcherWithContext = (*ListerWatcher)(nil)
@@ -173,6 +185,11 @@ func (lw *ListerWatcher) SetServed(open bool, reason string, authoritative bool)
 func (lw *ListerWatcher) Relist() {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
+	lw.relistGen++
+	lw.relistLocked()
+}
+
+func (lw *ListerWatcher) relistLocked() {
 	if lw.phase != Serving && lw.phase != Relisting {
 		return // nothing listed, or the cache is being emptied
 	}
@@ -192,6 +209,40 @@ func (lw *ListerWatcher) Relist() {
 	}
 }
 
+// Switch makes the informer follow what its list and watch funcs ask for
+// now (another shard): like Relist, the reflector's store is made to hold
+// a fresh list, but inside the open stream when it can, so the reflector
+// does not relist (nor wait for its backoff). With Keys set, the phase
+// Serving, a stream open, no list in flight and Keys valid, the open
+// stream stops its server watch, lists (consistent, through Server), and
+// delivers an add per listed object (but those the cache holds at the
+// listed resourceVersion), a delete per key of Keys the list
+// lacks (the cached object, or one with the key's name, namespace and
+// UID), a bookmark at the list's resourceVersion, then the events of a
+// server watch from it. A Switch while one lists makes it list again. If
+// the list or the watch fails (or Relist is called, or the gate closes,
+// meanwhile) the stream ends "expired" and the reflector relists.
+// Otherwise Switch is Relist.
+func (lw *ListerWatcher) Switch() {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.switchGen++
+	if lw.switching {
+		return // the switch under way sees switchGen and lists again
+	}
+	a := lw.active
+	if lw.Keys == nil || lw.phase != Serving || a == nil || lw.listing || !lw.Keys.Valid() {
+		lw.relistLocked()
+		return
+	}
+	// Relisting until the new stream is armed: should the reader stop the
+	// stream before it switched, its next watch answers "expired".
+	lw.phase = Relisting
+	lw.switching = true
+	a.switching = true
+	lw.interruptLocked()
+}
+
 func (lw *ListerWatcher) interruptLocked() {
 	if lw.active != nil {
 		close(lw.active.interrupt)
@@ -203,7 +254,11 @@ func (lw *ListerWatcher) interruptLocked() {
 func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	if opts.Continue != "" {
 		// A later page: the gate was checked on page one.
-		return lw.Server.List(ctx, opts, false)
+		obj, err := lw.Server.List(ctx, opts, false)
+		if err == nil {
+			lw.keysPage(obj)
+		}
+		return obj, err
 	}
 	for {
 		open, reason, _ := lw.Gate.State()
@@ -216,7 +271,12 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 			lw.mu.Unlock()
 			lw.Server.Forget()
 			lw.Hooks.Emptied(reason)
-			return lw.EmptyList(SyntheticRV), nil
+			empty := lw.EmptyList(SyntheticRV)
+			if lw.Keys != nil {
+				lw.Keys.beginList()
+				lw.keysPage(empty)
+			}
+			return empty, nil
 		}
 		lw.mu.Unlock()
 		if !open {
@@ -243,6 +303,9 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		lw.mu.Lock()
 		lw.listing, lw.relistDue = true, false
 		lw.mu.Unlock()
+		if lw.Keys != nil {
+			lw.Keys.beginList()
+		}
 		obj, err := lw.Server.List(ctx, opts, phase == Emptied || phase == Relisting)
 		lw.mu.Lock()
 		lw.listing = false
@@ -257,6 +320,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		if err != nil {
 			return nil, err // the reflector's error handler records it
 		}
+		lw.keysPage(obj)
 		rv, _ := listwatch.ListRV(obj)
 		lw.mu.Lock()
 		lw.phase = Serving
@@ -326,6 +390,9 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 	}
 	if watchList {
 		lw.Hooks.ListStarted()
+		if lw.Keys != nil {
+			lw.Keys.beginList() // the initial events end it (KeySet.observe)
+		}
 	}
 	s, err := lw.Server.Watch(ctx, opts)
 	if initial {
@@ -351,7 +418,18 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 		lw.mu.Unlock()
 		lw.Hooks.Listed("")
 	}
-	return lw.start(s), nil
+	return lw.start(ctx, opts, s), nil
+}
+
+// keysPage records a list page in Keys (the last page ends the list).
+func (lw *ListerWatcher) keysPage(list runtime.Object) {
+	if lw.Keys == nil {
+		return
+	}
+	lw.Keys.listPage(list)
+	if l, err := meta.ListAccessor(list); err != nil || l.GetContinue() == "" {
+		lw.Keys.endList()
+	}
 }
 
 // checkAccess runs Access once, before the first list; checked reports
@@ -447,24 +525,37 @@ func (lw *ListerWatcher) refill(ctx context.Context, opts metav1.ListOptions) (w
 		}
 		lw.mu.Unlock()
 	}
-	return lw.start(s), nil
+	return lw.start(ctx, opts, s), nil
 }
 
 // start makes s the active stream and starts it. If the gate closed
 // meanwhile, s is interrupted at once.
-func (lw *ListerWatcher) start(s *listwatch.Stream) watch.Interface {
+func (lw *ListerWatcher) start(ctx context.Context, opts metav1.ListOptions, s *listwatch.Stream) watch.Interface {
+	lw.arm(ctx, opts, s)
+	return s.Start()
+}
+
+// arm makes s (not started, or about to be adopted by the stream that
+// switches) the active stream: it sets its Interrupt, Final, Done, Then
+// and Ended. ctx and opts are the watch request's (a switch watches again
+// with them).
+func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *listwatch.Stream) {
 	a := &activeStream{interrupt: make(chan struct{})}
 	var removing bool
 	var why string
 	s.Interrupt = a.interrupt
 	s.Final = func() []watch.Event {
 		lw.mu.Lock()
-		relist := a.relist
+		relist, switching := a.relist, a.switching
 		phase := lw.phase
 		lw.mu.Unlock()
 		if relist {
-			expired := apierrors.NewResourceExpired("informerkit: relisting").Status()
-			return []watch.Event{{Type: watch.Error, Object: &expired}}
+			return expiredEvents()
+		}
+		if switching {
+			next, events := lw.switchStream(ctx, opts, a)
+			a.next = next
+			return events
 		}
 		open, reason, _ := lw.Gate.State()
 		if open || phase != Serving {
@@ -477,6 +568,32 @@ func (lw *ListerWatcher) start(s *listwatch.Stream) watch.Interface {
 		if removing && delivered {
 			lw.emptied(why)
 		}
+	}
+	s.Then = func() *listwatch.Stream {
+		n := a.next
+		a.next = nil
+		return n
+	}
+	s.Ended = func() {
+		lw.mu.Lock()
+		if lw.active == a {
+			lw.active = nil
+		}
+		if a.switching {
+			// Stopped by the reader before it switched: the phase is
+			// Relisting, its next watch answers "expired".
+			lw.switching, a.switching = false, false
+		}
+		lw.mu.Unlock()
+		if n := a.next; n != nil {
+			// The reader stopped before it was adopted: it ends too.
+			a.next = nil
+			n.Discard()
+			n.Ended()
+		}
+	}
+	if lw.Keys != nil {
+		s.Delivered = lw.Keys.observe
 	}
 	lw.mu.Lock()
 	lw.active = a
@@ -491,7 +608,153 @@ func (lw *ListerWatcher) start(s *listwatch.Stream) watch.Interface {
 		}
 		lw.mu.Unlock()
 	}
-	return s.Start()
+}
+
+func expiredEvents() []watch.Event {
+	expired := apierrors.NewResourceExpired("informerkit: relisting").Status()
+	return []watch.Event{{Type: watch.Error, Object: &expired}}
+}
+
+// switchStream runs on the stream being switched (Switch), once its
+// server watch is stopped and all it delivered was recorded in Keys: it
+// lists, opens a watch from the list, and returns that stream (not
+// started) with the switch's events as its prefix. On failure it returns
+// no stream and an "expired" error event, and the phase stays Relisting.
+func (lw *ListerWatcher) switchStream(ctx context.Context, opts metav1.ListOptions, a *activeStream) (*listwatch.Stream, []watch.Event) {
+	fail := func() (*listwatch.Stream, []watch.Event) {
+		lw.mu.Lock()
+		lw.switching, a.switching = false, false
+		if lw.phase == Serving {
+			lw.phase = Relisting
+		}
+		lw.mu.Unlock()
+		return nil, expiredEvents()
+	}
+	for {
+		lw.mu.Lock()
+		gen, rgen := lw.switchGen, lw.relistGen
+		lw.mu.Unlock()
+		if open, _, _ := lw.Gate.State(); !open {
+			return fail()
+		}
+		// The filter's Listed (the shard is held) waits until the
+		// reader took the switch's events.
+		lctx, listed := listwatch.DeferListed(ctx)
+		list, err := lw.Server.List(lctx, metav1.ListOptions{}, true)
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				lw.notFound(err)
+			}
+			return fail()
+		}
+		rv, err := listwatch.ListRV(list)
+		if err != nil {
+			return fail()
+		}
+		lw.mu.Lock()
+		again := lw.switchGen != gen
+		lw.mu.Unlock()
+		if again {
+			continue // switched again while listing
+		}
+		wopts := opts
+		wopts.ResourceVersion, wopts.ResourceVersionMatch, wopts.SendInitialEvents = rv, "", nil
+		next, err := lw.Server.Watch(ctx, wopts)
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				lw.notFound(err)
+			}
+			return fail()
+		}
+		lw.mu.Lock()
+		if lw.relistGen != rgen || lw.phase != Relisting {
+			lw.mu.Unlock()
+			next.Discard()
+			return fail()
+		}
+		if lw.switchGen != gen {
+			lw.mu.Unlock()
+			next.Discard()
+			continue // switched again while listing
+		}
+		lw.phase, lw.switching, a.switching = Serving, false, false
+		lw.mu.Unlock()
+		next.Prefix = lw.switchEvents(list, rv)
+		next.PrefixDelivered = listed.Run
+		next.Interrupted = func() {
+			// Cut before its bookmark: the reflector's resourceVersion
+			// may be an item's; list again. (A Switch that interrupts it
+			// continues from what Keys recorded.)
+			lw.mu.Lock()
+			if lw.phase == Serving {
+				lw.phase = Relisting
+			}
+			lw.mu.Unlock()
+		}
+		lw.arm(ctx, opts, next)
+		return next, nil
+	}
+}
+
+// switchEvents is an add per item of list (but those the cache holds at
+// the same resourceVersion), a delete per key of Keys the list lacks, and
+// a bookmark at rv.
+func (lw *ListerWatcher) switchEvents(list runtime.Object, rv string) []watch.Event {
+	var events []watch.Event
+	listed := map[string]struct{}{}
+	_ = meta.EachListItem(list, func(it runtime.Object) error {
+		if k, err := toolscache.MetaNamespaceKeyFunc(it); err == nil {
+			listed[k] = struct{}{}
+			if lw.cachedAsIs(k, it) {
+				return nil
+			}
+		}
+		events = append(events, watch.Event{Type: watch.Added, Object: it})
+		return nil
+	})
+	for key, uid := range lw.Keys.missing(listed) {
+		var o runtime.Object
+		if obj, ok := lw.CachedByKey(key); ok {
+			o = lw.AsWatched(obj)
+		}
+		if o == nil {
+			o = lw.gone(key, uid, rv)
+		}
+		events = append(events, watch.Event{Type: watch.Deleted, Object: o})
+	}
+	return append(events, watch.Event{Type: watch.Bookmark, Object: lw.Bookmark(rv)})
+}
+
+// cachedAsIs reports whether the cache holds key at it's resourceVersion.
+// The list is newer than every event the stream delivered, so an object
+// cached at the listed version has no other change queued: an add for it
+// would only make handlers see an update that changes nothing (the
+// reflector's Replace would have counted it a resync, not an update).
+func (lw *ListerWatcher) cachedAsIs(key string, it runtime.Object) bool {
+	obj, ok := lw.CachedByKey(key)
+	if !ok {
+		return false
+	}
+	c, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	m, err := meta.Accessor(it)
+	return err == nil && m.GetResourceVersion() != "" && c.GetResourceVersion() == m.GetResourceVersion()
+}
+
+// gone is the object of a delete for a key the reflector was given but
+// the cache does not hold yet (its add is still queued): its name,
+// namespace and UID, at rv.
+func (lw *ListerWatcher) gone(key string, uid types.UID, rv string) runtime.Object {
+	ns, name, _ := toolscache.SplitMetaNamespaceKey(key)
+	o := lw.Bookmark(rv) // an empty object of the reflector's type
+	if m, err := meta.Accessor(o); err == nil {
+		m.SetNamespace(ns)
+		m.SetName(name)
+		m.SetUID(uid)
+	}
+	return o
 }
 
 // removal returns a stream that delivers a delete per cached object and a
@@ -504,6 +767,9 @@ func (lw *ListerWatcher) removal(reason string) watch.Interface {
 	s := listwatch.NewStream(nil, nil)
 	s.Interrupt = now
 	s.Final = lw.removalEvents
+	if lw.Keys != nil {
+		s.Delivered = lw.Keys.observe
+	}
 	s.Done = func(delivered bool) {
 		if delivered {
 			lw.emptied(reason)

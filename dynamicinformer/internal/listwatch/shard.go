@@ -65,7 +65,11 @@ func (f *ShardFilter) Funcs(in Funcs) Funcs {
 			if next := continueOf(obj); next != "" {
 				f.pin(next, s)
 			} else if f.Listed != nil {
-				f.Listed(s)
+				if d, ok := ctx.Value(deferredListedKey{}).(*DeferredListed); ok {
+					d.set(func() { f.Listed(s) })
+				} else {
+					f.Listed(s)
+				}
 			}
 			return obj, nil
 		},
@@ -220,4 +224,38 @@ func (w *shardWatch) Stop() {
 		close(w.stop)
 		w.in.Stop()
 	})
+}
+
+type deferredListedKey struct{}
+
+// DeferredListed holds back the Listed call of a ShardFilter for lists
+// made with its context (DeferListed) until Run: a list delivered to the
+// reflector as watch events is in the reflector's hands only once those
+// events were taken, not when the list is received.
+type DeferredListed struct {
+	mu sync.Mutex // guards f
+	f  func()
+}
+
+// DeferListed returns a context whose lists' Listed calls wait for d.Run.
+func DeferListed(ctx context.Context) (context.Context, *DeferredListed) {
+	d := &DeferredListed{}
+	return context.WithValue(ctx, deferredListedKey{}, d), d
+}
+
+func (d *DeferredListed) set(f func()) {
+	d.mu.Lock()
+	d.f = f
+	d.mu.Unlock()
+}
+
+// Run makes the held-back Listed call, if any (once).
+func (d *DeferredListed) Run() {
+	d.mu.Lock()
+	f := d.f
+	d.f = nil
+	d.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }

@@ -293,3 +293,36 @@ func TestShardFilterSwitchMidList(t *testing.T) {
 	}
 	check(t)
 }
+
+// A list made with a DeferListed context completes without calling
+// Listed; Run makes the call, once.
+func TestShardFilterDeferredListed(t *testing.T) {
+	var listed atomic.Int32
+	f := &ShardFilter{Current: static(firstHalf), Listed: func(s shard.Shard) {
+		if !s.Equal(firstHalf) {
+			t.Errorf("Listed(%v)", s)
+		}
+		listed.Add(1)
+	}}
+	funcs := f.Funcs(Funcs{List: func(context.Context, string, metav1.ListOptions) (runtime.Object, error) {
+		return widgetList("10", uidWidget("w1", "in-1")), nil
+	}})
+	ctx, d := DeferListed(context.Background())
+	if _, err := funcs.List(ctx, "", metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := listed.Load(); n != 0 {
+		t.Fatalf("Listed called %d times before Run", n)
+	}
+	d.Run()
+	d.Run()
+	if n := listed.Load(); n != 1 {
+		t.Fatalf("Listed called %d times after Run, want 1", n)
+	}
+	if _, err := funcs.List(context.Background(), "", metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := listed.Load(); n != 2 {
+		t.Fatalf("a list without the context: Listed called %d times in all, want 2", n)
+	}
+}

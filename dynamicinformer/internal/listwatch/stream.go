@@ -20,7 +20,8 @@ import (
 //   - the server stays silent for the idle bound (set by Liveness): the
 //     stream ends with an "expired" error event, so the reflector lists;
 //   - Interrupt is closed: Final is asked for the events to deliver
-//     instead of anything further, then the stream ends.
+//     instead of anything further, then the stream ends — unless Then
+//     returns a stream to continue with (see Then).
 //
 // Configure the exported fields, then call Start once. One goroutine per
 // stream; it ends when the stream ends.
@@ -42,6 +43,24 @@ type Stream struct {
 	// events (annotation metav1.InitialEventsAnnotationKey) has been
 	// delivered, or when the stream ends.
 	InitialEventsEnd func()
+	// Then, if set, is called on the stream's goroutine once Final's
+	// events were all delivered, after the server watch was stopped. A
+	// stream it returns (built by Liveness.Watch or NewStream, configured,
+	// not started) continues this one on the same result channel: its
+	// Prefix, then its server watch, with its own Interrupt, Interrupted,
+	// Final, Done, Then, PrefixDelivered, Delivered and Ended (the
+	// reader sees one watch). nil: the stream ends.
+	Then func() *Stream
+	// PrefixDelivered, if set, is called on the stream's goroutine once
+	// all of Prefix was taken by the reader (not if the stream ended or
+	// was interrupted first).
+	PrefixDelivered func()
+	// Delivered, if set, is called on the stream's goroutine with every
+	// event (prefix, server, final) once the reader took it.
+	Delivered func(watch.Event)
+	// Ended, if set, is called on the stream's goroutine when the stream
+	// ends (not when it continues with Then's stream).
+	Ended func()
 
 	inner   watch.Interface
 	release func()
@@ -78,40 +97,91 @@ func (s *Stream) Stop() { s.stopOnce.Do(func() { close(s.stop) }) }
 func (s *Stream) forward() {
 	defer close(s.result)
 	defer s.initialEventsEnd()
-	if s.inner != nil {
-		defer func() {
-			s.inner.Stop()
-			if s.release != nil {
-				s.release()
-			}
-		}()
+	defer func() {
+		if s.Ended != nil {
+			s.Ended()
+		}
+	}()
+	for s.run() {
 	}
+}
+
+// run delivers the prefix, then the server's events, then Final's; it
+// reports whether the stream continues with Then's stream (adopted).
+func (s *Stream) run() (next bool) {
+	defer func() {
+		if !next {
+			s.closeInner()
+		}
+	}()
 	for i, ev := range s.Prefix {
 		select {
 		case s.result <- ev:
 			s.Prefix[i] = watch.Event{} // let the object go
+			s.delivered(ev)
 		case <-s.stop:
 			s.interrupted()
-			return
+			return false
 		case <-s.Interrupt:
 			s.interrupted()
-			s.deliverFinal()
-			return
+			return s.final()
 		}
 	}
 	s.Prefix = nil
+	if s.PrefixDelivered != nil {
+		s.PrefixDelivered()
+	}
 	if s.inner == nil {
 		if s.Interrupt != nil {
 			select {
 			case <-s.Interrupt:
-				s.deliverFinal()
+				return s.final()
 			case <-s.stop:
 			}
 		}
-		return
+		return false
 	}
 	if s.forwardServer() {
-		s.deliverFinal()
+		return s.final()
+	}
+	return false
+}
+
+// final delivers Final's events, then asks Then for a stream to continue
+// with and adopts it.
+func (s *Stream) final() bool {
+	if !s.deliverFinal() || s.Then == nil {
+		return false
+	}
+	s.closeInner()
+	n := s.Then()
+	if n == nil {
+		return false
+	}
+	s.Prefix, s.Interrupted, s.Interrupt, s.Final, s.Done = n.Prefix, n.Interrupted, n.Interrupt, n.Final, n.Done
+	s.Then, s.PrefixDelivered, s.Delivered, s.Ended = n.Then, n.PrefixDelivered, n.Delivered, n.Ended
+	s.inner, s.release, s.idle, s.onIdle, s.onEvent, s.firstEvent = n.inner, n.release, n.idle, n.onIdle, n.onEvent, n.firstEvent
+	return true
+}
+
+// closeInner stops the server watch (once) and releases it.
+func (s *Stream) closeInner() {
+	if s.inner == nil {
+		return
+	}
+	s.inner.Stop()
+	if s.release != nil {
+		s.release()
+	}
+	s.inner, s.release = nil, nil
+}
+
+// Discard stops the server watch of a stream that was never started.
+func (s *Stream) Discard() { s.closeInner() }
+
+func (s *Stream) delivered(ev watch.Event) {
+	if s.Delivered != nil {
+		s.Delivered(ev)
 	}
 }
 
@@ -121,7 +191,9 @@ func (s *Stream) interrupted() {
 	}
 }
 
-func (s *Stream) deliverFinal() {
+// deliverFinal delivers Final's events and reports whether all of them
+// were delivered.
+func (s *Stream) deliverFinal() bool {
 	var events []watch.Event
 	if s.Final != nil {
 		events = s.Final()
@@ -130,6 +202,7 @@ func (s *Stream) deliverFinal() {
 	for _, ev := range events {
 		select {
 		case s.result <- ev:
+			s.delivered(ev)
 		case <-s.stop:
 			delivered = false
 		}
@@ -140,6 +213,7 @@ func (s *Stream) deliverFinal() {
 	if s.Done != nil {
 		s.Done(delivered)
 	}
+	return delivered
 }
 
 // forwardServer forwards the server's events until the stream ends; it
@@ -198,6 +272,7 @@ func (s *Stream) forwardServer() (interrupted bool) {
 			case <-s.Interrupt:
 				return true
 			}
+			s.delivered(ev)
 			if s.InitialEventsEnd != nil && ev.Type == watch.Bookmark && endsInitialEvents(ev.Object) {
 				s.initialEventsEnd()
 			}
@@ -215,8 +290,10 @@ func (s *Stream) initialEventsEnd() {
 	}
 }
 
-// endsInitialEvents reports whether a bookmark ends a watch-list stream's
-// initial events.
+// EndsInitialEvents reports whether a bookmark's object ends a watch-list
+// stream's initial events.
+func EndsInitialEvents(obj runtime.Object) bool { return endsInitialEvents(obj) }
+
 func endsInitialEvents(obj runtime.Object) bool {
 	m, err := meta.Accessor(obj)
 	return err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
