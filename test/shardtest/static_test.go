@@ -29,12 +29,13 @@ import (
 )
 
 // objectCount is how many objects the static tests shard
-// (INFORMERKIT_SHARD_OBJECTS, default 2000: creating 10k objects against a
-// race-built server on 2 cores takes minutes per gate setting).
+// (INFORMERKIT_SHARD_OBJECTS, default 10000, the size: creating
+// them against a race-built server on 2 cores takes 1–1.5 min per gate
+// setting; set a smaller count for a quick run).
 func objectCount(t *testing.T) int {
 	v := os.Getenv("INFORMERKIT_SHARD_OBJECTS")
 	if v == "" {
-		return 2000
+		return 10000
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 30 {
