@@ -108,3 +108,99 @@ func (d *decoder) check() error {
 	}
 	return d.end()
 }
+
+// WatchEventObject is WatchEvent that also decodes the event's object in
+// the same pass, into what Object(object, opts) returns for it, instead
+// of scanning the object once to find its end and again to decode it.
+// decoded reports whether it did: it is false whenever the one pass cannot
+// promise Object's result and errors (data that WatchEvent would not
+// accept as ok, a syntax error, an object that is not a JSON object or
+// null, a number out of range, a repeated member), and the caller then
+// decodes the event as before, with WatchEvent and Object. With decoded
+// true, typ and object are WatchEvent's and obj is Object(object, opts)
+// (nil for a null or absent object).
+func WatchEventObject(data []byte, opts Options) (typ string, object []byte, obj map[string]interface{}, decoded bool) {
+	d := decoder{data: data}
+	d.skipSpace()
+	if d.pos >= len(data) || data[d.pos] != '{' {
+		return "", nil, nil, false
+	}
+	seenType, seenObject := false, false
+	d.pos++
+	d.depth++
+	d.skipSpace()
+	for {
+		if d.pos >= len(data) || data[d.pos] != '"' {
+			return "", nil, nil, false
+		}
+		key, simple, err := d.scanString()
+		if err != nil || !simple {
+			return "", nil, nil, false
+		}
+		d.skipSpace()
+		if d.pos >= len(data) || data[d.pos] != ':' {
+			return "", nil, nil, false
+		}
+		d.pos++
+		d.skipSpace()
+		vstart := d.pos
+		switch {
+		case string(key) == "type" && !seenType:
+			seenType = true
+			if d.pos >= len(data) || data[d.pos] != '"' {
+				return "", nil, nil, false
+			}
+			raw, simpleValue, err := d.scanString()
+			if err != nil || !simpleValue {
+				return "", nil, nil, false
+			}
+			typ = string(raw)
+		case string(key) == "object" && !seenObject:
+			seenObject = true
+			if d.pos >= len(data) {
+				return "", nil, nil, false
+			}
+			switch data[d.pos] {
+			case 'n':
+				if d.literal("null") != nil {
+					return "", nil, nil, false
+				}
+			case '{':
+				// As Object decodes the object alone: its own depth, its
+				// own working memory and boxes.
+				od := decoder{data: data, pos: d.pos, opts: opts, boxes: true}
+				od.getScratch()
+				m, err := od.object(modeRoot)
+				od.putScratch()
+				if err != nil || od.rangeErr != nil {
+					return "", nil, nil, false
+				}
+				d.pos = od.pos
+				object, obj = data[vstart:d.pos], m
+			default:
+				return "", nil, nil, false
+			}
+		default:
+			return "", nil, nil, false
+		}
+		d.skipSpace()
+		if d.pos >= len(data) {
+			return "", nil, nil, false
+		}
+		switch data[d.pos] {
+		case ',':
+			d.pos++
+			d.skipSpace()
+			continue
+		case '}':
+			d.pos++
+		default:
+			return "", nil, nil, false
+		}
+		break
+	}
+	if d.end() != nil {
+		return "", nil, nil, false
+	}
+	return typ, object, obj, true
+}

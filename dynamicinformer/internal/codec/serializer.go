@@ -53,11 +53,16 @@ func (n *negotiated) SupportedMediaTypes() []runtime.SerializerInfo {
 	out := make([]runtime.SerializerInfo, len(infos))
 	for i, info := range infos {
 		if info.MediaType == runtime.ContentTypeJSON && info.Serializer != nil {
-			info.Serializer = &serializer{Serializer: info.Serializer, opts: n.opts, compact: n.compact}
+			objects := &serializer{Serializer: info.Serializer, opts: n.opts, compact: n.compact}
+			info.Serializer = objects
 			if ss := info.StreamSerializer; ss != nil && ss.Serializer != nil && ss.Framer != nil {
+				events := eventSerializer{Serializer: ss.Serializer}
+				if !n.compact {
+					events.objects = objects
+				}
 				info.StreamSerializer = &runtime.StreamSerializerInfo{
 					EncodesAsText: ss.EncodesAsText,
-					Serializer:    eventSerializer{ss.Serializer},
+					Serializer:    events,
 					Framer:        framer{ss.Framer},
 				}
 			}
@@ -80,6 +85,10 @@ type serializer struct {
 	runtime.Serializer
 	opts    decode.Options
 	compact bool // decode objects to compact envelopes where possible
+	// decoded is a watch event's object that its eventSerializer decoded
+	// in the same pass as the event: client-go's watch decoder asks for
+	// the object next, with the event's object bytes.
+	decoded decodedObject
 }
 
 // Decode decodes a watch event's object (into nil) or a list body (into an
@@ -89,6 +98,9 @@ func (s *serializer) Decode(data []byte, gvk *schema.GroupVersionKind, into runt
 	if gvk == nil {
 		switch into := into.(type) {
 		case nil:
+			if obj, kind, ok := s.decoded.take(data); ok {
+				return obj, kind, nil
+			}
 			if obj, kind, ok := s.object(data); ok {
 				return obj, kind, nil
 			}

@@ -186,15 +186,29 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 var watchEventKind = schema.GroupVersionKind{Version: "v1", Kind: "WatchEvent"}
 
 // eventSerializer decodes watch event envelopes into *metav1.WatchEvent
-// with decode.WatchEvent, leaving every other input to base.
+// with decode.WatchEvent, leaving every other input to base. With objects
+// set (the serializer of the same negotiation, which client-go's watch
+// decoder then gives the event's object), it decodes the object in the
+// same pass (decode.WatchEventObject) and leaves it with objects, which
+// returns it for those bytes instead of decoding them again.
 type eventSerializer struct {
 	runtime.Serializer
+	objects *serializer
 }
 
 func (s eventSerializer) Decode(data []byte, gvk *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	ev, isEvent := into.(*metav1.WatchEvent)
 	if gvk != nil || !isEvent {
 		return s.Serializer.Decode(data, gvk, into)
+	}
+	if s.objects != nil {
+		typ, object, obj, decoded := decode.WatchEventObject(data, s.objects.opts)
+		s.objects.decoded.set(object, obj)
+		if decoded {
+			ev.Type = typ
+			ev.Object = runtime.RawExtension{Raw: object}
+			return ev, &watchEventKind, nil
+		}
 	}
 	typ, object, ok, err := decode.WatchEvent(data)
 	if err != nil {
