@@ -18,7 +18,9 @@ import (
 // object. client-go's framer and envelope each scan the event with
 // encoding/json's state machine and copy it; these scan it with a byte
 // loop, copy nothing, and hand anything unusual to client-go's, so
-// events, objects and errors stay client-go's.
+// events, objects and errors stay client-go's. The envelope step also
+// decodes the object in the same pass and leaves it for the object step
+// (see decodedObject), which then does not scan the object again.
 
 // framer is a runtime.Framer whose readers cut frames at the end of each
 // top-level JSON object and leave everything else to base's reader.
