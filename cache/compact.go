@@ -21,6 +21,10 @@ import (
 // namespace and label indexes, the owner index and label selectors read.
 // It is several times smaller than the decoded *unstructured.Unstructured
 // (see docs/PERFORMANCE.md) and lossless: Decode returns the whole object.
+// It is also a view of the object that reads without decoding it: its
+// metav1.Object getters answer as the decoded object's would, and
+// NestedField reads any field from the encoding (genericlister's
+// ListCompact and GetCompact hand out such views).
 //
 // A Compactor (NewCompactor(...).Transform, or CompactTransform for the
 // process-wide default one) puts Compact objects into an informer's cache.
@@ -87,43 +91,32 @@ func (c *Compact) SetGroupVersionKind(gvk schema.GroupVersionKind) {
 }
 
 // The metav1.Object methods below let client-go's key functions, indexes
-// and meta.Accessor read a Compact. Getters of fields a Compact does not
-// keep return zero values (the full object is in the encoding: Decode);
-// setters of such fields do nothing. A Compact in a cache must not be
-// changed through any setter.
+// and meta.Accessor read a Compact. They read the metadata a Compact
+// keeps; the getters of other metadata read the encoding (see
+// compactview.go). A Compact in a cache must not be changed through any
+// setter: a setter of kept metadata changes only that copy, not the
+// encoding, and the others do nothing.
 
-func (c *Compact) GetNamespace() string                        { return c.namespace }
-func (c *Compact) SetNamespace(v string)                       { c.namespace = v }
-func (c *Compact) GetName() string                             { return c.name }
-func (c *Compact) SetName(v string)                            { c.name = v }
-func (c *Compact) GetGenerateName() string                     { return "" }
-func (c *Compact) SetGenerateName(string)                      {}
-func (c *Compact) GetUID() types.UID                           { return c.uid }
-func (c *Compact) SetUID(v types.UID)                          { c.uid = v }
-func (c *Compact) GetResourceVersion() string                  { return c.resourceVersion }
-func (c *Compact) SetResourceVersion(v string)                 { c.resourceVersion = v }
-func (c *Compact) GetGeneration() int64                        { return c.generation }
-func (c *Compact) SetGeneration(v int64)                       { c.generation = v }
-func (c *Compact) GetSelfLink() string                         { return "" }
-func (c *Compact) SetSelfLink(string)                          {}
-func (c *Compact) GetCreationTimestamp() metav1.Time           { return metav1.Time{} }
-func (c *Compact) SetCreationTimestamp(metav1.Time)            {}
-func (c *Compact) GetDeletionTimestamp() *metav1.Time          { return c.deletionTimestamp }
-func (c *Compact) SetDeletionTimestamp(v *metav1.Time)         { c.deletionTimestamp = v }
-func (c *Compact) GetDeletionGracePeriodSeconds() *int64       { return nil }
-func (c *Compact) SetDeletionGracePeriodSeconds(*int64)        {}
-func (c *Compact) GetLabels() map[string]string                { return c.labels }
-func (c *Compact) SetLabels(v map[string]string)               { c.labels = v }
-func (c *Compact) GetAnnotations() map[string]string           { return nil }
-func (c *Compact) SetAnnotations(map[string]string)            {}
-func (c *Compact) GetFinalizers() []string                     { return nil }
-func (c *Compact) SetFinalizers([]string)                      {}
-func (c *Compact) GetOwnerReferences() []metav1.OwnerReference { return c.ownerReferences }
+func (c *Compact) GetNamespace() string                { return c.namespace }
+func (c *Compact) SetNamespace(v string)               { c.namespace = v }
+func (c *Compact) GetName() string                     { return c.name }
+func (c *Compact) SetName(v string)                    { c.name = v }
+func (c *Compact) GetUID() types.UID                   { return c.uid }
+func (c *Compact) SetUID(v types.UID)                  { c.uid = v }
+func (c *Compact) GetResourceVersion() string          { return c.resourceVersion }
+func (c *Compact) SetResourceVersion(v string)         { c.resourceVersion = v }
+func (c *Compact) GetGeneration() int64                { return c.generation }
+func (c *Compact) SetGeneration(v int64)               { c.generation = v }
+func (c *Compact) GetDeletionTimestamp() *metav1.Time  { return c.deletionTimestamp }
+func (c *Compact) SetDeletionTimestamp(v *metav1.Time) { c.deletionTimestamp = v }
+func (c *Compact) GetLabels() map[string]string        { return c.labels }
+func (c *Compact) SetLabels(v map[string]string)       { c.labels = v }
+func (c *Compact) GetOwnerReferences() []metav1.OwnerReference {
+	return c.ownerReferences
+}
 func (c *Compact) SetOwnerReferences(v []metav1.OwnerReference) {
 	c.ownerReferences = v
 }
-func (c *Compact) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
-func (c *Compact) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
 
 // Raw returns the object's JSON encoding, built on each call; the caller
 // owns it.

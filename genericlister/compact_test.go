@@ -1,7 +1,9 @@
 package genericlister
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,4 +124,110 @@ func mustList(t *testing.T, l *Lister) []*unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return objs
+}
+
+// TestCompactViews lists and gets the Compacts of a compact-mode indexer
+// without decoding them: the same objects as List, by the same selectors
+// and namespaces, with nothing kept by the Compactor; a normal cache is
+// refused with ErrNotCompact, a missing object is NotFound.
+func TestCompactViews(t *testing.T) {
+	c := ikcache.NewCompactor(ikcache.CompactorOptions{})
+	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	if err := idx.AddIndexers(ikcache.LabelKeyIndexers("app")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		u := newObject(fmt.Sprint("ns", i%3), fmt.Sprint("w", i), map[string]string{"app": fmt.Sprint("a", i%2)})
+		u.Object["spec"] = map[string]interface{}{"size": int64(i)}
+		obj, err := c.Transform(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := idx.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := New(idx, widgets)
+	names := func(objs []*ikcache.Compact) map[string]int64 {
+		m := map[string]int64{}
+		for _, o := range objs {
+			size, found, err := o.NestedInt64("spec", "size")
+			if !found || err != nil {
+				t.Fatalf("%s: spec.size %v %v", o.GetName(), found, err)
+			}
+			m[o.GetNamespace()+"/"+o.GetName()] = size
+		}
+		return m
+	}
+	for _, sel := range []labels.Selector{labels.Everything(), labels.SelectorFromSet(labels.Set{"app": "a1"}), labels.Nothing()} {
+		before := c.Stats()
+		views, err := l.ListCompact(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nsViews, err := l.Namespace("ns1").ListCompact(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(views), 30; sel.Empty() && got != want {
+			t.Fatalf("ListCompact(everything) = %d objects, want %d", got, want)
+		}
+		// Reading the views keeps nothing; the decoded List below, the
+		// reference, does.
+		_ = names(views)
+		if st := c.Stats(); st != before {
+			t.Fatalf("ListCompact changed the Compactor: %+v, was %+v", st, before)
+		}
+		want, wantNS := map[string]int64{}, map[string]int64{}
+		for _, ns := range []string{"", "ns1"} {
+			var objs []*unstructured.Unstructured
+			if ns == "" {
+				objs, err = l.List(sel)
+			} else {
+				objs, err = l.Namespace(ns).List(sel)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				size, _, _ := unstructured.NestedInt64(o.Object, "spec", "size")
+				if ns == "" {
+					want[o.GetNamespace()+"/"+o.GetName()] = size
+				} else {
+					wantNS[o.GetNamespace()+"/"+o.GetName()] = size
+				}
+			}
+		}
+		if got := names(views); !reflect.DeepEqual(got, want) {
+			t.Errorf("ListCompact(%v) = %v, List = %v", sel, got, want)
+		}
+		if got := names(nsViews); !reflect.DeepEqual(got, wantNS) {
+			t.Errorf("Namespace(ns1).ListCompact(%v) = %v, List = %v", sel, got, wantNS)
+		}
+	}
+	v, err := l.Namespace("ns2").GetCompact("w5")
+	if err != nil || v.GetName() != "w5" || v.GetNamespace() != "ns2" {
+		t.Fatalf("GetCompact = %v, %v", v, err)
+	}
+	if u, err := v.Shared(); err != nil || u.GetName() != "w5" {
+		t.Fatalf("Shared of the view: %v, %v", u, err)
+	}
+	if _, err := l.Namespace("ns2").GetCompact("missing"); !apierrors.IsNotFound(err) {
+		t.Fatalf("GetCompact of a missing object: %v, want NotFound", err)
+	}
+	if _, err := l.GetCompact("ns0/w0"); err != nil {
+		t.Fatalf("Lister.GetCompact by key: %v", err)
+	}
+
+	plain := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	if err := plain.Add(newObject("ns", "p", nil)); err != nil {
+		t.Fatal(err)
+	}
+	pl := New(plain, widgets)
+	if _, err := pl.ListCompact(labels.Everything()); !errors.Is(err, ErrNotCompact) {
+		t.Fatalf("ListCompact of a normal cache: %v, want ErrNotCompact", err)
+	}
+	if _, err := pl.Namespace("ns").GetCompact("p"); !errors.Is(err, ErrNotCompact) {
+		t.Fatalf("GetCompact of a normal cache: %v, want ErrNotCompact", err)
+	}
 }

@@ -33,6 +33,9 @@
 //     returned decoded, by Lister and NewGeneric alike, through their
 //     cache.Compactor, which keeps the decoded objects that are read and
 //     shares them like cached objects (same rule: never modify them).
+//     ListCompact and GetCompact return the Compacts themselves, without
+//     decoding: metadata getters and Compact.NestedField read them, so
+//     listing a compact cache costs what listing a normal one does.
 //     NewGeneric returns other objects as they are; Lister converts
 //     anything else that is not Unstructured to a fresh Unstructured on
 //     each read.

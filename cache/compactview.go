@@ -1,0 +1,146 @@
+package cache
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// A Compact is also a view of its object that reads without decoding it:
+// the metadata it keeps (name, namespace, uid, resourceVersion,
+// generation, labels, ownerReferences, deletionTimestamp) costs a field
+// load, and any other field is read from the encoding by NestedField,
+// which skips over everything off its path and decodes only the value it
+// returns. genericlister's ListCompact and GetCompact return such views;
+// Decode or Shared give the whole object.
+
+// NestedField returns a copy of the value at the path fields of the
+// object (as unstructured.NestedFieldCopy would on the decoded object,
+// with the same found and error results), read from the encoding: only
+// the returned value is decoded, so reading a field costs a scan over the
+// fields before it rather than a decode of the object. The caller owns
+// the returned maps and slices (its strings share the Compact's
+// immutable memory). Safe for concurrent use.
+func (c *Compact) NestedField(fields ...string) (interface{}, bool, error) {
+	if len(c.enc) < 4 {
+		return nil, false, errCorruptEncoding
+	}
+	r := treeReader{b: c.enc[:len(c.enc)-4]}
+	for i, field := range fields {
+		if r.i >= len(r.b) {
+			return nil, false, errCorruptEncoding
+		}
+		switch r.b[r.i] {
+		case tagNull:
+			return nil, false, nil
+		case tagMap:
+		default:
+			v, err := r.value()
+			if err != nil {
+				return nil, false, err
+			}
+			return nil, false, fmt.Errorf("%v accessor error: %v is of the type %T, expected map[string]interface{}",
+				jsonPath(fields[:i+1]), v, v)
+		}
+		found, err := r.seekLast(field)
+		if err != nil || !found {
+			return nil, false, err
+		}
+	}
+	v, err := r.value()
+	if err != nil {
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+// NestedString returns the string at the path fields, as
+// unstructured.NestedString would on the decoded object.
+func (c *Compact) NestedString(fields ...string) (string, bool, error) {
+	v, found, err := c.NestedField(fields...)
+	if !found || err != nil {
+		return "", found, err
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", false, fmt.Errorf("%v accessor error: %v is of the type %T, expected string", jsonPath(fields), v, v)
+	}
+	return s, true, nil
+}
+
+// NestedInt64 returns the integer at the path fields, as
+// unstructured.NestedInt64 would on the decoded object.
+func (c *Compact) NestedInt64(fields ...string) (int64, bool, error) {
+	v, found, err := c.NestedField(fields...)
+	if !found || err != nil {
+		return 0, found, err
+	}
+	i, ok := v.(int64)
+	if !ok {
+		return 0, false, fmt.Errorf("%v accessor error: %v is of the type %T, expected int64", jsonPath(fields), v, v)
+	}
+	return i, true, nil
+}
+
+// jsonPath is how unstructured's accessor errors name a path.
+func jsonPath(fields []string) string { return "." + strings.Join(fields, ".") }
+
+// seekLast moves r, at a map, to the value of the map's last entry with
+// key (a later duplicate key wins, as in the decoded map), or past the
+// map, reporting false, when it has none.
+func (r *treeReader) seekLast(key string) (bool, error) {
+	at := -1
+	_, err := r.mapEntries(func(k string) error {
+		if k == key {
+			at = r.i
+		}
+		return r.skip()
+	})
+	if err != nil || at < 0 {
+		return false, err
+	}
+	r.i = at
+	return true, nil
+}
+
+// metadata returns an Unstructured holding only metadata.name of the
+// object (nothing when the object has no such field or its metadata is
+// not a map), so that the getters below answer exactly as the decoded
+// object's would.
+func (c *Compact) metadata(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	if v, found, err := c.NestedField("metadata", name); found && err == nil {
+		u.Object["metadata"] = map[string]interface{}{name: v}
+	}
+	return u
+}
+
+// The metav1.Object getters of metadata a Compact does not keep read the
+// field from the encoding (see NestedField): they answer what the decoded
+// object's getters answer, at the cost of a scan. Their setters do
+// nothing: a Compact is immutable.
+
+func (c *Compact) GetGenerateName() string { return c.metadata("generateName").GetGenerateName() }
+func (c *Compact) SetGenerateName(string)  {}
+func (c *Compact) GetSelfLink() string     { return c.metadata("selfLink").GetSelfLink() }
+func (c *Compact) SetSelfLink(string)      {}
+func (c *Compact) GetCreationTimestamp() metav1.Time {
+	return c.metadata("creationTimestamp").GetCreationTimestamp()
+}
+func (c *Compact) SetCreationTimestamp(metav1.Time) {}
+func (c *Compact) GetDeletionGracePeriodSeconds() *int64 {
+	return c.metadata("deletionGracePeriodSeconds").GetDeletionGracePeriodSeconds()
+}
+func (c *Compact) SetDeletionGracePeriodSeconds(*int64) {}
+func (c *Compact) GetAnnotations() map[string]string {
+	return c.metadata("annotations").GetAnnotations()
+}
+func (c *Compact) SetAnnotations(map[string]string) {}
+func (c *Compact) GetFinalizers() []string          { return c.metadata("finalizers").GetFinalizers() }
+func (c *Compact) SetFinalizers([]string)           {}
+func (c *Compact) GetManagedFields() []metav1.ManagedFieldsEntry {
+	return c.metadata("managedFields").GetManagedFields()
+}
+func (c *Compact) SetManagedFields([]metav1.ManagedFieldsEntry) {}

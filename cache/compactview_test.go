@@ -1,0 +1,177 @@
+package cache
+
+import (
+	"errors"
+	"reflect"
+	"sort"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/informerkit/informerkit/internal/decode"
+)
+
+// viewPaths lists the paths of obj's fields (every map entry, to depth 6),
+// and beside each a path that is absent and one that goes on past it (an
+// error when the field is not a map, not found when it is null).
+func viewPaths(obj map[string]interface{}) [][]string {
+	out := [][]string{{}, {"absent"}, {"metadata", "absent"}, {"metadata", "annotations", "absent"}}
+	var walk func(prefix []string, m map[string]interface{})
+	walk = func(prefix []string, m map[string]interface{}) {
+		if len(prefix) >= 6 {
+			return
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p := append(append([]string{}, prefix...), k)
+			out = append(out, p, append(append([]string{}, p...), "beyond"))
+			if sub, ok := m[k].(map[string]interface{}); ok {
+				walk(p, sub)
+			}
+		}
+		out = append(out, append(append([]string{}, prefix...), "no-such-key"))
+	}
+	walk(nil, obj)
+	return out
+}
+
+// sameView checks that c, read as a view, answers what the decoded object
+// want answers: every field NestedField reads, and every metav1.Object
+// getter.
+func sameView(t testing.TB, what string, c *Compact, want map[string]interface{}) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: want}
+	for _, p := range viewPaths(want) {
+		got, gotFound, gotErr := c.NestedField(p...)
+		exp, expFound, expErr := unstructured.NestedFieldCopy(want, p...)
+		if gotFound != expFound || !reflect.DeepEqual(got, exp) || (gotErr == nil) != (expErr == nil) ||
+			(gotErr != nil && gotErr.Error() != expErr.Error()) {
+			t.Fatalf("%s: NestedField(%q) = %#v, %v, %v; want %#v, %v, %v", what, p, got, gotFound, gotErr, exp, expFound, expErr)
+		}
+		gs, gsFound, gsErr := c.NestedString(p...)
+		es, esFound, esErr := unstructured.NestedString(want, p...)
+		if gs != es || gsFound != esFound || (gsErr == nil) != (esErr == nil) || (gsErr != nil && gsErr.Error() != esErr.Error()) {
+			t.Fatalf("%s: NestedString(%q) = %q, %v, %v; want %q, %v, %v", what, p, gs, gsFound, gsErr, es, esFound, esErr)
+		}
+		gi, giFound, giErr := c.NestedInt64(p...)
+		ei, eiFound, eiErr := unstructured.NestedInt64(want, p...)
+		if gi != ei || giFound != eiFound || (giErr == nil) != (eiErr == nil) || (giErr != nil && giErr.Error() != eiErr.Error()) {
+			t.Fatalf("%s: NestedInt64(%q) = %d, %v, %v; want %d, %v, %v", what, p, gi, giFound, giErr, ei, eiFound, eiErr)
+		}
+	}
+	type meta struct {
+		Namespace, Name, GenerateName, UID, RV, SelfLink string
+		Generation                                       int64
+		Created                                          metav1.Time
+		Deleted                                          *metav1.Time
+		Grace                                            *int64
+		Labels, Annotations                              map[string]string
+		Finalizers                                       []string
+		Owners                                           []metav1.OwnerReference
+		Managed                                          []metav1.ManagedFieldsEntry
+	}
+	of := func(o metav1.Object) meta {
+		return meta{o.GetNamespace(), o.GetName(), o.GetGenerateName(), string(o.GetUID()), o.GetResourceVersion(), o.GetSelfLink(),
+			o.GetGeneration(), o.GetCreationTimestamp(), o.GetDeletionTimestamp(), o.GetDeletionGracePeriodSeconds(),
+			o.GetLabels(), o.GetAnnotations(), o.GetFinalizers(), o.GetOwnerReferences(), o.GetManagedFields()}
+	}
+	g, w := of(c), of(u)
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("%s: metadata of the view\n%+v\nwant\n%+v", what, g, w)
+	}
+}
+
+// TestCompactViewSameAsDecoded reads every field of the equivalence
+// inputs (edge cases, duplicate keys, project objects, server-shaped
+// objects) through the view of Compacts built both ways — from the
+// decoder's envelope, which keeps duplicate keys in the encoding, and
+// from the decoded map — and compares with the decoded object.
+func TestCompactViewSameAsDecoded(t *testing.T) {
+	checked := 0
+	for _, data := range treeInputs(t) {
+		for _, opts := range treeOptions {
+			want, err := decode.Object(data, opts)
+			if err != nil || want == nil {
+				continue
+			}
+			c := NewCompactor(CompactorOptions{})
+			viaMap, err := c.Transform(&unstructured.Unstructured{Object: decodeCopy(t, data, opts)})
+			if err != nil {
+				t.Fatalf("%q: %v", clip(data), err)
+			}
+			sameView(t, "from the map "+clip(data), viaMap.(*Compact), want)
+			checked++
+			env, err := decode.TreeObject(data, opts)
+			if errors.Is(err, decode.ErrNotPlain) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%q: TreeObject: %v", clip(data), err)
+			}
+			direct, err := c.Transform(&unstructured.Unstructured{Object: env})
+			if err != nil {
+				t.Fatalf("%q: %v", clip(data), err)
+			}
+			sameView(t, "from the envelope "+clip(data), direct.(*Compact), want)
+			checked++
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d objects checked", checked)
+	}
+}
+
+// decodeCopy decodes data afresh (Transform must not share the expected
+// object's maps).
+func decodeCopy(t testing.TB, data []byte, opts decode.Options) map[string]interface{} {
+	m, err := decode.Object(data, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestCompactViewReadsWithoutDecoding: reading a field of the view
+// allocates only what it returns, not the object.
+func TestCompactViewReadsWithoutDecoding(t *testing.T) {
+	c, err := NewCompact(decodeUnstructured(workloadJSON(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodeAllocs := testing.AllocsPerRun(20, func() { _, _ = c.Decode() })
+	var s string
+	fieldAllocs := testing.AllocsPerRun(20, func() { s, _, _ = c.NestedString("spec", "template", "spec", "serviceAccountName") })
+	if s == "" {
+		t.Fatal("the workload object has no spec.template.spec.serviceAccountName")
+	}
+	if fieldAllocs > 2 || decodeAllocs < 100 {
+		t.Fatalf("NestedString allocates %.0f times, Decode %.0f: the view should not decode", fieldAllocs, decodeAllocs)
+	}
+}
+
+func FuzzCompactView(f *testing.F) {
+	for _, s := range treeCases {
+		f.Add([]byte(s))
+	}
+	f.Add(workloadJSON(0))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, err := decode.Object(data, decode.Options{})
+		if err != nil || want == nil {
+			return
+		}
+		env, err := decode.TreeObject(data, decode.Options{})
+		if err != nil {
+			return
+		}
+		c, err := NewCompactor(CompactorOptions{}).Transform(&unstructured.Unstructured{Object: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameView(t, clip(data), c.(*Compact), want)
+	})
+}
