@@ -52,6 +52,7 @@ func main() {
 	serve := flag.Bool("serve", false, "internal: run the control plane and print how to reach it")
 	sizes := flag.String("sizes", "10000,50000", "object counts N, ascending")
 	runs := flag.Int("runs", 3, "runs per scenario (tables show medians)")
+	noWarmup := flag.Bool("no-warmup", false, "skip the discarded warm-up sync after loading each size")
 	many := flag.Int("many", 100, "CRDs in the many-resources scenario (-1 skips it)")
 	manyObjects := flag.Int("many-objects", 100, "objects per CRD in the many-resources scenario")
 	writes := flag.Int("latency-writes", 400, "writes per latency measurement")
@@ -75,7 +76,7 @@ func main() {
 	}
 	cfg := bench.Config{
 		Sizes: ints(*sizes), Runs: *runs, ManyCRDs: *many, ManyObjects: *manyObjects,
-		LatencyWrites: *writes, WriteRate: *rate, Consumers: ints(*consumers),
+		LatencyWrites: *writes, WriteRate: *rate, Consumers: ints(*consumers), NoWarmup: *noWarmup,
 		Logf: func(f string, a ...any) { log.Printf(f, a...) },
 	}
 	if *out != "" {
