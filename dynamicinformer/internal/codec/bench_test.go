@@ -148,3 +148,37 @@ func BenchmarkObjectCBOR(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFrameReader cuts a watch stream of 256 events of server-shaped
+// objects (about 7 KB each) into frames, as client-go's streaming decoder
+// reads them (a Read per frame into a buffer that fits it), with
+// client-go's JSON framer and with this package's. ns/op is per event.
+func BenchmarkFrameReader(b *testing.B) {
+	const n = 256
+	var stream bytes.Buffer
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&stream, `{"type":"ADDED","object":%s}`+"\n", decodetest.ServerObject(i))
+	}
+	data := stream.Bytes()
+	base, fast := serializers(b, decode.Options{})
+	for _, c := range []struct {
+		name   string
+		framer runtime.Framer
+	}{{"client-go", base.StreamSerializer.Framer}, {"informerkit", fast.StreamSerializer.Framer}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data) / n))
+			buf := make([]byte, 64<<10)
+			var fr io.ReadCloser
+			events := 0
+			for b.Loop() {
+				if events%n == 0 {
+					fr = c.framer.NewFrameReader(io.NopCloser(bytes.NewReader(data)))
+				}
+				if _, err := fr.Read(buf); err != nil {
+					b.Fatal(err)
+				}
+				events++
+			}
+		})
+	}
+}

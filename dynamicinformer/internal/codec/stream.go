@@ -130,37 +130,49 @@ func (f *frameReader) next() ([]byte, bool) {
 }
 
 // scan looks for the end of the object at buf[start:], from scanned on.
+// The state lives in locals while scanning (fields through f would be
+// reloaded on every byte), and the bytes inside a string, most of an
+// object, are skipped by a loop that only looks for '"' and '\\'.
 func (f *frameReader) scan() (end int, found bool) {
 	b := f.buf
 	i := f.scanned
+	depth, inString, escaped := f.depth, f.inString, f.escaped
 	for i < len(b) {
-		c := b[i]
-		i++
-		if f.inString {
-			switch {
-			case f.escaped:
-				f.escaped = false
-			case c == '\\':
-				f.escaped = true
-			case c == '"':
-				f.inString = false
+		if inString {
+			if escaped {
+				escaped = false
+				i++
 			}
+			for i < len(b) && b[i] != '"' && b[i] != '\\' {
+				i++
+			}
+			if i == len(b) {
+				break
+			}
+			if b[i] == '\\' {
+				escaped = true
+			} else {
+				inString = false
+			}
+			i++
 			continue
 		}
+		c := b[i]
+		i++
 		switch c {
 		case '"':
-			f.inString = true
+			inString = true
 		case '{', '[':
-			f.depth++
+			depth++
 		case '}', ']':
-			f.depth--
-			if f.depth == 0 {
-				f.scanned = i
+			depth--
+			if depth == 0 {
+				f.scanned, f.depth, f.inString, f.escaped = i, depth, inString, escaped
 				return i, true
 			}
 		}
 	}
-	f.scanned = i
+	f.scanned, f.depth, f.inString, f.escaped = i, depth, inString, escaped
 	return 0, false
 }
 
