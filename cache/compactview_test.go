@@ -175,3 +175,42 @@ func FuzzCompactView(f *testing.F) {
 		sameView(t, clip(data), c.(*Compact), want)
 	})
 }
+
+// BenchmarkCompactView reads one field of a 7 KB object (workloadJSON's
+// shape, managedFields kept) from its Compact without decoding it — a
+// field near the end of the object, metadata's annotations, and a kept
+// metadata field — beside the decode a cold read would otherwise cost.
+func BenchmarkCompactView(b *testing.B) {
+	const n = 500
+	cs := make([]*Compact, n)
+	for i := range cs {
+		c, err := NewCompact(decodeUnstructured(workloadJSON(i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs[i] = c
+	}
+	for _, r := range []struct {
+		name string
+		read func(c *Compact) bool
+	}{
+		{"NestedString-spec", func(c *Compact) bool {
+			s, ok, _ := c.NestedString("spec", "template", "spec", "serviceAccountName")
+			return ok && s != ""
+		}},
+		{"GetAnnotations", func(c *Compact) bool { return c.GetAnnotations() != nil }},
+		{"GetLabels", func(c *Compact) bool { return c.GetLabels() != nil }},
+		{"Decode", func(c *Compact) bool { u, err := c.Decode(); return err == nil && u != nil }},
+	} {
+		b.Run(r.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if !r.read(cs[i%n]) {
+					b.Fatal("read nothing")
+				}
+				i++
+			}
+		})
+	}
+}
