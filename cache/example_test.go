@@ -129,3 +129,25 @@ func ExampleCompactor() {
 	// web-1 n1 true
 	// 1
 }
+
+// A Compact reads fields from its encoding without decoding the object:
+// metadata through the metav1.Object getters, anything else with
+// NestedField, NestedString or NestedInt64.
+func ExampleCompact_NestedString() {
+	c, err := ikcache.NewCompact(pod("web-0", "node-a", map[string]interface{}{"app": "web"}))
+	if err != nil {
+		panic(err)
+	}
+	node, found, err := c.NestedString("spec", "nodeName")
+	fmt.Println(node, found, err)
+	_, found, err = c.NestedString("spec", "missing")
+	fmt.Println(found, err)
+	_, _, err = c.NestedString("spec", "nodeName", "deeper")
+	fmt.Println(err)
+	fmt.Println(c.GetName(), c.GetLabels()["app"], len(c.GetManagedFields()))
+	// Output:
+	// node-a true <nil>
+	// false <nil>
+	// .spec.nodeName.deeper accessor error: node-a is of the type string, expected map[string]interface{}
+	// web-0 web 1
+}
