@@ -2,8 +2,10 @@ package cache
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,5 +214,62 @@ func BenchmarkCompactView(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestFieldIndexOnCompactSameAsDecoded: a field index over Compacts (read
+// from the encoding, without decoding) gives the values it gives over
+// the decoded objects, for fixed paths with every kind of selector and for
+// a path to every field of the equivalence inputs.
+func TestFieldIndexOnCompactSameAsDecoded(t *testing.T) {
+	fixed := []string{"spec.nodeName", "status.phase", "metadata.ownerReferences[*].uid", "spec.containers[*].image",
+		"spec.containers[0].name", "spec.template.spec.containers[*].image", "metadata.labels['app']", "[*]",
+		"metadata[*]", "metadata.managedFields[*].manager", "metadata.managedFields[1].operation", "a[*]", "a[3]", "x", "x[*][*]"}
+	checked := 0
+	for _, data := range treeInputs(t) {
+		want, err := decode.Object(data, decode.Options{})
+		if err != nil || want == nil {
+			continue
+		}
+		env, err := decode.TreeObject(data, decode.Options{})
+		if err != nil {
+			continue
+		}
+		obj, err := NewCompactor(CompactorOptions{}).Transform(&unstructured.Unstructured{Object: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := obj.(*Compact)
+		paths := append([]string{}, fixed...)
+		for _, p := range viewPaths(want) {
+			if len(p) == 0 {
+				continue
+			}
+			var b strings.Builder
+			for _, k := range p {
+				fmt.Fprintf(&b, "[%q]", k)
+			}
+			paths = append(paths, b.String())
+		}
+		for _, path := range paths {
+			f, err := FieldIndexFunc(path)
+			if err != nil {
+				continue // a key the path syntax cannot spell
+			}
+			got, err1 := f(c)
+			exp, err2 := f(&unstructured.Unstructured{Object: want})
+			sort.Strings(got)
+			sort.Strings(exp)
+			if err1 != nil || err2 != nil || !reflect.DeepEqual(got, exp) {
+				t.Fatalf("%s: field index %q on the Compact = %q (%v), on the decoded object %q (%v)", clip(data), path, got, err1, exp, err2)
+			}
+			checked++
+		}
+		if c.st.decoded.Load() != nil {
+			t.Fatalf("%s: indexing kept a decoded object", clip(data))
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d paths checked", checked)
 	}
 }

@@ -48,6 +48,9 @@ func FieldIndexFunc(path string) (toolscache.IndexFunc, error) {
 		return nil, err
 	}
 	return func(obj interface{}) ([]string, error) {
+		if c, ok := obj.(*Compact); ok {
+			return p.compactIndexValues(c), nil
+		}
 		root, ok := jsonRoot(obj)
 		if !ok {
 			return nil, nil
@@ -56,22 +59,40 @@ func FieldIndexFunc(path string) (toolscache.IndexFunc, error) {
 	}, nil
 }
 
-// indexValues returns the distinct scalar values the path reaches in root.
-func (p fieldPath) indexValues(root map[string]interface{}) []string {
+// indexValues returns the distinct scalar values the path reaches in v.
+func (p fieldPath) indexValues(v interface{}) []string {
 	var out []string
-	p.collect(root, func(v interface{}) {
-		s, ok := scalarString(v)
-		if !ok {
-			return
+	p.collect(v, func(v interface{}) {
+		if s, ok := scalarString(v); ok && !containsString(out, s) {
+			out = append(out, s)
 		}
-		for _, o := range out {
-			if o == s {
-				return
-			}
-		}
-		out = append(out, s)
 	})
 	return out
+}
+
+// compactIndexValues is indexValues for a Compact: its kept decoded
+// form when it has one, else only the value at the path's leading field
+// names, read from the encoding (NestedField), so indexing a compact
+// cache does not decode its objects.
+func (p fieldPath) compactIndexValues(c *Compact) []string {
+	if c.st != nil {
+		if u := c.st.decoded.Load(); u != nil {
+			return p.indexValues(u.Object)
+		}
+	}
+	n := 0
+	for n < len(p) && p[n].kind == stepField {
+		n++
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = p[i].name
+	}
+	v, found, err := c.NestedField(names...)
+	if !found || err != nil {
+		return nil
+	}
+	return p[n:].indexValues(v)
 }
 
 // jsonRoot returns obj as a JSON-like map: the map of an Unstructured as
