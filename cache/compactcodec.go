@@ -55,6 +55,7 @@ const (
 	tagMap    = decode.TagMap
 	tagList   = decode.TagList
 	tagNumber = decode.TagNumber // json.Number, kept as such
+	tagSized  = decode.TagSized  // a large map or list's length, before it
 )
 
 func (treeCodec) encode(dst []byte, obj map[string]interface{}) ([]byte, error) {
@@ -105,8 +106,14 @@ func (e *treeEncoder) appendValue(b []byte, v interface{}) ([]byte, error) {
 		b = binary.AppendUvarint(append(b, tagString), uint64(len(x)))
 		return append(b, x...), nil
 	case map[string]interface{}:
-		return e.appendMap(b, x)
+		at := len(b)
+		b, err := e.appendMap(b, x)
+		if err != nil {
+			return nil, err
+		}
+		return decode.SizeContainer(b, at), nil
 	case []interface{}:
+		at := len(b)
 		b = binary.AppendUvarint(append(b, tagList), uint64(len(x)))
 		var err error
 		for _, el := range x {
@@ -114,7 +121,7 @@ func (e *treeEncoder) appendValue(b []byte, v interface{}) ([]byte, error) {
 				return nil, err
 			}
 		}
-		return b, nil
+		return decode.SizeContainer(b, at), nil
 	case json.Number:
 		b = binary.AppendUvarint(append(b, tagNumber), uint64(len(x)))
 		return append(b, x...), nil
@@ -261,6 +268,20 @@ func (r *treeReader) value() (interface{}, error) {
 			m[k] = v
 		}
 		return m, nil
+	case tagSized:
+		n, err := r.sized()
+		if err != nil {
+			return nil, err
+		}
+		end := r.i + n
+		if r.b[r.i] != tagMap && r.b[r.i] != tagList {
+			return nil, errCorruptEncoding
+		}
+		v, err := r.value()
+		if err == nil && r.i != end {
+			err = errCorruptEncoding
+		}
+		return v, err
 	case tagList:
 		n, err := r.uvarint()
 		if err != nil {
@@ -302,6 +323,10 @@ func (r *treeReader) skip() error {
 	case tagString, tagNumber:
 		_, err := r.str()
 		return err
+	case tagSized:
+		n, err := r.sized()
+		r.i += n
+		return err
 	case tagMap, tagList:
 		n, err := r.uvarint()
 		if err != nil {
@@ -322,11 +347,41 @@ func (r *treeReader) skip() error {
 	return errCorruptEncoding
 }
 
+// sized reads the length after a TagSized tag (at r.i-1): the length of
+// the map or list that follows, which must fit in the encoding and start
+// with its tag.
+func (r *treeReader) sized() (int, error) {
+	if len(r.b)-r.i < 4 {
+		return 0, errCorruptEncoding
+	}
+	n := int(r.b[r.i]) | int(r.b[r.i+1])<<8 | int(r.b[r.i+2])<<16
+	r.i += 3
+	if n < 2 || n > len(r.b)-r.i {
+		return 0, errCorruptEncoding
+	}
+	return n, nil
+}
+
+// unsized moves past a TagSized prefix at r's position, if there is one.
+func (r *treeReader) unsized() error {
+	if r.i < len(r.b) && r.b[r.i] == tagSized {
+		r.i++
+		_, err := r.sized()
+		return err
+	}
+	return nil
+}
+
 // mapEntries calls f for each entry of the map that starts at r's
-// position; f reads or skips the value. A value that is not a map is
-// skipped and reported as false.
+// position (after a TagSized prefix, if any); f reads or skips the value.
+// A value that is not a map is skipped and reported as false.
 func (r *treeReader) mapEntries(f func(key string) error) (bool, error) {
+	start := r.i
+	if err := r.unsized(); err != nil {
+		return false, err
+	}
 	if r.i >= len(r.b) || r.b[r.i] != tagMap {
+		r.i = start
 		return false, r.skip()
 	}
 	r.i++

@@ -455,7 +455,11 @@ func FuzzTreeCodec(f *testing.F) {
 	f.Add(serverJSON(1, 0))
 	f.Add([]byte(`{"s":"\u00e9\ud83d\ude00","e":"","n":1e400}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = codec.decode(data) // must not panic
+		_, _ = codec.decode(data) // none of these may panic
+		_, _ = readCompactMeta(data)
+		for _, path := range [][]string{{"metadata", "annotations"}, {"a"}, {"b", "x"}, {"c", "d"}} {
+			_, _, _ = (&Compact{enc: data}).NestedField(path...)
+		}
 		var obj map[string]interface{}
 		if err := utiljson.Unmarshal(data, &obj); err != nil || obj == nil {
 			return

@@ -29,6 +29,10 @@ func (c *Compact) NestedField(fields ...string) (interface{}, bool, error) {
 	}
 	r := treeReader{b: c.enc[:len(c.enc)-4]}
 	for i, field := range fields {
+		at := r.i
+		if err := r.unsized(); err != nil {
+			return nil, false, err
+		}
 		if r.i >= len(r.b) {
 			return nil, false, errCorruptEncoding
 		}
@@ -37,6 +41,7 @@ func (c *Compact) NestedField(fields ...string) (interface{}, bool, error) {
 			return nil, false, nil
 		case tagMap:
 		default:
+			r.i = at
 			v, err := r.value()
 			if err != nil {
 				return nil, false, err

@@ -20,7 +20,8 @@ var treeBuffers = sync.Pool{New: func() interface{} { return new([]byte) }}
 // a 4-byte little-endian count of the non-empty string values. A map's
 // count may exceed its distinct keys: entries are read in order and a
 // later entry of the same key replaces an earlier one, as JSON decoding
-// does with duplicate keys. The cache package decodes it.
+// does with duplicate keys. A nested map or list of SizedMin bytes or more
+// is prefixed with its length (TagSized). The cache package decodes it.
 const (
 	TagNull byte = iota
 	TagFalse
@@ -31,7 +32,32 @@ const (
 	TagMap
 	TagList
 	TagNumber // a json.Number, kept as its text
+	// TagSized prefixes a map or list (not the top-level map) whose
+	// encoding, from its tag on, takes at least SizedMin bytes: three
+	// little-endian bytes give that length, so a reader looking for one
+	// field skips the container without visiting its values.
+	TagSized
 )
+
+// SizedMin is the smallest container encoding SizeContainer prefixes with
+// its length: smaller ones are cheap to walk and would grow by a third.
+const SizedMin = 128
+
+// maxSized is the largest length the three bytes of TagSized hold.
+const maxSized = 1<<24 - 1
+
+// SizeContainer prefixes the map or list encoded in b[at:] (b's end) with
+// TagSized and its length when that length is at least SizedMin.
+func SizeContainer(b []byte, at int) []byte {
+	n := len(b) - at
+	if n < SizedMin || n > maxSized {
+		return b
+	}
+	b = append(b, 0, 0, 0, 0)
+	copy(b[at+4:], b[at:len(b)-4])
+	b[at], b[at+1], b[at+2], b[at+3] = TagSized, byte(n), byte(n>>8), byte(n>>16)
+	return b
+}
 
 // Tree is an object in the compact tree encoding, written straight from
 // its JSON by TreeObject or TreeList. It is not a JSON value: it only
@@ -383,7 +409,7 @@ func (d *decoder) treeObject(w *treeWriter, m mode) error {
 			}
 			// The map is empty when its count byte is 0 (it is patched
 			// before return; an empty map's is 0).
-			if d.dropped && w.b[entries+1] == 0 {
+			if d.dropped && w.b[entries] == TagMap && w.b[entries+1] == 0 {
 				if annotations > 1 {
 					return ErrNotPlain // an earlier copy would have been deleted too
 				}
@@ -406,6 +432,9 @@ func (d *decoder) treeObject(w *treeWriter, m mode) error {
 			d.pos++
 			d.depth--
 			w.b = patchCount(w.b, at, n)
+			if m != modeRoot {
+				w.b = SizeContainer(w.b, at-1)
+			}
 			return nil
 		default:
 			return d.syntaxErr("after object key:value pair")
@@ -467,6 +496,7 @@ func (d *decoder) treeValue(w *treeWriter, m mode) error {
 				d.pos++
 				d.depth--
 				w.b = patchCount(w.b, at, n)
+				w.b = SizeContainer(w.b, at-1)
 				return nil
 			default:
 				return d.syntaxErr("after array element")
