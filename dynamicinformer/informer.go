@@ -550,6 +550,9 @@ func (e *entry) status() Status {
 	e.mu.Lock()
 	st := e.statusLocked()
 	e.mu.Unlock()
+	// client-go's Store has no Len: ListKeys is the exact count it offers
+	// (O(n)). Summing the namespace index's key lists copies as many keys,
+	// and a count kept by an event handler would lag the store.
 	st.Objects = len(e.informer.GetStore().ListKeys())
 	return st
 }

@@ -295,7 +295,7 @@ func TestE2EDiffByKey(t *testing.T) {
 	if err := cp.InstallCRD(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	const ns = "e2e-diff"
+	ns := perRun("e2e-diff")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestE2EDiffByKey(t *testing.T) {
 			multi = i
 		}
 	}
-	want := `UPDATED portals.v1.diff.e2e.example.com e2e-diff/edge  spec.listeners[name="grpc"]: <none> → {"name":"grpc","port":9000}; status.conditions[type="Ready"].status: "Unknown" → "True"`
+	want := `UPDATED portals.v1.diff.e2e.example.com ` + ns + `/edge  spec.listeners[name="grpc"]: <none> → {"name":"grpc","port":9000}; status.conditions[type="Ready"].status: "Unknown" → "True"`
 	if !strings.HasSuffix(first, want) {
 		t.Errorf("first update:\n got %s\nwant …%s", first, want)
 	}
@@ -397,7 +397,7 @@ func TestE2EDiffByKey(t *testing.T) {
 func TestE2ESelectorDeleteIsNotADelete(t *testing.T) {
 	cp := controlPlane(t)
 	ctx := context.Background()
-	const ns = "e2e-selector"
+	ns := perRun("e2e-selector")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +546,7 @@ func TestE2EConfigFileError(t *testing.T) {
 func TestE2EReadiness(t *testing.T) {
 	cp := controlPlane(t)
 	ctx := context.Background()
-	const user = "e2e-ready"
+	user := perRun("e2e-ready") // a user no earlier run granted the role
 	p := startWatcher(t, "--kubeconfig", kubeconfigAt(t, cp, cp.Config().Host, user), "--resource", "configmaps", "--metrics-addr", "127.0.0.1:0", "--request-timeout", "3s")
 	base := metricsBase(t, p)
 	p.waitStderr(t, regexp.MustCompile(`STATUS  configmaps\.v1 Failed`), 2*time.Minute)

@@ -90,8 +90,6 @@ func selectorContains(t *testing.T, sel string, h uint64) bool {
 	return false
 }
 
-var shardRuns int // runs of TestE2EShardGroup in this process
-
 func TestE2EShardGroup(t *testing.T) {
 	cp := controlPlane(t)
 	ctx := context.Background()
@@ -99,8 +97,7 @@ func TestE2EShardGroup(t *testing.T) {
 	if err := cp.InstallCRD(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	shardRuns++ // a namespace per run: -count=N reuses the control plane
-	ns := fmt.Sprintf("e2e-shard-%d", shardRuns)
+	ns := perRun("e2e-shard")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}

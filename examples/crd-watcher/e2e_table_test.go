@@ -60,7 +60,7 @@ func (p *proc) waitRow(t *testing.T, after int, extra int, want ...string) int {
 func TestE2ETableOutput(t *testing.T) {
 	cp := controlPlane(t)
 	ctx := context.Background()
-	const ns = "e2e-table"
+	ns := perRun("e2e-table")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +73,13 @@ func TestE2ETableOutput(t *testing.T) {
 	if err := cp.InstallCRD(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
+	// The test changes the CRD's columns and resolves "gears" by its
+	// plural: the next run must find neither this CRD nor its objects.
+	t.Cleanup(func() {
+		if err := cp.DeleteCRD(context.Background(), crd.Name); err != nil {
+			t.Error(err)
+		}
+	})
 	gears := cp.Dynamic().Resource(controlplane.GVR(crd)).Namespace(ns)
 	createGear := func(name string, n int64, c, o string) {
 		t.Helper()

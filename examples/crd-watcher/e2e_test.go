@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -96,6 +97,13 @@ func controlPlane(t *testing.T) *controlplane.ControlPlane {
 	}
 	return cp
 }
+
+var runSeq atomic.Int64 // suffixes of perRun
+
+// perRun returns name with a suffix no other call in this process gets:
+// -count=N runs every test N times against the one control plane, so the
+// objects, namespaces and CRDs a run leaves must not meet the next run's.
+func perRun(name string) string { return fmt.Sprintf("%s-%d", name, runSeq.Add(1)) }
 
 // kubeconfigFor writes a kubeconfig file for cp's admin config.
 func kubeconfigFor(t *testing.T, cp *controlplane.ControlPlane) string {
@@ -417,7 +425,7 @@ func TestE2EMetricsAndSignals(t *testing.T) {
 	if err := cp.InstallCRD(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	const ns = "e2e-metrics"
+	ns := perRun("e2e-metrics")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +443,8 @@ func TestE2EMetricsAndSignals(t *testing.T) {
 	}
 	create("one")
 	create("two")
-	later := schema.GroupVersionResource{Group: "later.e2e.example.com", Version: "v1", Resource: "sprockets"}
+	// A CRD group of this run's own: the CRD must not exist yet.
+	later := schema.GroupVersionResource{Group: perRun("later") + ".e2e.example.com", Version: "v1", Resource: "sprockets"}
 
 	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "-o", "json",
 		"--resource", "gd", "--resource", "configmaps", "-n", ns,
@@ -506,7 +515,7 @@ func TestE2EMetricsAndSignals(t *testing.T) {
 	}
 
 	// The CRD arrives: the waiting informer syncs and the watcher is ready.
-	laterCRD := controlplane.NewCRD("later.e2e.example.com", "Sprocket", "sprockets")
+	laterCRD := controlplane.NewCRD(later.Group, "Sprocket", "sprockets")
 	if err := cp.InstallCRD(ctx, laterCRD); err != nil {
 		t.Fatal(err)
 	}

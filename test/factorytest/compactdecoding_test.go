@@ -6,10 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	cgdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -57,27 +54,13 @@ func (s decodedStore) List() []interface{} {
 // comparison.
 func TestCompactDecodingSameAsClientGo(t *testing.T) {
 	ctx := ctxT(t, 4*time.Minute)
-	gvr, _ := installCRD(t, ctx)
-	ns, ns2 := unique("compact"), unique("compact")
-	for _, n := range []string{ns, ns2} {
-		if err := cp.CreateNamespace(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	apiVersion := gvr.GroupVersion().String()
-	for i := 0; i < 30; i++ {
-		applyObject(t, ctx, gvr, decodingObject(apiVersion, []string{ns, ns2}[i%2], fmt.Sprintf("w-%d", i), i))
-	}
-	kube := cp.Kube()
-	for i := 0; i < 20; i++ {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: []string{ns, ns2}[i%2],
-			Labels:      map[string]string{"i": fmt.Sprint(i)},
-			Annotations: map[string]string{ikcache.LastAppliedConfigAnnotation: `{"kind":"ConfigMap"}`}},
-			Data: map[string]string{"k": fmt.Sprintf("v-%d \u00e9 \"\\", i)}, BinaryData: map[string][]byte{"b": {0, 1, 2, 255}}}
-		if _, err := kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gvr, ns, ns2 := seedDecoding(t, ctx, "compact")
+	createConfigMaps(t, ctx, 20, func(i int) *corev1.ConfigMap {
+		cm := decodingConfigMap([]string{ns, ns2}[i%2], i)
+		cm.Labels = map[string]string{"i": fmt.Sprint(i)}
+		cm.Data["k"] += ` "\`
+		return cm
+	})
 
 	leaks := controlplane.SnapshotGoroutines()
 	ik := newFactory(t, cp.Config())
@@ -97,13 +80,7 @@ func TestCompactDecodingSameAsClientGo(t *testing.T) {
 		{"opaque-transform", []dynamicinformer.ResourceOption{compact, dynamicinformer.WithTransform(ikcache.Chain(ikcache.InternKeys))}, false},
 		{"compactor-transform", []dynamicinformer.ResourceOption{dynamicinformer.WithTransform(ikcache.NewCompactor(ikcache.CompactorOptions{}).Transform)}, false},
 	}
-	type group struct {
-		gvr    schema.GroupVersionResource
-		ns     string
-		name   string
-		stores map[string]toolscache.Store
-	}
-	var groups []group
+	var groups []storeGroup
 	for _, r := range []schema.GroupVersionResource{gvr, configmaps} {
 		ref := theirs.ForResource(r).Informer()
 		refStripped := theirsStripped.ForResource(r).Informer()
@@ -116,7 +93,7 @@ func TestCompactDecodingSameAsClientGo(t *testing.T) {
 				reference = refStripped.GetStore()
 			}
 			for _, n := range []string{ns, ns2} {
-				groups = append(groups, group{gvr: r, ns: n, name: r.Resource + "/" + v.name + "/" + n, stores: map[string]toolscache.Store{
+				groups = append(groups, storeGroup{gvr: r, ns: n, name: r.Resource + "/" + v.name + "/" + n, stores: map[string]toolscache.Store{
 					"client-go": reference,
 					"compact":   decodedStore{Store: ik.ForResource(r, v.opts...).Informer().GetStore(), t: t},
 				}})
@@ -126,57 +103,19 @@ func TestCompactDecodingSameAsClientGo(t *testing.T) {
 	ik.Start(ctx)
 	theirs.Start(stop)
 	theirsStripped.Start(stop)
-	for _, g := range groups {
-		sameContents(t, ctx, g.name+" after sync", g.gvr, g.ns, g.stores)
-	}
+	sameContentsAll(t, ctx, "after sync", groups)
 	// The compact stores hold the objects (not equal merely for being
 	// empty), managedFields only where not stripped.
 	for _, g := range groups {
-		n := 0
-		for _, o := range g.stores["compact"].List() {
-			u := o.(*unstructured.Unstructured)
-			if u.GetNamespace() != g.ns {
-				continue
-			}
-			n++
-			_, hasMF := u.Object["metadata"].(map[string]interface{})["managedFields"]
-			if want := !(g.name == g.gvr.Resource+"/strip-managed-fields/"+g.ns); hasMF != want {
-				t.Fatalf("%s: %s has managedFields %v, want %v", g.name, u.GetName(), hasMF, want)
-			}
-		}
-		if n < 10 {
+		if n := checkManagedFields(t, g, "compact", g.name == g.gvr.Resource+"/strip-managed-fields/"+g.ns); n < 10 {
 			t.Fatalf("%s: %d objects in the namespace", g.name, n)
 		}
 	}
 
 	// Creates, updates (spec and metadata), deletes.
-	for i := 30; i < 36; i++ {
-		applyObject(t, ctx, gvr, decodingObject(apiVersion, []string{ns, ns2}[i%2], fmt.Sprintf("w-%d", i), i))
-	}
-	for i := 0; i < 10; i++ {
-		o := decodingObject(apiVersion, []string{ns, ns2}[i%2], fmt.Sprintf("w-%d", i), i+100)
-		o["spec"].(map[string]interface{})["added"] = map[string]interface{}{"x": []interface{}{1.25, "y"}}
-		applyObject(t, ctx, gvr, o)
-	}
-	for i := 10; i < 16; i++ {
-		if err := cp.Dynamic().Resource(gvr).Namespace([]string{ns, ns2}[i%2]).Delete(ctx, fmt.Sprintf("w-%d", i), metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 6; i++ {
-		patch := []byte(fmt.Sprintf(`{"data":{"k2":"\u2603 %d"},"metadata":{"labels":{"changed":"yes"}}}`, i))
-		if _, err := kube.CoreV1().ConfigMaps([]string{ns, ns2}[i%2]).Patch(ctx, fmt.Sprintf("cm-%d", i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 6; i < 10; i++ {
-		if err := kube.CoreV1().ConfigMaps([]string{ns, ns2}[i%2]).Delete(ctx, fmt.Sprintf("cm-%d", i), metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, g := range groups {
-		sameContents(t, ctx, g.name+" after writes", g.gvr, g.ns, g.stores)
-	}
+	writeDecodingObjects(t, ctx, gvr, ns, ns2)
+	writeConfigMaps(t, ctx, []string{ns, ns2}, 6, 10)
+	sameContentsAll(t, ctx, "after writes", groups)
 	ik.Shutdown()
 	close(stop)
 	theirs.Shutdown()

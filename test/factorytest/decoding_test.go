@@ -132,6 +132,117 @@ func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
 	}
 }
 
+// seedDecoding installs a custom resource, creates two namespaces named
+// after prefix and applies 30 decodingObjects to them, alternately.
+func seedDecoding(t *testing.T, ctx context.Context, prefix string) (gvr schema.GroupVersionResource, ns, ns2 string) {
+	t.Helper()
+	gvr, _ = installCRD(t, ctx)
+	ns, ns2 = unique(prefix), unique(prefix)
+	for _, n := range []string{ns, ns2} {
+		if err := cp.CreateNamespace(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 30; i++ {
+		applyObject(t, ctx, gvr, decodingObject(gvr.GroupVersion().String(), []string{ns, ns2}[i%2], fmt.Sprintf("w-%d", i), i))
+	}
+	return gvr, ns, ns2
+}
+
+// decodingConfigMap is ConfigMap cm-i in ns, with the last-applied
+// annotation, non-ASCII data and binary data.
+func decodingConfigMap(ns string, i int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns,
+		Annotations: map[string]string{ikcache.LastAppliedConfigAnnotation: `{"kind":"ConfigMap"}`}},
+		Data: map[string]string{"k": fmt.Sprintf("v-%d \u00e9", i)}, BinaryData: map[string][]byte{"b": {0, 1, 2, 255}}}
+}
+
+// createConfigMaps creates n ConfigMaps: cm(i) for i below n.
+func createConfigMaps(t *testing.T, ctx context.Context, n int, cm func(i int) *corev1.ConfigMap) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		c := cm(i)
+		if _, err := cp.Kube().CoreV1().ConfigMaps(c.Namespace).Create(ctx, c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// writeDecodingObjects changes the objects seedDecoding applied: creates
+// w-30 to w-35, updates w-0 to w-9 (spec and metadata), deletes w-10 to
+// w-15.
+func writeDecodingObjects(t *testing.T, ctx context.Context, gvr schema.GroupVersionResource, ns, ns2 string) {
+	t.Helper()
+	apiVersion := gvr.GroupVersion().String()
+	for i := 30; i < 36; i++ {
+		applyObject(t, ctx, gvr, decodingObject(apiVersion, []string{ns, ns2}[i%2], fmt.Sprintf("w-%d", i), i))
+	}
+	for i := 0; i < 10; i++ {
+		o := decodingObject(apiVersion, []string{ns, ns2}[i%2], fmt.Sprintf("w-%d", i), i+100)
+		o["spec"].(map[string]interface{})["added"] = map[string]interface{}{"x": []interface{}{1.25, "y"}}
+		applyObject(t, ctx, gvr, o)
+	}
+	for i := 10; i < 16; i++ {
+		if err := cp.Dynamic().Resource(gvr).Namespace([]string{ns, ns2}[i%2]).Delete(ctx, fmt.Sprintf("w-%d", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// writeConfigMaps merge-patches cm-i (data and labels) for i below patched
+// and deletes it for i from patched below deleted, in namespaces[i%len].
+func writeConfigMaps(t *testing.T, ctx context.Context, namespaces []string, patched, deleted int) {
+	t.Helper()
+	kube := cp.Kube()
+	for i := 0; i < patched; i++ {
+		patch := []byte(fmt.Sprintf(`{"data":{"k2":"\u2603 %d"},"metadata":{"labels":{"changed":"yes"}}}`, i))
+		if _, err := kube.CoreV1().ConfigMaps(namespaces[i%len(namespaces)]).Patch(ctx, fmt.Sprintf("cm-%d", i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := patched; i < deleted; i++ {
+		if err := kube.CoreV1().ConfigMaps(namespaces[i%len(namespaces)]).Delete(ctx, fmt.Sprintf("cm-%d", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// storeGroup is stores that must hold equal objects of one resource in
+// one namespace.
+type storeGroup struct {
+	gvr    schema.GroupVersionResource
+	ns     string
+	name   string
+	stores map[string]toolscache.Store
+}
+
+// sameContentsAll is sameContents over every group.
+func sameContentsAll(t *testing.T, ctx context.Context, when string, groups []storeGroup) {
+	t.Helper()
+	for _, g := range groups {
+		sameContents(t, ctx, g.name+" "+when, g.gvr, g.ns, g.stores)
+	}
+}
+
+// checkManagedFields fails unless each object of g's namespace in
+// g.stores[store] has managedFields exactly when not stripped, and
+// returns how many there are.
+func checkManagedFields(t *testing.T, g storeGroup, store string, stripped bool) (objects int) {
+	t.Helper()
+	for _, o := range g.stores[store].List() {
+		u := o.(*unstructured.Unstructured)
+		if u.GetNamespace() != g.ns { // other tests' objects
+			continue
+		}
+		objects++
+		_, hasMF := u.Object["metadata"].(map[string]interface{})["managedFields"]
+		if want := !stripped; hasMF != want {
+			t.Fatalf("%s: %s has managedFields %v, want %v", g.name, u.GetName(), hasMF, want)
+		}
+	}
+	return objects
+}
+
 // TestFastDecodingSameAsClientGo: informers on informerkit's decode path
 // (the default of NewForConfig) and on client-go's (WithAPIMachineryDecoding,
 // and client-go's own dynamic informer) over the same custom resource and
@@ -142,26 +253,8 @@ func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
 // paginated list and watch).
 func TestFastDecodingSameAsClientGo(t *testing.T) {
 	ctx := ctxT(t, 4*time.Minute)
-	gvr, _ := installCRD(t, ctx)
-	ns, ns2 := unique("decode"), unique("decode")
-	for _, n := range []string{ns, ns2} {
-		if err := cp.CreateNamespace(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	apiVersion := gvr.GroupVersion().String()
-	for i := 0; i < 30; i++ {
-		applyObject(t, ctx, gvr, decodingObject(apiVersion, []string{ns, ns2}[i%2], fmt.Sprintf("w-%d", i), i))
-	}
-	kube := cp.Kube()
-	for i := 0; i < 20; i++ {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns,
-			Annotations: map[string]string{ikcache.LastAppliedConfigAnnotation: `{"kind":"ConfigMap"}`}},
-			Data: map[string]string{"k": fmt.Sprintf("v-%d \u00e9", i)}, BinaryData: map[string][]byte{"b": {0, 1, 2, 255}}}
-		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gvr, ns, ns2 := seedDecoding(t, ctx, "decode")
+	createConfigMaps(t, ctx, 20, func(i int) *corev1.ConfigMap { return decodingConfigMap(ns, i) })
 
 	leaks := controlplane.SnapshotGoroutines()
 	fast := newFactory(t, cp.Config())
@@ -180,16 +273,10 @@ func TestFastDecodingSameAsClientGo(t *testing.T) {
 		{"drop-last-applied", []dynamicinformer.ResourceOption{dynamicinformer.WithTransform(ikcache.DropLastAppliedConfiguration)}},
 		{"chain-strip-both", []dynamicinformer.ResourceOption{dynamicinformer.WithTransform(ikcache.Chain(ikcache.InternKeys, ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration))}},
 	}
-	type group struct {
-		gvr    schema.GroupVersionResource
-		ns     string
-		name   string
-		stores map[string]toolscache.Store
-	}
-	var groups []group
+	var groups []storeGroup
 	for _, r := range []schema.GroupVersionResource{gvr, configmaps} {
 		for _, v := range variants {
-			g := group{gvr: r, ns: ns, name: r.Resource + "/" + v.name, stores: map[string]toolscache.Store{}}
+			g := storeGroup{gvr: r, ns: ns, name: r.Resource + "/" + v.name, stores: map[string]toolscache.Store{}}
 			g.stores["fast"] = fast.ForResource(r, v.opts...).Informer().GetStore()
 			g.stores["apimachinery"] = slow.ForResource(r, v.opts...).Informer().GetStore()
 			if v.name == "all" {
@@ -206,53 +293,17 @@ func TestFastDecodingSameAsClientGo(t *testing.T) {
 	fast.Start(ctx)
 	slow.Start(ctx)
 	theirs.Start(stop)
-	for _, g := range groups {
-		sameContents(t, ctx, g.name+" after sync", g.gvr, g.ns, g.stores)
-	}
+	sameContentsAll(t, ctx, "after sync", groups)
 	// The fast path really skipped what the transforms remove (and the
 	// stores are not equal merely because both are empty of it).
 	for _, g := range groups {
-		for _, o := range g.stores["fast"].List() {
-			u := o.(*unstructured.Unstructured)
-			if u.GetNamespace() != g.ns { // other tests' objects
-				continue
-			}
-			_, hasMF := u.Object["metadata"].(map[string]interface{})["managedFields"]
-			stripped := strings.HasSuffix(g.name, "/strip-managed-fields") || strings.HasSuffix(g.name, "/chain-strip-both")
-			if want := !stripped; hasMF != want {
-				t.Fatalf("%s: %s has managedFields %v, want %v", g.name, u.GetName(), hasMF, want)
-			}
-		}
+		checkManagedFields(t, g, "fast", strings.HasSuffix(g.name, "/strip-managed-fields") || strings.HasSuffix(g.name, "/chain-strip-both"))
 	}
 
 	// Creates, updates (spec and metadata), deletes.
-	for i := 30; i < 36; i++ {
-		applyObject(t, ctx, gvr, decodingObject(apiVersion, []string{ns, ns2}[i%2], fmt.Sprintf("w-%d", i), i))
-	}
-	for i := 0; i < 10; i++ {
-		o := decodingObject(apiVersion, []string{ns, ns2}[i%2], fmt.Sprintf("w-%d", i), i+100)
-		o["spec"].(map[string]interface{})["added"] = map[string]interface{}{"x": []interface{}{1.25, "y"}}
-		applyObject(t, ctx, gvr, o)
-	}
-	for i := 10; i < 16; i++ {
-		if err := cp.Dynamic().Resource(gvr).Namespace([]string{ns, ns2}[i%2]).Delete(ctx, fmt.Sprintf("w-%d", i), metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 5; i++ {
-		patch := []byte(fmt.Sprintf(`{"data":{"k2":"\u2603 %d"},"metadata":{"labels":{"changed":"yes"}}}`, i))
-		if _, err := kube.CoreV1().ConfigMaps(ns).Patch(ctx, fmt.Sprintf("cm-%d", i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 5; i < 8; i++ {
-		if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, fmt.Sprintf("cm-%d", i), metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, g := range groups {
-		sameContents(t, ctx, g.name+" after writes", g.gvr, g.ns, g.stores)
-	}
+	writeDecodingObjects(t, ctx, gvr, ns, ns2)
+	writeConfigMaps(t, ctx, []string{ns}, 5, 8)
+	sameContentsAll(t, ctx, "after writes", groups)
 	fast.Shutdown()
 	slow.Shutdown()
 	close(stop)

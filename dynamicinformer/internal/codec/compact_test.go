@@ -8,8 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/internal/decode"
@@ -73,31 +71,24 @@ func compacted(t testing.TB, obj runtime.Object, c *ikcache.Compactor) (runtime.
 // compacted.
 func checkCompactSame(t testing.TB, data []byte, opts decode.Options) int {
 	t.Helper()
-	b := dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer
-	base, fast := jsonInfo(t, b), jsonInfo(t, CompactNegotiatedSerializer(b, opts))
+	base, fast := compactSerializers(t, opts)
 	c := ikcache.NewCompactor(ikcache.CompactorOptions{})
 	envelopes := 0
-	for _, asList := range []bool{false, true} {
-		var wantInto, gotInto runtime.Object
-		if asList {
-			wantInto, gotInto = &unstructured.UnstructuredList{}, &unstructured.UnstructuredList{}
-		}
-		want, wantKind, wantErr := base.Serializer.Decode(data, nil, wantInto)
-		got, gotKind, gotErr := fast.Serializer.Decode(data, nil, gotInto)
-		if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
-			t.Fatalf("%q (list %v): error %v, client-go's %v", clip(data), asList, gotErr, wantErr)
-		}
-		if wantErr != nil {
-			continue
-		}
+	compareDecodes(t, data, opts, base, fast, func(want, got runtime.Object) (runtime.Object, runtime.Object) {
 		want, _ = compacted(t, transformed(want, opts), c)
 		got, n := compacted(t, got, c)
 		envelopes += n
-		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotKind, wantKind) {
-			t.Fatalf("%q (list %v, %+v):\n got %T %#v (%v)\nwant %T %#v (%v)", clip(data), asList, opts, got, got, gotKind, want, want, wantKind)
-		}
-	}
+		return want, got
+	})
 	return envelopes
+}
+
+// compactSerializers returns the JSON SerializerInfo of client-go's dynamic
+// negotiated serializer and of the compact one around it.
+func compactSerializers(t testing.TB, opts decode.Options) (base, fast runtime.SerializerInfo) {
+	return serializersWith(t, func(b runtime.NegotiatedSerializer) runtime.NegotiatedSerializer {
+		return CompactNegotiatedSerializer(b, opts)
+	})
 }
 
 func TestCompactSerializerSameAsClientGo(t *testing.T) {
@@ -120,11 +111,9 @@ func TestCompactWatchStream(t *testing.T) {
 		return fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w-%d","namespace":"ns","uid":"u-%d","resourceVersion":"%d"},"spec":{"n":%d,"x":0.5}}`, i, i, 100+i, i)
 	}
 	stream := events(`{"type":"ADDED","object":`+obj(1)+`}`, `{"type":"MODIFIED","object":`+obj(2)+`}`, `{"type":"DELETED","object":`+obj(3)+`}`,
-		`{"type":"BOOKMARK","object":{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"resourceVersion":"200","creationTimestamp":null,"annotations":{"k8s.io/initial-events-end":"true"}}}}`,
-		`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}`)
-	b := dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer
-	want := readWatch(jsonInfo(t, b), stream)
-	got := readWatch(jsonInfo(t, CompactNegotiatedSerializer(b, decode.Options{})), stream)
+		bookmarkEvent, expiredEvent)
+	base, fast := compactSerializers(t, decode.Options{})
+	want, got := readWatch(base, stream), readWatch(fast, stream)
 	if len(got) != len(want) || len(got) != 5 {
 		t.Fatalf("%d events, want %d (5)", len(got), len(want))
 	}

@@ -33,9 +33,17 @@ func jsonInfo(t testing.TB, n runtime.NegotiatedSerializer) runtime.SerializerIn
 	return runtime.SerializerInfo{}
 }
 
-func serializers(t testing.TB, opts decode.Options) (base, fast runtime.SerializerInfo) {
+// serializersWith returns the JSON SerializerInfo of client-go's dynamic
+// negotiated serializer (base) and of wrap around it (fast).
+func serializersWith(t testing.TB, wrap func(runtime.NegotiatedSerializer) runtime.NegotiatedSerializer) (base, fast runtime.SerializerInfo) {
 	b := dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer
-	return jsonInfo(t, b), jsonInfo(t, NegotiatedSerializer(b, opts))
+	return jsonInfo(t, b), jsonInfo(t, wrap(b))
+}
+
+func serializers(t testing.TB, opts decode.Options) (base, fast runtime.SerializerInfo) {
+	return serializersWith(t, func(b runtime.NegotiatedSerializer) runtime.NegotiatedSerializer {
+		return NegotiatedSerializer(b, opts)
+	})
 }
 
 // objects are inputs of a watch event's object or a list body: plain
@@ -97,12 +105,13 @@ func transformed(obj runtime.Object, opts decode.Options) runtime.Object {
 	return obj
 }
 
-// checkSame decodes data with the fast and client-go's serializer, as a
-// watch event's object (into nil) and as a list body, and fails unless
-// objects, kinds and errors agree.
-func checkSame(t testing.TB, data []byte, opts decode.Options) {
+// compareDecodes decodes data with base (client-go's) and fast, as a
+// watch event's object (into nil) and as a list body, and fails unless the
+// errors agree; where both decoded, it fails unless the objects, as
+// normalize makes them, and the kinds agree.
+func compareDecodes(t testing.TB, data []byte, opts decode.Options, base, fast runtime.SerializerInfo,
+	normalize func(want, got runtime.Object) (runtime.Object, runtime.Object)) {
 	t.Helper()
-	base, fast := serializers(t, opts)
 	for _, asList := range []bool{false, true} {
 		var wantInto, gotInto runtime.Object
 		if asList {
@@ -116,13 +125,24 @@ func checkSame(t testing.TB, data []byte, opts decode.Options) {
 		if wantErr != nil {
 			continue
 		}
-		// The informer runs the transforms after decoding: the fast path
-		// has skipped what they remove, the fallback has not.
-		want, got = transformed(want, opts), transformed(got, opts)
+		want, got = normalize(want, got)
 		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotKind, wantKind) {
 			t.Fatalf("%q (list %v, %+v):\n got %T %#v (%v)\nwant %T %#v (%v)", clip(data), asList, opts, got, got, gotKind, want, want, wantKind)
 		}
 	}
+}
+
+// checkSame decodes data with the fast and client-go's serializer, as a
+// watch event's object (into nil) and as a list body, and fails unless
+// objects, kinds and errors agree.
+func checkSame(t testing.TB, data []byte, opts decode.Options) {
+	t.Helper()
+	base, fast := serializers(t, opts)
+	compareDecodes(t, data, opts, base, fast, func(want, got runtime.Object) (runtime.Object, runtime.Object) {
+		// The informer runs the transforms after decoding: the fast path
+		// has skipped what they remove, the fallback has not.
+		return transformed(want, opts), transformed(got, opts)
+	})
 }
 
 func clip(b []byte) string {
@@ -151,6 +171,13 @@ func FuzzSerializer(f *testing.F) {
 		checkSame(t, data, allOptions[o%4])
 	})
 }
+
+// bookmarkEvent ends a watch-list stream's initial events; expiredEvent
+// is the error a watch from a compacted resourceVersion gets.
+const (
+	bookmarkEvent = `{"type":"BOOKMARK","object":{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"resourceVersion":"200","creationTimestamp":null,"annotations":{"k8s.io/initial-events-end":"true"}}}}`
+	expiredEvent  = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}`
+)
 
 // events renders a watch stream as the server writes it.
 func events(evs ...string) []byte {
@@ -202,8 +229,7 @@ func TestWatchStreamSameAsClientGo(t *testing.T) {
 	}
 	streams := [][]byte{
 		events(`{"type":"ADDED","object":`+obj(1)+`}`, `{"type":"MODIFIED","object":`+obj(2)+`}`, `{"type":"DELETED","object":`+obj(3)+`}`,
-			`{"type":"BOOKMARK","object":{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"resourceVersion":"200","creationTimestamp":null,"annotations":{"k8s.io/initial-events-end":"true"}}}}`,
-			`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}`),
+			bookmarkEvent, expiredEvent),
 		events(`{"object":`+obj(4)+`,"type":"ADDED"}`, `{"type":"ADDED","type":"MODIFIED","object":`+obj(5)+`}`),
 		events(`{"type":"ADDED","object":null}`),
 		events(`{"type":"UPSERTED","object":` + obj(6) + `}`),

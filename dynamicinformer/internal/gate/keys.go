@@ -110,11 +110,9 @@ func (k *KeySet) putLocked(set map[string]types.UID, obj interface{}) {
 	if err != nil {
 		return
 	}
-	key := m.GetName()
-	if ns := m.GetNamespace(); ns != "" {
-		key = ns + "/" + key
-	}
-	set[key] = m.GetUID()
+	// The key MetaNamespaceKeyFunc gives: "namespace/name", or "name" for
+	// a cluster-scoped object.
+	set[toolscache.MetaObjectToName(m).String()] = m.GetUID()
 }
 
 // missing returns the keys (and UIDs) of the set that listed lacks.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/shard"
@@ -325,6 +327,38 @@ func TestKeySetWatchList(t *testing.T) {
 	}
 	if m := k.missing(map[string]struct{}{}); m["a/w2"] != "uid-w2" || len(m) != 1 {
 		t.Fatalf("missing: %v", m)
+	}
+}
+
+// The set's keys are the informer store's keys (MetaNamespaceKeyFunc):
+// "namespace/name", and "name" alone for a cluster-scoped object; a
+// deletion removes the key its object was recorded under.
+func TestKeySetKeysAreStoreKeys(t *testing.T) {
+	namespaced := uidWidget("w1", "5")
+	cluster := uidWidget("c1", "6")
+	cluster.SetNamespace("")
+	gone := uidWidget("w2", "7")
+	list := &unstructured.UnstructuredList{Items: []unstructured.Unstructured{*namespaced, *cluster, *gone}}
+
+	k := &KeySet{}
+	k.beginList()
+	k.listPage(list)
+	k.endList()
+	k.observe(watch.Event{Type: watch.Deleted, Object: gone})
+
+	want := map[string]types.UID{}
+	for _, o := range []*unstructured.Unstructured{namespaced, cluster} {
+		key, err := toolscache.MetaNamespaceKeyFunc(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[key] = o.GetUID()
+	}
+	if got := k.missing(map[string]struct{}{}); !maps.Equal(got, want) {
+		t.Fatalf("keys %v, want %v", got, want)
+	}
+	if _, ok := want["c1"]; !ok {
+		t.Fatalf("a cluster-scoped key is the bare name: %v", want)
 	}
 }
 
