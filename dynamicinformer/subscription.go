@@ -286,7 +286,7 @@ func objectKey(obj interface{}) string {
 	if err != nil {
 		return ""
 	}
-	return m.GetNamespace() + "/" + m.GetName()
+	return toolscache.MetaObjectToName(m).String() // the store's key: "name" when cluster-scoped
 }
 
 func (s *Subscription) adapter(gvr schema.GroupVersionResource, m *member) toolscache.ResourceEventHandler {
