@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -48,38 +47,15 @@ func (l *NamespaceLister) GetCompact(name string) (*ikcache.Compact, error) {
 }
 
 func listCompact(indexer toolscache.Indexer, namespace string, selector labels.Selector) ([]*ikcache.Compact, error) {
-	var out []*ikcache.Compact
-	var typeErr error
-	err := selectObjects(indexer, namespace, selector, func(n int) {
-		out = make([]*ikcache.Compact, 0, n)
-	}, func(obj interface{}) {
-		c, err := asCompact(obj)
-		if err != nil {
-			if typeErr == nil {
-				typeErr = err
-			}
-			return
-		}
-		out = append(out, c)
-	})
+	out, err := selectAs(indexer, namespace, selector, asCompact)
 	if err != nil {
 		return nil, err
-	}
-	if typeErr != nil {
-		return nil, typeErr
 	}
 	return out, nil
 }
 
 func getCompact(indexer toolscache.Indexer, resource schema.GroupResource, key, name string) (*ikcache.Compact, error) {
-	obj, exists, err := indexer.GetByKey(key)
-	if err != nil {
-		return nil, err
-	}
-	if !exists {
-		return nil, apierrors.NewNotFound(resource, name)
-	}
-	return asCompact(obj)
+	return getAs(indexer, resource, key, name, asCompact)
 }
 
 func asCompact(obj interface{}) (*ikcache.Compact, error) {

@@ -3,7 +3,6 @@ package genericlister
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,35 +60,11 @@ func (l *genericNamespaceLister) Get(name string) (runtime.Object, error) {
 }
 
 func listObjects(indexer toolscache.Indexer, namespace string, selector labels.Selector) ([]runtime.Object, error) {
-	var out []runtime.Object
-	var convErr error
-	err := selectObjects(indexer, namespace, selector, func(n int) {
-		out = make([]runtime.Object, 0, n)
-	}, func(obj interface{}) {
-		ro, err := asObject(obj, true)
-		if err != nil {
-			if convErr == nil {
-				convErr = err
-			}
-			return
-		}
-		out = append(out, ro)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, convErr
+	return selectAs(indexer, namespace, selector, func(obj interface{}) (runtime.Object, error) { return asObject(obj, true) })
 }
 
 func getObject(indexer toolscache.Indexer, resource schema.GroupResource, key, name string) (runtime.Object, error) {
-	obj, exists, err := indexer.GetByKey(key)
-	if err != nil {
-		return nil, err
-	}
-	if !exists {
-		return nil, errors.NewNotFound(resource, name)
-	}
-	return asObject(obj, false)
+	return getAs(indexer, resource, key, name, func(obj interface{}) (runtime.Object, error) { return asObject(obj, false) })
 }
 
 func asObject(obj interface{}, inList bool) (runtime.Object, error) {

@@ -179,19 +179,30 @@ func (l *NamespaceLister) ByIndex(indexName, value string) ([]*unstructured.Unst
 }
 
 func list(indexer toolscache.Indexer, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
+	return selectAs(indexer, namespace, selector, func(obj interface{}) (*unstructured.Unstructured, error) { return toUnstructured(obj, true) })
+}
+
+func get(indexer toolscache.Indexer, resource schema.GroupResource, key, name string) (*unstructured.Unstructured, error) {
+	return getAs(indexer, resource, key, name, func(obj interface{}) (*unstructured.Unstructured, error) { return toUnstructured(obj, false) })
+}
+
+// selectAs is selectObjects returning each selected object converted by
+// conv; the objects conv fails on are left out and the first failure is
+// returned with the others.
+func selectAs[T any](indexer toolscache.Indexer, namespace string, selector labels.Selector, conv func(interface{}) (T, error)) ([]T, error) {
+	var out []T
 	var convErr error
 	err := selectObjects(indexer, namespace, selector, func(n int) {
-		out = make([]*unstructured.Unstructured, 0, n)
+		out = make([]T, 0, n)
 	}, func(obj interface{}) {
-		u, err := toUnstructured(obj, true)
+		v, err := conv(obj)
 		if err != nil {
 			if convErr == nil {
 				convErr = err
 			}
 			return
 		}
-		out = append(out, u)
+		out = append(out, v)
 	})
 	if err != nil {
 		return nil, err
@@ -199,15 +210,18 @@ func list(indexer toolscache.Indexer, namespace string, selector labels.Selector
 	return out, convErr
 }
 
-func get(indexer toolscache.Indexer, resource schema.GroupResource, key, name string) (*unstructured.Unstructured, error) {
+// getAs returns the object stored under key converted by conv, or a
+// NotFound error naming name.
+func getAs[T any](indexer toolscache.Indexer, resource schema.GroupResource, key, name string, conv func(interface{}) (T, error)) (T, error) {
+	var zero T
 	obj, exists, err := indexer.GetByKey(key)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	if !exists {
-		return nil, errors.NewNotFound(resource, name)
+		return zero, errors.NewNotFound(resource, name)
 	}
-	return toUnstructured(obj, false)
+	return conv(obj)
 }
 
 func byField(indexer toolscache.Indexer, namespace, path, value string) ([]*unstructured.Unstructured, error) {

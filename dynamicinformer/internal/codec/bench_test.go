@@ -24,11 +24,7 @@ import (
 // managedFields). ns/op, B/op and allocs/op are per event.
 func BenchmarkWatchStream(b *testing.B) {
 	const n = 256
-	var stream bytes.Buffer
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&stream, `{"type":"ADDED","object":%s}`+"\n", decodetest.ServerObject(i))
-	}
-	data := stream.Bytes()
+	data := addedStream(n)
 	for _, c := range []struct {
 		name string
 		fast bool
@@ -155,11 +151,7 @@ func BenchmarkObjectCBOR(b *testing.B) {
 // client-go's JSON framer and with this package's. ns/op is per event.
 func BenchmarkFrameReader(b *testing.B) {
 	const n = 256
-	var stream bytes.Buffer
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&stream, `{"type":"ADDED","object":%s}`+"\n", decodetest.ServerObject(i))
-	}
-	data := stream.Bytes()
+	data := addedStream(n)
 	base, fast := serializers(b, decode.Options{})
 	for _, c := range []struct {
 		name   string
@@ -181,4 +173,14 @@ func BenchmarkFrameReader(b *testing.B) {
 			}
 		})
 	}
+}
+
+// addedStream is a watch stream of n ADDED events of server-shaped
+// objects, one per line as the API server writes them.
+func addedStream(n int) []byte {
+	var stream bytes.Buffer
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&stream, `{"type":"ADDED","object":%s}`+"\n", decodetest.ServerObject(i))
+	}
+	return stream.Bytes()
 }
