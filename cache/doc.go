@@ -69,6 +69,14 @@
 // compacting) and hands the Compactor an envelope to finish (see
 // Compactor).
 //
+// A Compact also reads without being decoded: its metav1.Object getters
+// answer as the decoded object's would, and NestedField, NestedString
+// and NestedInt64 read one field from the encoding (large maps and lists
+// in it carry their length, so a read skips them). genericlister's
+// ListCompact and GetCompact return such views, so listing a compact
+// cache costs what listing a normal one does, and field indexes over
+// Compacts index without decoding.
+//
 // # Sharing and mutation
 //
 // Objects in an informer cache are shared by every lister, every event
