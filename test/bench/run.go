@@ -54,6 +54,12 @@ type Config struct {
 	// server's cold caches (1.3–1.7× of later syncs at N=50k) and would
 	// bias whichever implementation rotate puts first.
 	NoWarmup bool
+	// MeasureCache, if set, takes the initial-sync, memory and query
+	// measurements of one implementation at one size instead of this
+	// process (ikbench -isolate runs each in a fresh process with
+	// MeasureCacheOnce, so that no implementation's sync pays for, or
+	// profits from, the heap another one left). It returns the samples.
+	MeasureCache func(ctx context.Context, im Impl, r Resource, n int) ([]Sample, error)
 	// Logf receives progress lines. Nil discards them.
 	Logf func(format string, args ...any)
 	// Progress, if set, is called with the results so far after every
@@ -151,7 +157,13 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 		}
 		for run := 0; run < c.Runs; run++ {
 			for _, im := range rotate(c.Impls, run) {
-				if err := measureCache(ctx, cfg, c, res, im, r, n); err != nil {
+				if c.MeasureCache != nil {
+					samples, err := c.MeasureCache(ctx, im, r, n)
+					if err != nil {
+						return res, fmt.Errorf("%s N=%d: %w", im.Name, n, err)
+					}
+					res.Samples = append(res.Samples, samples...)
+				} else if err := measureCache(ctx, cfg, c, res, im, r, n); err != nil {
 					return res, fmt.Errorf("%s N=%d: %w", im.Name, n, err)
 				}
 				if si != 0 || im.SyncOnly {
@@ -195,6 +207,16 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 		c.Logf("many resources run %d done", run+1)
 	}
 	return res, nil
+}
+
+// MeasureCacheOnce takes the measurements Run takes of im's cache at
+// size n of r (already loaded on the server behind cfg) and returns
+// their samples: what a child process of ikbench -isolate does.
+func MeasureCacheOnce(ctx context.Context, cfg *rest.Config, c Config, im Impl, r Resource, n int) ([]Sample, error) {
+	c = c.Defaults()
+	res := &Results{}
+	err := measureCache(ctx, cfg, c, res, im, r, n)
+	return res.Samples, err
 }
 
 // warmUp syncs one informer of im over r and discards it.

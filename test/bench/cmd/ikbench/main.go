@@ -62,10 +62,16 @@ func main() {
 	only := flag.String("impls", "", "comma-separated implementation names to run (default all; see bench.DefaultImpls)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measuring process to this file")
 	cbor := flag.Bool("cbor", false, "serve CBOR (the API server's CBORServingAndStorage feature gate) and let client-go's clients ask for it (ClientsAllowCBOR, ClientsPreferCBOR): process-wide, so every dynamic client of the run, informerkit's included, then reads CBOR")
+	isolate := flag.Bool("isolate", false, "take each implementation's initial sync, memory and query measurements in a fresh process (so no sync pays for, or profits from, the heap of the one before)")
+	measureOne := flag.String("measure-one", "", "internal: take one -isolate measurement (JSON) and print its samples")
 	memprofile := flag.String("memprofile", "", "write an allocation profile (alloc_space, alloc_objects) of the measuring process to this file at exit")
 	flag.Parse()
 	if *serve {
 		runServer(*cbor)
+		return
+	}
+	if *measureOne != "" {
+		measureOneAndPrint(*measureOne)
 		return
 	}
 	if *cbor {
@@ -99,6 +105,9 @@ func main() {
 	rc, stop, err := startChild(ctx, *cbor)
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *isolate {
+		cfg.MeasureCache = isolated(rc)
 	}
 	var types *contentTypes
 	if *cbor {
@@ -289,4 +298,64 @@ func startChild(ctx context.Context, cbor bool) (*rest.Config, func(), error) {
 		QPS:             1000,
 		Burst:           2000,
 	}, stop, nil
+}
+
+// oneMeasurement is what a -measure-one child measures.
+type oneMeasurement struct {
+	Host, Token string
+	Impl        string
+	Resource    bench.Resource
+	N           int
+}
+
+// isolated returns a Config.MeasureCache that runs each measurement in a
+// child process of this binary.
+func isolated(rc *rest.Config) func(ctx context.Context, im bench.Impl, r bench.Resource, n int) ([]bench.Sample, error) {
+	return func(ctx context.Context, im bench.Impl, r bench.Resource, n int) ([]bench.Sample, error) {
+		arg, err := json.Marshal(oneMeasurement{Host: rc.Host, Token: rc.BearerToken, Impl: im.Name, Resource: r, N: n})
+		if err != nil {
+			return nil, err
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.CommandContext(ctx, self, "-measure-one", string(arg))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("measuring %s in a child process: %w", im.Name, err)
+		}
+		var samples []bench.Sample
+		if err := json.Unmarshal(out, &samples); err != nil {
+			return nil, fmt.Errorf("measuring %s in a child process: %w", im.Name, err)
+		}
+		return samples, nil
+	}
+}
+
+// measureOneAndPrint is the -measure-one child: it takes one measurement
+// and prints its samples as JSON on stdout.
+func measureOneAndPrint(arg string) {
+	var m oneMeasurement
+	if err := json.Unmarshal([]byte(arg), &m); err != nil {
+		log.Fatal(err)
+	}
+	var im *bench.Impl
+	for _, c := range bench.DefaultImpls() {
+		if c.Name == m.Impl {
+			im = &c
+		}
+	}
+	if im == nil {
+		log.Fatalf("no implementation %q", m.Impl)
+	}
+	rc := &rest.Config{Host: m.Host, BearerToken: m.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000}
+	samples, err := bench.MeasureCacheOnce(context.Background(), rc, bench.Config{Logf: func(f string, a ...any) { log.Printf(f, a...) }}, *im, m.Resource, m.N)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(samples); err != nil {
+		log.Fatal(err)
+	}
 }
