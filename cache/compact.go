@@ -93,9 +93,12 @@ func (c *Compact) SetGroupVersionKind(gvk schema.GroupVersionKind) {
 // The metav1.Object methods below let client-go's key functions, indexes
 // and meta.Accessor read a Compact. They read the metadata a Compact
 // keeps; the getters of other metadata read the encoding (see
-// compactview.go). A Compact in a cache must not be changed through any
-// setter: a setter of kept metadata changes only that copy, not the
-// encoding, and the others do nothing.
+// compactview.go). GetLabels and GetOwnerReferences return the Compact's
+// own values, shared with every reader: they must not be modified; the
+// getters that read the encoding return fresh values the caller owns. A
+// Compact in a cache must not be changed through any setter: a setter of
+// kept metadata changes only that copy, not the encoding, and the others
+// do nothing.
 
 func (c *Compact) GetNamespace() string                { return c.namespace }
 func (c *Compact) SetNamespace(v string)               { c.namespace = v }

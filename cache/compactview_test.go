@@ -273,3 +273,38 @@ func TestFieldIndexOnCompactSameAsDecoded(t *testing.T) {
 		t.Fatalf("only %d paths checked", checked)
 	}
 }
+
+// TestLargeContainersCarryTheirLength: both writers of the encoding (the
+// map encoder and the JSON one) prefix a large nested container with its
+// length, so that field reads skip it; small ones are left as they are.
+func TestLargeContainersCarryTheirLength(t *testing.T) {
+	data := workloadJSON(2)
+	env, err := decode.TreeObject(data, decode.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaMap, err := NewCompact(decodeUnstructured(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := NewCompactor(CompactorOptions{}).Transform(&unstructured.Unstructured{Object: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*Compact{"map encoder": viaMap, "JSON writer": fromJSON.(*Compact)} {
+		r := treeReader{b: c.enc[:len(c.enc)-4]}
+		tags := map[string]byte{}
+		if _, err := r.mapEntries(func(k string) error {
+			tags[k] = r.b[r.i]
+			return r.skip()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if tags["metadata"] != tagSized || tags["spec"] != tagSized {
+			t.Errorf("%s: metadata and spec start with tags %d and %d, want TagSized (%d)", name, tags["metadata"], tags["spec"], tagSized)
+		}
+		if tags["kind"] != tagString {
+			t.Errorf("%s: kind starts with tag %d", name, tags["kind"])
+		}
+	}
+}
