@@ -38,15 +38,9 @@ func WatchEvent(data []byte) (typ string, object []byte, ok bool, err error) {
 		if err != nil {
 			return "", nil, false, err
 		}
-		d.skipSpace()
-		if d.pos >= len(data) {
-			return "", nil, false, d.eofErr()
+		if err := d.colon(); err != nil {
+			return "", nil, false, err
 		}
-		if data[d.pos] != ':' {
-			return "", nil, false, d.syntaxErr("after object key")
-		}
-		d.pos++
-		d.skipSpace()
 		vstart := d.pos
 		if err := d.skip(); err != nil {
 			return "", nil, false, err
@@ -75,21 +69,13 @@ func WatchEvent(data []byte) (typ string, object []byte, ok bool, err error) {
 		default:
 			ok = false
 		}
-		d.skipSpace()
-		if d.pos >= len(data) {
-			return "", nil, false, d.eofErr()
+		more, err := d.nextMember()
+		if err != nil {
+			return "", nil, false, err
 		}
-		switch data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-			continue
-		case '}':
-			d.pos++
-		default:
-			return "", nil, false, d.syntaxErr("after object key:value pair")
+		if !more {
+			break
 		}
-		break
 	}
 	if err := d.end(); err != nil {
 		return "", nil, false, err
@@ -98,6 +84,25 @@ func WatchEvent(data []byte) (typ string, object []byte, ok bool, err error) {
 		return "", nil, false, nil
 	}
 	return typ, object, true, nil
+}
+
+// nextMember moves past the ',' or '}' after an event member (and the
+// space around it); more is true after a ','.
+func (d *decoder) nextMember() (more bool, err error) {
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return false, d.eofErr()
+	}
+	switch d.data[d.pos] {
+	case ',':
+		d.pos++
+		d.skipSpace()
+		return true, nil
+	case '}':
+		d.pos++
+		return false, nil
+	}
+	return false, d.syntaxErr("after object key:value pair")
 }
 
 // check reports whether d.data is one valid JSON value (syntax only).
@@ -134,15 +139,9 @@ func WatchEventObject(data []byte, opts Options) (typ string, object []byte, obj
 			return "", nil, nil, false
 		}
 		key, simple, err := d.scanString()
-		if err != nil || !simple {
+		if err != nil || !simple || d.colon() != nil {
 			return "", nil, nil, false
 		}
-		d.skipSpace()
-		if d.pos >= len(data) || data[d.pos] != ':' {
-			return "", nil, nil, false
-		}
-		d.pos++
-		d.skipSpace()
 		vstart := d.pos
 		switch {
 		case string(key) == "type" && !seenType:
@@ -183,21 +182,13 @@ func WatchEventObject(data []byte, opts Options) (typ string, object []byte, obj
 		default:
 			return "", nil, nil, false
 		}
-		d.skipSpace()
-		if d.pos >= len(data) {
+		more, err := d.nextMember()
+		if err != nil {
 			return "", nil, nil, false
 		}
-		switch data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-			continue
-		case '}':
-			d.pos++
-		default:
-			return "", nil, nil, false
+		if !more {
+			break
 		}
-		break
 	}
 	if d.end() != nil {
 		return "", nil, nil, false
