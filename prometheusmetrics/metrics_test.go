@@ -2,9 +2,11 @@ package prometheusmetrics
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,12 +97,18 @@ func labels(kv ...string) map[string]string {
 	return m
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor polls cond until it holds or 20 s pass; then it fails the test
+// with what and the details each describe returns.
+func waitFor(t *testing.T, what string, cond func() bool, describe ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20s", what)
+			var details []string
+			for _, d := range describe {
+				details = append(details, d())
+			}
+			t.Fatalf("%s: not within 20s %s", what, strings.Join(details, "; "))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -188,28 +196,32 @@ func TestScrape(t *testing.T) {
 	}
 
 	// One informer goes: its objects and state leave the gauges.
+	// A scrape is not atomic (a gauge read before the informer stopped and
+	// another after), and Release returns before the informer has stopped:
+	// each step waits until one scrape shows all of its state.
 	b.Release()
-	waitFor(t, "b released", func() bool {
+	waitFor(t, "b released: 1 informer wanted, 2 objects, 1 Synced", func() bool {
 		fams = scrape(t, httpClient, url)
-		return value(fams, "informerkit_informers_wanted", nil) == 1
+		return value(fams, "informerkit_informers_wanted", nil) == 1 &&
+			value(fams, "informerkit_objects_cached", labels()) == 2 &&
+			value(fams, "informerkit_informer_state", labels("state", "Synced")) == 1
+	}, func() string {
+		return fmt.Sprintf("wanted %v, objects %v, Synced %v", value(fams, "informerkit_informers_wanted", nil),
+			value(fams, "informerkit_objects_cached", labels()), value(fams, "informerkit_informer_state", labels("state", "Synced")))
 	})
-	if got := value(fams, "informerkit_objects_cached", labels()); got != 2 {
-		t.Errorf("objects after releasing b: %v, want 2", got)
-	}
-	if got := value(fams, "informerkit_informer_state", labels("state", "Synced")); got != 1 {
-		t.Errorf("Synced informers after releasing b: %v, want 1", got)
-	}
 	// The last one goes: the resource's gauges go, its counters stay.
 	a.Release()
-	waitFor(t, "a released", func() bool {
+	var left []string
+	waitFor(t, "a released and its gauges gone", func() bool {
 		fams = scrape(t, httpClient, url)
-		return value(fams, "informerkit_informers_wanted", nil) == 0
-	})
-	for _, gauge := range []string{"informerkit_objects_cached", "informerkit_informer_state", "informerkit_last_sync_timestamp_seconds", "informerkit_informer_queued_items"} {
-		if _, ok := sample(fams, gauge, labels()); ok {
-			t.Errorf("%s still has a series for widgets after its informers were released", gauge)
+		left = left[:0]
+		for _, gauge := range []string{"informerkit_objects_cached", "informerkit_informer_state", "informerkit_last_sync_timestamp_seconds", "informerkit_informer_queued_items"} {
+			if _, ok := sample(fams, gauge, labels()); ok {
+				left = append(left, gauge)
+			}
 		}
-	}
+		return value(fams, "informerkit_informers_wanted", nil) == 0 && len(left) == 0
+	}, func() string { return fmt.Sprintf("series for widgets left: %v", left) })
 	if got := value(fams, "informerkit_informer_events_total", labels("type", "ADDED")); got != 4 {
 		t.Errorf("events after release: %v, want the 4 counted", got)
 	}

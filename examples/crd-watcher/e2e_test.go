@@ -314,7 +314,12 @@ func TestE2EHelpDocumentsEveryFlag(t *testing.T) {
 func TestE2EDemo(t *testing.T) {
 	// No flags that point at a cluster, no KUBECONFIG, HOME without
 	// .kube/config: the no-cluster rule selects the demo by itself.
-	p := startWatcher(t, "-o", "json")
+	// Progress lines appear only while some cache has not settled at a
+	// tick: at the default 1 s a fast run can settle everything between two
+	// ticks. widgets stays unsettled until its CRD, installed mid-run, has
+	// been served and synced — far longer than 20 ms — so a SYNC line must
+	// appear.
+	p := startWatcher(t, "-o", "json", "--progress-interval", "20ms")
 	if code := p.wait(t, 8*time.Minute); code != 0 {
 		out, errs := p.lines()
 		t.Fatalf("demo exit code %d\nstdout:\n%s\nstderr:\n%s", code, strings.Join(out, "\n"), strings.Join(errs, "\n"))
