@@ -1,25 +1,51 @@
 package bench
 
 import (
+	"fmt"
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time (user + system) this process has used so far.
-// The API server runs in another process (ikbench's child), so the
-// difference across an initial sync is the informer side's own cost.
-func processCPU() time.Duration {
-	user, sys := processCPUSplit()
-	return user + sys
+// usage is what the kernel counts for this process: CPU time split into
+// user and system parts, minor page faults and context switches. The API
+// server runs in another process (ikbench's child), so the difference
+// across an initial sync is the informer side's own cost.
+type usage struct {
+	user, sys       time.Duration
+	faults          int64 // minor page faults: pages of a growing heap faulted in and zeroed
+	voluntary, invl int64 // context switches: blocked (futex, network wait) and preempted
 }
 
-// processCPUSplit is processCPU's user and system parts: the system part
-// is mostly the kernel faulting in and zeroing the pages a growing heap
-// touches.
-func processCPUSplit() (user, sys time.Duration) {
+// processUsage is this process's usage so far (zero where getrusage fails).
+func processUsage() usage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
+		return usage{}
 	}
-	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+	return usage{
+		user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()),
+		faults: ru.Minflt, voluntary: ru.Nvcsw, invl: ru.Nivcsw,
+	}
+}
+
+// since is u minus an earlier snapshot.
+func (u usage) since(before usage) usage {
+	return usage{
+		user: u.user - before.user, sys: u.sys - before.sys,
+		faults: u.faults - before.faults, voluntary: u.voluntary - before.voluntary, invl: u.invl - before.invl,
+	}
+}
+
+// cpu is user plus system time.
+func (u usage) cpu() time.Duration { return u.user + u.sys }
+
+// perObject describes u per object for the log: the system part of the
+// CPU, and where it may come from.
+func (u usage) perObject(n int) string {
+	if n <= 0 {
+		n = 1
+	}
+	f := float64(n)
+	return fmt.Sprintf("system %v, %.2f faults, %.2f voluntary and %.2f involuntary switches per object",
+		(u.sys / time.Duration(n)).Round(100*time.Nanosecond), float64(u.faults)/f, float64(u.voluntary)/f, float64(u.invl)/f)
 }

@@ -280,22 +280,20 @@ func measureCache(ctx context.Context, cfg *rest.Config, c Config, res *Results,
 	if err := inst.Watch(r); err != nil {
 		return err
 	}
-	_, sys0 := processCPUSplit()
-	cpu := processCPU()
+	u0 := processUsage()
 	d, err := startSynced(ctx, inst)
 	if err != nil {
 		return err
 	}
-	cpu = processCPU() - cpu
-	_, sys := processCPUSplit()
-	sys -= sys0
+	u := processUsage().since(u0)
+	cpu := u.cpu()
 	if got := inst.Len(r); got != n {
 		return fmt.Errorf("%w: cache holds %d objects, want %d", ErrSanity, got, n)
 	}
 	res.add(RowSync, cs, "sync", "ms", im.Name, float64(d.Microseconds())/1000)
 	res.add(RowSync, cs, "client CPU", "µs/object", im.Name, float64(cpu.Microseconds())/float64(n))
 	if im.SyncOnly {
-		c.Logf("%-28s N=%-6d sync %-12v client CPU %v/object (system %v)", im.Name, n, d.Round(time.Millisecond), (cpu / time.Duration(n)).Round(100*time.Nanosecond), (sys / time.Duration(n)).Round(100*time.Nanosecond))
+		c.Logf("%-28s N=%-6d sync %-12v client CPU %v/object (%s)", im.Name, n, d.Round(time.Millisecond), (cpu / time.Duration(n)).Round(100*time.Nanosecond), u.perObject(n))
 		return nil
 	}
 	res.add(RowMemory, cs, "heap", "B/object", im.Name, delta(heap(), base)/float64(n))
@@ -399,8 +397,8 @@ func measureCache(ctx context.Context, cfg *rest.Config, c Config, res *Results,
 	}
 	res.add(RowQuery, cs, "Get, first read, no decode", "µs", im.Name, getView.perOp.Seconds()*1e6)
 	res.add(RowQuery, cs, "namespace List (10%), first, no decode", "µs", im.Name, nsView.perOp.Seconds()*1e6)
-	c.Logf("%-28s N=%-6d sync %-12v CPU %v/obj (system %v) heap %6.0f B/obj  get first %v repeated %v nsList first %v repeated %v selList %v", im.Name, n, d.Round(time.Millisecond),
-		(cpu / time.Duration(n)).Round(100*time.Nanosecond), (sys / time.Duration(n)).Round(100*time.Nanosecond), delta(heap(), base)/float64(n), getFirst.perOp, get.perOp, nsFirst.perOp, nsList.perOp, selList.perOp)
+	c.Logf("%-28s N=%-6d sync %-12v CPU %v/obj (%s) heap %6.0f B/obj  get first %v repeated %v nsList first %v repeated %v selList %v", im.Name, n, d.Round(time.Millisecond),
+		(cpu / time.Duration(n)).Round(100*time.Nanosecond), u.perObject(n), delta(heap(), base)/float64(n), getFirst.perOp, get.perOp, nsFirst.perOp, nsList.perOp, selList.perOp)
 	return nil
 }
 
