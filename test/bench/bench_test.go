@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,29 @@ func TestResultsMedianAndRatio(t *testing.T) {
 	md := r.Markdown()
 	if !strings.Contains(md, "| a | 2.00 · 0.33× |") || !strings.Contains(md, "| b | 6.00 |") {
 		t.Errorf("unexpected table:\n%s", md)
+	}
+	if _, ok := r.RunRatios("row", "case", "m", "a", "b"); ok {
+		t.Error("run ratios of 3 samples over 2 reported ok")
+	}
+}
+
+// Run by run, each sample is paired with the peer's of the same run: a
+// machine that slows down between runs moves both.
+func TestRunRatios(t *testing.T) {
+	r := &Results{Impls: []Impl{{Name: "ik"}, {Name: "cg", Peer: true}}}
+	for _, v := range [][2]float64{{1, 4}, {3, 6}, {2, 10}} { // the machine's speed drifts run to run
+		r.add(RowSync, "N=1", "client CPU", "µs", "ik", v[0])
+		r.add(RowSync, "N=1", "client CPU", "µs", "cg", v[1])
+	}
+	got, ok := r.RunRatios(RowSync, "N=1", "client CPU", "ik", "cg")
+	if want := []float64{0.2, 0.25, 0.5}; !ok || !slices.Equal(got, want) {
+		t.Errorf("run ratios %v, %v; want %v", got, ok, want)
+	}
+	if x, _ := r.Ratio(RowSync, "N=1", "client CPU", "ik", "cg"); x != 2.0/6 {
+		t.Errorf("ratio of medians %v, want 1/3", x)
+	}
+	md := r.Markdown()
+	if !strings.Contains(md, "run by run") || !strings.Contains(md, "| ik | 0.25× (0.20–0.50) |") {
+		t.Errorf("no run-by-run table:\n%s", md)
 	}
 }

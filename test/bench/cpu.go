@@ -2,6 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -48,4 +51,22 @@ func (u usage) perObject(n int) string {
 	f := float64(n)
 	return fmt.Sprintf("system %v, %.2f faults, %.2f voluntary and %.2f involuntary switches per object",
 		(u.sys / time.Duration(n)).Round(100*time.Nanosecond), float64(u.faults)/f, float64(u.voluntary)/f, float64(u.invl)/f)
+}
+
+// startSyncProfile starts a CPU profile of one sync when prefix is set
+// (Config.SyncCPUProfile) and returns what ends it.
+func startSyncProfile(prefix, impl string, n int) (stop func(), err error) {
+	if prefix == "" {
+		return func() {}, nil
+	}
+	name := fmt.Sprintf("%s-%s-N%d-%d.prof", prefix, strings.NewReplacer(" ", "_", ":", "", "/", "_").Replace(impl), n, os.Getpid())
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sync CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

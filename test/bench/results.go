@@ -40,10 +40,7 @@ func (r *Results) Median(row, cs, metric, impl string) (float64, bool) {
 		return 0, false
 	}
 	sort.Float64s(vs)
-	if len(vs)%2 == 1 {
-		return vs[len(vs)/2], true
-	}
-	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2, true
+	return median(vs), true
 }
 
 // Ratio is impl's median over peer's (lower is better for every metric:
@@ -56,6 +53,40 @@ func (r *Results) Ratio(row, cs, metric, impl, peer string) (float64, bool) {
 		return 0, false
 	}
 	return a / b, true
+}
+
+// RunRatios are impl's samples of (row, case, metric) each over the peer's
+// sample taken in the same run (the k-th over the k-th: a run measures
+// every implementation once, one after the other), sorted. On a machine
+// whose speed drifts over minutes, these ratios vary less than the ratio
+// of medians, whose medians may come from different runs. ok is false
+// unless both have the same number (≥1) of samples, all of the peer's
+// non-zero.
+func (r *Results) RunRatios(row, cs, metric, impl, peer string) ([]float64, bool) {
+	var a, b []float64
+	for _, s := range r.Samples {
+		if s.Row != row || s.Case != cs || s.Metric != metric {
+			continue
+		}
+		switch s.Impl {
+		case impl:
+			a = append(a, s.Value)
+		case peer:
+			b = append(b, s.Value)
+		}
+	}
+	if len(a) == 0 || len(a) != len(b) {
+		return nil, false
+	}
+	rs := make([]float64, len(a))
+	for i := range a {
+		if b[i] == 0 {
+			return nil, false
+		}
+		rs[i] = a[i] / b[i]
+	}
+	sort.Float64s(rs)
+	return rs, true
 }
 
 type column struct{ cs, metric, unit string }
@@ -124,7 +155,54 @@ func (r *Results) Markdown() string {
 			b.WriteString("\n")
 		}
 	}
+	r.runRatios(&b, peers, cols[RowSync])
 	return b.String()
+}
+
+// runRatios renders, for the initial sync's columns, each informerkit
+// variant's run-by-run ratios to each peer: median and range.
+func (r *Results) runRatios(b *strings.Builder, peers []string, cols []column) {
+	var lines []string
+	for _, im := range r.Impls {
+		if im.Peer {
+			continue
+		}
+		var cells []string
+		for _, c := range cols {
+			var rs []string
+			for _, p := range peers {
+				x, ok := r.RunRatios(RowSync, c.cs, c.metric, im.Name, p)
+				if !ok || len(x) < 2 {
+					rs = append(rs, "–")
+					continue
+				}
+				rs = append(rs, fmt.Sprintf("%.2f× (%.2f–%.2f)", median(x), x[0], x[len(x)-1]))
+			}
+			cells = append(cells, strings.Join(rs, " / "))
+		}
+		lines = append(lines, fmt.Sprintf("| %s | %s |", im.Name, strings.Join(cells, " | ")))
+	}
+	if len(lines) == 0 || len(cols) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n**%s, run by run**: each run's sample over the same run's %s sample; median (min–max)\n\n| implementation |", RowSync, strings.Join(peers, " / "))
+	for _, c := range cols {
+		fmt.Fprintf(b, " %s %s |", c.cs, c.metric)
+	}
+	b.WriteString("\n|---|")
+	for range cols {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n" + strings.Join(lines, "\n") + "\n")
+}
+
+// median of sorted values.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
 func formatValue(v float64) string {

@@ -64,6 +64,7 @@ func main() {
 	cbor := flag.Bool("cbor", false, "serve CBOR (the API server's CBORServingAndStorage feature gate) and let client-go's clients ask for it (ClientsAllowCBOR, ClientsPreferCBOR): process-wide, so every dynamic client of the run, informerkit's included, then reads CBOR")
 	isolate := flag.Bool("isolate", false, "take each implementation's initial sync, memory and query measurements in a fresh process (so no sync pays for, or profits from, the heap of the one before)")
 	measureOne := flag.String("measure-one", "", "internal: take one -isolate measurement (JSON) and print its samples")
+	syncProfile := flag.String("sync-cpuprofile", "", "write a CPU profile of each timed initial sync (only the sync) to <prefix>-<implementation>-N<n>-<pid>.prof; with -isolate, in the child that syncs")
 	memprofile := flag.String("memprofile", "", "write an allocation profile (alloc_space, alloc_objects) of the measuring process to this file at exit")
 	flag.Parse()
 	if *serve {
@@ -82,7 +83,7 @@ func main() {
 	}
 	cfg := bench.Config{
 		Sizes: ints(*sizes), Runs: *runs, ManyCRDs: *many, ManyObjects: *manyObjects,
-		LatencyWrites: *writes, WriteRate: *rate, Consumers: ints(*consumers), NoWarmup: *noWarmup,
+		LatencyWrites: *writes, WriteRate: *rate, Consumers: ints(*consumers), NoWarmup: *noWarmup, SyncCPUProfile: *syncProfile,
 		Logf: func(f string, a ...any) { log.Printf(f, a...) },
 	}
 	if *out != "" {
@@ -107,7 +108,7 @@ func main() {
 		log.Fatal(err)
 	}
 	if *isolate {
-		cfg.MeasureCache = isolated(rc)
+		cfg.MeasureCache = isolated(rc, *syncProfile)
 	}
 	var types *contentTypes
 	if *cbor {
@@ -306,13 +307,14 @@ type oneMeasurement struct {
 	Impl        string
 	Resource    bench.Resource
 	N           int
+	SyncProfile string `json:",omitempty"`
 }
 
 // isolated returns a Config.MeasureCache that runs each measurement in a
 // child process of this binary.
-func isolated(rc *rest.Config) func(ctx context.Context, im bench.Impl, r bench.Resource, n int) ([]bench.Sample, error) {
+func isolated(rc *rest.Config, syncProfile string) func(ctx context.Context, im bench.Impl, r bench.Resource, n int) ([]bench.Sample, error) {
 	return func(ctx context.Context, im bench.Impl, r bench.Resource, n int) ([]bench.Sample, error) {
-		arg, err := json.Marshal(oneMeasurement{Host: rc.Host, Token: rc.BearerToken, Impl: im.Name, Resource: r, N: n})
+		arg, err := json.Marshal(oneMeasurement{Host: rc.Host, Token: rc.BearerToken, Impl: im.Name, Resource: r, N: n, SyncProfile: syncProfile})
 		if err != nil {
 			return nil, err
 		}
@@ -351,7 +353,7 @@ func measureOneAndPrint(arg string) {
 		log.Fatalf("no implementation %q", m.Impl)
 	}
 	rc := &rest.Config{Host: m.Host, BearerToken: m.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000}
-	samples, err := bench.MeasureCacheOnce(context.Background(), rc, bench.Config{Logf: func(f string, a ...any) { log.Printf(f, a...) }}, *im, m.Resource, m.N)
+	samples, err := bench.MeasureCacheOnce(context.Background(), rc, bench.Config{SyncCPUProfile: m.SyncProfile, Logf: func(f string, a ...any) { log.Printf(f, a...) }}, *im, m.Resource, m.N)
 	if err != nil {
 		log.Fatal(err)
 	}
