@@ -64,6 +64,7 @@ func main() {
 	cbor := flag.Bool("cbor", false, "serve CBOR (the API server's CBORServingAndStorage feature gate) and let client-go's clients ask for it (ClientsAllowCBOR, ClientsPreferCBOR): process-wide, so every dynamic client of the run, informerkit's included, then reads CBOR")
 	isolate := flag.Bool("isolate", false, "take each implementation's initial sync, memory and query measurements in a fresh process (so no sync pays for, or profits from, the heap of the one before)")
 	measureOne := flag.String("measure-one", "", "internal: take one -isolate measurement (JSON) and print its samples")
+	noGzip := flag.Bool("disable-compression", false, "set rest.Config.DisableCompression for every client of the run (informerkit's and client-go's alike): the server then sends watch-list streams and large lists uncompressed")
 	syncProfile := flag.String("sync-cpuprofile", "", "write a CPU profile of each timed initial sync (only the sync) to <prefix>-<implementation>-N<n>-<pid>.prof; with -isolate, in the child that syncs")
 	memprofile := flag.String("memprofile", "", "write an allocation profile (alloc_space, alloc_objects) of the measuring process to this file at exit")
 	flag.Parse()
@@ -107,6 +108,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	rc.DisableCompression = *noGzip
 	if *isolate {
 		cfg.MeasureCache = isolated(rc, *syncProfile)
 	}
@@ -308,13 +310,15 @@ type oneMeasurement struct {
 	Resource    bench.Resource
 	N           int
 	SyncProfile string `json:",omitempty"`
+	// DisableCompression is the parent's rest.Config.DisableCompression.
+	DisableCompression bool `json:",omitempty"`
 }
 
 // isolated returns a Config.MeasureCache that runs each measurement in a
 // child process of this binary.
 func isolated(rc *rest.Config, syncProfile string) func(ctx context.Context, im bench.Impl, r bench.Resource, n int) ([]bench.Sample, error) {
 	return func(ctx context.Context, im bench.Impl, r bench.Resource, n int) ([]bench.Sample, error) {
-		arg, err := json.Marshal(oneMeasurement{Host: rc.Host, Token: rc.BearerToken, Impl: im.Name, Resource: r, N: n, SyncProfile: syncProfile})
+		arg, err := json.Marshal(oneMeasurement{Host: rc.Host, Token: rc.BearerToken, Impl: im.Name, Resource: r, N: n, SyncProfile: syncProfile, DisableCompression: rc.DisableCompression})
 		if err != nil {
 			return nil, err
 		}
@@ -352,7 +356,8 @@ func measureOneAndPrint(arg string) {
 	if im == nil {
 		log.Fatalf("no implementation %q", m.Impl)
 	}
-	rc := &rest.Config{Host: m.Host, BearerToken: m.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000}
+	rc := &rest.Config{Host: m.Host, BearerToken: m.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000,
+		DisableCompression: m.DisableCompression}
 	samples, err := bench.MeasureCacheOnce(context.Background(), rc, bench.Config{SyncCPUProfile: m.SyncProfile, Logf: func(f string, a ...any) { log.Printf(f, a...) }}, *im, m.Resource, m.N)
 	if err != nil {
 		log.Fatal(err)
