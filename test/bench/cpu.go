@@ -14,9 +14,9 @@ import (
 // server runs in another process (ikbench's child), so the difference
 // across an initial sync is the informer side's own cost.
 type usage struct {
-	user, sys       time.Duration
-	faults          int64 // minor page faults: pages of a growing heap faulted in and zeroed
-	voluntary, invl int64 // context switches: blocked (futex, network wait) and preempted
+	user, sys              time.Duration
+	faults                 int64 // minor page faults: pages of a growing heap faulted in and zeroed
+	voluntary, involuntary int64 // context switches: blocked (futex, network wait) and preempted
 }
 
 // processUsage is this process's usage so far (zero where getrusage fails).
@@ -27,7 +27,7 @@ func processUsage() usage {
 	}
 	return usage{
 		user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()),
-		faults: ru.Minflt, voluntary: ru.Nvcsw, invl: ru.Nivcsw,
+		faults: ru.Minflt, voluntary: ru.Nvcsw, involuntary: ru.Nivcsw,
 	}
 }
 
@@ -35,7 +35,7 @@ func processUsage() usage {
 func (u usage) since(before usage) usage {
 	return usage{
 		user: u.user - before.user, sys: u.sys - before.sys,
-		faults: u.faults - before.faults, voluntary: u.voluntary - before.voluntary, invl: u.invl - before.invl,
+		faults: u.faults - before.faults, voluntary: u.voluntary - before.voluntary, involuntary: u.involuntary - before.involuntary,
 	}
 }
 
@@ -50,7 +50,7 @@ func (u usage) perObject(n int) string {
 	}
 	f := float64(n)
 	return fmt.Sprintf("system %v, %.2f faults, %.2f voluntary and %.2f involuntary switches per object",
-		(u.sys / time.Duration(n)).Round(100*time.Nanosecond), float64(u.faults)/f, float64(u.voluntary)/f, float64(u.invl)/f)
+		(u.sys / time.Duration(n)).Round(100*time.Nanosecond), float64(u.faults)/f, float64(u.voluntary)/f, float64(u.involuntary)/f)
 }
 
 // startSyncProfile starts a CPU profile of one sync when prefix is set

@@ -10,9 +10,10 @@
 // consumers and the cost of many small resources, and returns Results;
 // Results.Markdown prints the medians with each informerkit variant's ratio
 // to each peer, and the initial sync's ratios run by run (Results.RunRatios:
-// each run's sample over the peer's sample of the same run). The command test/bench/cmd/ikbench starts the control plane
-// in a child process (so the API server's heap and GC stay out of the
-// measured process) and prints the table; TestBenchShort runs a small
+// each run's sample over the peer's sample of the same run). The command
+// test/bench/cmd/ikbench starts the control plane in a child process (so
+// the API server's heap and GC stay out of the measured process) and
+// prints the table; TestBenchShort runs a small
 // configuration under `go test -race` so the code cannot rot.
 //
 // ikbench's -isolate takes each implementation's sync, heap and query

@@ -224,9 +224,9 @@ func MeasureCacheOnce(ctx context.Context, cfg *rest.Config, c Config, im Impl, 
 // warmUp takes one measurement of the first implementation and discards
 // it, the way the measurements are taken: in this process, or with
 // MeasureCache (ikbench -isolate: in a child process). The first process to
-// fault in memory after the load pays for it in system CPU: on a VM, the
-// pages the load freed were given back to the host (measured at 2–3× the
-// later children's system time per object).
+// grow a heap after the load paid about 3× the system CPU per page fault
+// of later ones on the VM of docs/PERFORMANCE.md; whichever implementation
+// ran first would pay it.
 func (c Config) warmUp(ctx context.Context, cfg *rest.Config, r Resource, n int) error {
 	im := c.Impls[0]
 	if c.MeasureCache != nil {

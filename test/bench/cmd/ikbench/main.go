@@ -309,6 +309,7 @@ type oneMeasurement struct {
 	Impl        string
 	Resource    bench.Resource
 	N           int
+	// SyncProfile is -sync-cpuprofile's prefix (Config.SyncCPUProfile).
 	SyncProfile string `json:",omitempty"`
 	// DisableCompression is the parent's rest.Config.DisableCompression.
 	DisableCompression bool `json:",omitempty"`
