@@ -20,7 +20,12 @@ import (
 // what the informer's transform removes anyway (metadata.managedFields
 // when the transform is cache.StripManagedFields, the last-applied
 // annotation when it is cache.DropLastAppliedConfiguration, alone or in a
-// cache.Chain). Its results — objects, Status objects of
+// cache.Chain). Within one object, identical sets of
+// metadata.managedFields[*].fieldsV1 (the {} of every leaf, the same
+// {".": {}, "f:name": {}} under each list element) are one map, not one
+// each: objects are reflect.DeepEqual to client-go's, DeepCopy separates
+// them, and objects are never to be mutated in place anyway (see the
+// package documentation). Its results — objects, Status objects of
 // error events, bookmarks, resourceVersions, errors — are those of
 // client-go's decoding (anything unusual is handed to client-go's codec),
 // and requests go through the same REST client machinery (transport,

@@ -74,6 +74,8 @@ const (
 	modeMetadata         // the object under the top-level "metadata"
 	modeAnnotations      // the object under metadata.annotations
 	modeList             // a top-level list: its "items" are objects in modeRoot
+	modeManaged          // an element of metadata.managedFields
+	modeFields           // an object in a managedFields entry's fieldsV1
 )
 
 type decoder struct {
@@ -99,10 +101,16 @@ type decoder struct {
 	// into an allocation of its own (set only when one object is decoded,
 	// so that objects never share an allocation). nStrs and nSlices count
 	// the boxes used.
-	boxes          bool
-	strs           []string
-	slices         [][]interface{}
-	nStrs, nSlices int
+	// arena holds the bytes of boxed strings (its spare capacity is for
+	// the next ones); nText counts them.
+	boxes                 bool
+	strs                  []string
+	slices                [][]interface{}
+	arena                 []byte
+	nStrs, nSlices, nText int
+	// fields holds the maps of the managed-fields sets decoded so far in
+	// the current top-level object, by their JSON.
+	fields consTable
 	// dropped records that the object being decoded in modeAnnotations
 	// had the last-applied annotation.
 	dropped bool
@@ -237,42 +245,58 @@ func (d *decoder) push() error {
 
 // object decodes the object at d.pos ('{').
 func (d *decoder) object(m mode) (map[string]interface{}, error) {
+	start := d.pos
+	if m == modeRoot {
+		d.fields.reset() // sets are shared within one object only
+	}
 	if err := d.push(); err != nil {
 		return nil, err
 	}
 	d.pos++
 	d.skipSpace()
+	base := len(d.pending)
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
 		d.depth--
-		return make(map[string]interface{}), nil
-	}
-	base := len(d.pending)
-	for {
-		end, err := d.objectMember(m)
-		if err != nil {
-			clear(d.pending[base:])
-			d.pending = d.pending[:base]
-			return nil, err
-		}
-		if !end {
-			continue
-		}
-		// The members in order (a repeated key: the last wins, as in
-		// encoding/json), into a map made for their number so that it
-		// never grows.
-		obj := make(map[string]interface{}, len(d.pending)-base)
-		for _, mb := range d.pending[base:] {
-			if mb.drop {
-				delete(obj, mb.key)
-			} else {
-				obj[mb.key] = mb.v
+	} else {
+		for {
+			end, err := d.objectMember(m)
+			if err != nil {
+				clear(d.pending[base:])
+				d.pending = d.pending[:base]
+				return nil, err
+			}
+			if end {
+				break
 			}
 		}
-		clear(d.pending[base:])
-		d.pending = d.pending[:base]
-		return obj, nil
 	}
+	var h uint64
+	if m == modeFields {
+		var obj map[string]interface{}
+		if obj, h = d.fields.find(d.data, start, d.pos); obj != nil {
+			clear(d.pending[base:])
+			d.pending = d.pending[:base]
+			return obj, nil
+		}
+	}
+	// The members in order (a repeated key: the last wins, as in
+	// encoding/json), into a map made for their number so that it never
+	// grows.
+	obj := make(map[string]interface{}, len(d.pending)-base)
+	for _, mb := range d.pending[base:] {
+		if mb.drop {
+			delete(obj, mb.key)
+		} else {
+			obj[mb.key] = mb.v
+		}
+	}
+	clear(d.pending[base:])
+	d.pending = d.pending[:base]
+	if m == modeFields {
+		d.fields.add(h, start, d.pos, obj)
+	}
+	return obj, nil
 }
 
 // member is an object member decoded but not yet in its map; drop: the
@@ -336,7 +360,7 @@ func (d *decoder) member(key string, m mode) error {
 	child := modePlain
 	switch m {
 	case modeList:
-		if key == "items" && d.data[d.pos] == '[' && (d.opts.SkipManagedFields || d.opts.SkipLastApplied) {
+		if key == "items" && d.data[d.pos] == '[' {
 			v, err := d.array(modeRoot)
 			if err != nil {
 				return err
@@ -345,21 +369,49 @@ func (d *decoder) member(key string, m mode) error {
 			return nil
 		}
 	case modeRoot:
-		if key == "metadata" && (d.opts.SkipManagedFields || d.opts.SkipLastApplied) {
+		if key == "metadata" {
 			child = modeMetadata
 		}
 	case modeMetadata:
-		if key == "managedFields" && d.opts.SkipManagedFields {
-			return d.skip()
-		}
-		if key == "annotations" && d.opts.SkipLastApplied && d.data[d.pos] == '{' {
-			ann, dropped, err := d.annotations()
-			if err != nil {
-				return err
+		switch key {
+		case "managedFields":
+			if d.opts.SkipManagedFields {
+				return d.skip()
 			}
-			d.pending = append(d.pending, member{key: key, v: ann, drop: dropped && len(ann) == 0})
-			return nil
+			if d.data[d.pos] == '[' {
+				v, err := d.array(modeManaged)
+				if err != nil {
+					return err
+				}
+				d.pending = append(d.pending, member{key: key, v: v})
+				return nil
+			}
+		case "annotations":
+			if d.opts.SkipLastApplied && d.data[d.pos] == '{' {
+				ann, dropped, err := d.annotations()
+				if err != nil {
+					return err
+				}
+				d.pending = append(d.pending, member{key: key, v: ann, drop: dropped && len(ann) == 0})
+				return nil
+			}
+		case "name", "uid", "resourceVersion":
+			// Unique to the object: interning would only cost a lookup.
+			if d.data[d.pos] == '"' {
+				v, err := d.stringValueOwn()
+				if err != nil {
+					return err
+				}
+				d.pending = append(d.pending, member{key: key, v: v})
+				return nil
+			}
 		}
+	case modeManaged:
+		if key == "fieldsV1" {
+			child = modeFields
+		}
+	case modeFields:
+		child = modeFields
 	case modeAnnotations:
 		if key == LastAppliedAnnotation {
 			d.dropped = true
@@ -545,6 +597,19 @@ func (d *decoder) stringValue() (interface{}, error) {
 		return d.boxString(raw), nil
 	}
 	return internValue(raw), nil
+}
+
+// stringValueOwn decodes the string at d.pos without interning it.
+func (d *decoder) stringValueOwn() (interface{}, error) {
+	raw, simple, err := d.scanString()
+	if err != nil {
+		return nil, err
+	}
+	if !simple {
+		d.unquoted = unquote(d.unquoted[:0], raw)
+		raw = d.unquoted
+	}
+	return d.boxString(raw), nil
 }
 
 // key decodes the object key at d.pos, interned.

@@ -66,6 +66,15 @@ var edgeCases = []string{
 	`{"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":1e400}}}`,
 	`{"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":{"x":[1,2,{"y":null}]}}}}`,
 	`{"metadata":null,"metadata":{"managedFields":[]}}`,
+	// managed-fields sets shared within an object: repeats, repeats with
+	// duplicate keys, numbers out of range, odd types and bad syntax inside
+	`{"metadata":{"managedFields":[{"fieldsV1":{"f:a":{".":{},"f:x":{}},"f:b":{".":{},"f:x":{}},"f:c":{ }}},{"fieldsV1":{"f:a":{".":{},"f:x":{}}}}]}}`,
+	`{"metadata":{"managedFields":[{"fieldsV1":{"f:a":{"x":1,"x":2},"f:b":{"x":1,"x":2},"f:c":{"x":2}}}]}}`,
+	`{"metadata":{"managedFields":[{"fieldsV1":{"f:a":{"x":1e400},"f:b":{"x":1e400}}}]}}`,
+	`{"metadata":{"managedFields":[{"fieldsV1":{"f:a":{"x":[{},{}]},"f:b":{"x":[{},{}]},"f:c":"s","f:d":null}}]}}`,
+	`{"metadata":{"managedFields":[{"fieldsV1":{"f:a":{},"f:b":{}},"fieldsV1":{"f:a":{}}}],"managedFields":[{"fieldsV1":{}}]}}`,
+	`{"metadata":{"managedFields":[{"fieldsV1":{"f:a":{},"f:b":{}}},{"fieldsV1":{"f:a":{},"f:b":{}`,
+	`{"metadata":{"managedFields":{"fieldsV1":{"f:a":{}}}},"spec":{"fieldsV1":{"f:a":{},"f:b":{}}}}`,
 }
 
 func TestEdgeCases(t *testing.T) {

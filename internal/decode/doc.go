@@ -13,11 +13,19 @@
 //   - null is a nil interface{} (a top-level null is a nil map);
 //   - nesting deeper than 10000 arrays and objects is an error.
 //
+// The result is reflect.DeepEqual to apimachinery's, but shares memory
+// where an object is never written: within one top-level object, identical
+// managed-fields sets (maps under metadata.managedFields[*].fieldsV1) are
+// one map (see consTable); the strings of one object share allocations
+// for their bytes and headers; short string values and keys come from
+// process-wide intern tables (metadata.name, uid and resourceVersion,
+// unique to an object, are not interned).
+//
 // Malformed input is an error of the same class as apimachinery's
 // (IsSyntaxError for bad JSON, IsTypeError for a number out of range or a
-// top level that is not an object), never a panic. Object keys are interned
-// in a process-wide, bounded table, so objects decoded by any Decoder share
-// one copy of each common key.
+// top level that is not an object), never a panic. The intern tables are
+// bounded, so objects decoded anywhere in the process share one copy of
+// each common key and short value.
 //
 // Options can skip fields that a transform would remove right after
 // decoding (metadata.managedFields, the last-applied-configuration

@@ -19,8 +19,39 @@ const (
 
 var (
 	internSeed  = maphash.MakeSeed()
-	internTable [internSlots]atomic.Pointer[string]
+	internTable table
 )
+
+// table is an intern table: slots indexed by a hash of the text, each
+// holding the last string stored there and its hash. A lookup compares
+// the hash first, so a miss does not read the string (which lives
+// elsewhere in the heap); a hash and string written apart by two
+// goroutines are read as a miss, never as a wrong hit, because a hit
+// compares the text itself.
+type table [internSlots]slot
+
+type slot struct {
+	hash atomic.Uint64
+	str  atomic.Pointer[string]
+}
+
+// find returns the slot for b, and *p when it holds b.
+func (t *table) find(b []byte) (*slot, uint64, *string) {
+	h := maphash.Bytes(internSeed, b)
+	s := &t[h&(internSlots-1)]
+	if s.hash.Load() == h {
+		if p := s.str.Load(); p != nil && *p == string(b) {
+			return s, h, p
+		}
+	}
+	return s, h, nil
+}
+
+// store makes p, whose text has hash h, the string of s.
+func (s *slot) store(h uint64, p *string) {
+	s.str.Store(p)
+	s.hash.Store(h)
+}
 
 // internBytes returns b as a string, shared with earlier keys of the same
 // bytes when the table still holds one.
@@ -28,30 +59,28 @@ func internBytes(b []byte) string {
 	if len(b) > maxInternLen {
 		return string(b)
 	}
-	slot := &internTable[maphash.Bytes(internSeed, b)&(internSlots-1)]
-	if p := slot.Load(); p != nil && *p == string(b) {
+	s, h, p := internTable.find(b)
+	if p != nil {
 		return *p
 	}
-	s := string(b)
-	slot.Store(&s)
-	return s
+	p = new(string)
+	*p = string(b)
+	s.store(h, p)
+	return *p
 }
 
 // Short string values repeat across objects (kinds, apiVersions, condition
 // types and statuses, quantities, managers, label values): they are kept
-// as interface values in a second table of the same kind, so a repeated
+// as interface values in a second table like the first, so a repeated
 // value costs no allocation and objects share one copy.
-const (
-	valueSlots     = 1 << 13
-	maxInternValue = 32 // longer values are not interned
-)
+const maxInternValue = 32 // longer values are not interned
 
 // valueTable's slots point at the string header an interface value holds:
 // a string held by an interface is read-only to the runtime and to every
 // reader, so all objects with the value share the header and its bytes.
 // A miss costs the bytes and the header, both kept by the object; nothing
 // is left as garbage when the slot is taken over by another value.
-var valueTable [valueSlots]atomic.Pointer[string]
+var valueTable table
 
 // eface is the layout of an empty interface value.
 type eface struct {
@@ -77,12 +106,11 @@ func internValue(b []byte) interface{} {
 	if len(b) > maxInternValue {
 		return string(b)
 	}
-	slot := &valueTable[maphash.Bytes(internSeed, b)&(valueSlots-1)]
-	if p := slot.Load(); p != nil && *p == string(b) {
-		return boxString(p)
+	s, h, p := valueTable.find(b)
+	if p == nil {
+		p = new(string)
+		*p = string(b)
+		s.store(h, p)
 	}
-	p := new(string)
-	*p = string(b)
-	slot.Store(p)
 	return boxString(p)
 }

@@ -12,10 +12,12 @@ type scratch struct {
 	stack    []interface{}
 	pending  []member
 	unquoted []byte
+	fields   consTable
 	// strs and slices are how many boxes of each kind the last object
-	// decoded with this scratch used: objects of one resource are alike,
-	// so the next one gets that many in its first allocation.
-	strs, slices int
+	// decoded with this scratch used, and text how many bytes its boxed
+	// strings held: objects of one resource are alike, so the next one
+	// gets that much in its first allocation.
+	strs, slices, text int
 }
 
 // maxScratch bounds what goes back to the pool (elements of each stack,
@@ -29,6 +31,7 @@ func (d *decoder) getScratch() {
 	s := scratchPool.Get().(*scratch)
 	d.scratch = s
 	d.stack, d.pending, d.unquoted = s.stack[:0], s.pending[:0], s.unquoted[:0]
+	d.fields = s.fields
 }
 
 // putScratch returns d's working memory to the pool, holding no values
@@ -39,10 +42,14 @@ func (d *decoder) putScratch() {
 	}
 	clear(d.stack[:cap(d.stack)])
 	clear(d.pending[:cap(d.pending)])
+	d.fields.reset()
 	s := d.scratch
 	s.stack, s.pending, s.unquoted = d.stack[:0], d.pending[:0], d.unquoted[:0]
+	if len(d.fields.entries) <= maxScratch {
+		s.fields = d.fields
+	}
 	if d.boxes {
-		s.strs, s.slices = d.nStrs, d.nSlices
+		s.strs, s.slices, s.text = d.nStrs, d.nSlices, d.nText
 	}
 	scratchPool.Put(s)
 }
@@ -71,9 +78,32 @@ func (d *decoder) boxString(b []byte) interface{} {
 	p := &d.strs[0]
 	d.strs = d.strs[1:]
 	d.nStrs++
-	*p = string(b)
+	*p = d.text(b)
 	return boxString(p)
 }
+
+// text returns a copy of b whose bytes share an allocation with those of
+// other strings of the object: the bytes of a string are never written
+// after it is made, and no two objects share an allocation.
+func (d *decoder) text(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(d.arena)-len(d.arena) < len(b) {
+		n := minText
+		if d.scratch != nil {
+			n = max(n, d.scratch.text-d.nText)
+		}
+		d.arena = make([]byte, 0, max(n, len(b)))
+	}
+	start := len(d.arena)
+	d.arena = append(d.arena, b...)
+	d.nText += len(b)
+	return unsafe.String(&d.arena[start], len(b))
+}
+
+// minText is the least a decoder allocates for the bytes of strings.
+const minText = 256
 
 // boxSlice returns v in an interface value; the slice's header shares an
 // allocation with those of other slices of the object.

@@ -1,0 +1,138 @@
+package decode
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/informerkit/informerkit/internal/decode/decodetest"
+)
+
+// fieldSets walks v, a managed-fields set, and records each map in it:
+// by its JSON text, the distinct maps (pointers) seen for that text.
+func fieldSets(t *testing.T, v interface{}, into map[string]map[uintptr]bool) {
+	m, ok := v.(map[string]interface{})
+	if !ok {
+		return
+	}
+	text, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if into[string(text)] == nil {
+		into[string(text)] = map[uintptr]bool{}
+	}
+	into[string(text)][reflect.ValueOf(m).Pointer()] = true
+	for _, x := range m {
+		fieldSets(t, x, into)
+	}
+}
+
+func managedSets(t *testing.T, obj map[string]interface{}) map[string]map[uintptr]bool {
+	sets := map[string]map[uintptr]bool{}
+	md, _ := obj["metadata"].(map[string]interface{})
+	entries, _ := md["managedFields"].([]interface{})
+	if len(entries) == 0 {
+		t.Fatal("no managedFields")
+	}
+	for _, e := range entries {
+		fieldSets(t, e.(map[string]interface{})["fieldsV1"], sets)
+	}
+	return sets
+}
+
+// TestManagedFieldsShared: within one object, identical managed-fields
+// sets are one map; nothing else is shared, neither between objects nor
+// outside fieldsV1, and the result equals apimachinery's.
+func TestManagedFieldsShared(t *testing.T) {
+	data := decodetest.ServerObject(1)
+	checkSame(t, data, Options{})
+	obj, err := Object(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := managedSets(t, obj)
+	repeated := 0
+	for text, maps := range sets {
+		if len(maps) != 1 {
+			t.Errorf("set %s: %d maps, want 1", text, len(maps))
+		}
+	}
+	if maps := sets["{}"]; len(maps) != 1 {
+		t.Fatalf("the empty set: %d maps, want 1", len(maps))
+	}
+	// The same text occurs many times: count the occurrences that reuse a
+	// map (a decoder that shared nothing would give each its own map, and
+	// the check above would have failed).
+	var count func(v interface{})
+	count = func(v interface{}) {
+		if m, ok := v.(map[string]interface{}); ok {
+			repeated++
+			for _, x := range m {
+				count(x)
+			}
+		}
+	}
+	for _, e := range obj["metadata"].(map[string]interface{})["managedFields"].([]interface{}) {
+		count(e.(map[string]interface{})["fieldsV1"])
+	}
+	t.Logf("%d managed-fields sets, %d distinct maps", repeated, len(sets))
+	if repeated < 2*len(sets) {
+		t.Fatalf("%d sets in %d maps: the object has fewer repeats than expected", repeated, len(sets))
+	}
+
+	// Outside fieldsV1, equal maps stay apart.
+	other, err := Object([]byte(`{"spec":{"a":{},"b":{},"c":{"x":1},"d":{"x":1}},"metadata":{"managedFields":[{"fieldsV1":{"f:a":{},"f:b":{}}}]}}`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := other["spec"].(map[string]interface{})
+	for _, pair := range [][2]string{{"a", "b"}, {"c", "d"}} {
+		if reflect.ValueOf(spec[pair[0]]).Pointer() == reflect.ValueOf(spec[pair[1]]).Pointer() {
+			t.Errorf("spec.%s and spec.%s are one map", pair[0], pair[1])
+		}
+	}
+
+	// Two objects, whether decoded apart, as watch events or as items of
+	// one list, never share a set.
+	second, err := Object(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, third, ok := WatchEventObject([]byte(`{"type":"ADDED","object":`+string(data)+`}`), Options{})
+	if !ok {
+		t.Fatal("watch event not decoded")
+	}
+	list, err := List([]byte(`{"items":[`+string(data)+`,`+string(data)+`]}`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := list["items"].([]interface{})
+	owner := map[uintptr]int{} // map -> the object it was found in
+	for i, o := range []map[string]interface{}{obj, second, third, items[0].(map[string]interface{}), items[1].(map[string]interface{})} {
+		if !reflect.DeepEqual(o, obj) {
+			t.Fatalf("object %d differs from the first", i)
+		}
+		for text, maps := range managedSets(t, o) {
+			if len(maps) != 1 {
+				t.Errorf("object %d, set %s: %d maps, want 1", i, text, len(maps))
+			}
+			for p := range maps {
+				if j, seen := owner[p]; seen {
+					t.Errorf("objects %d and %d share the set %s", j, i, text)
+				}
+				owner[p] = i
+			}
+		}
+	}
+
+	// A deep copy gives every occurrence a map of its own: writing one
+	// leaves the others alone.
+	cp := runtime.DeepCopyJSON(obj)
+	copySets := managedSets(t, cp)
+	if len(copySets["{}"]) < 2 {
+		t.Fatalf("the copy's empty sets: %d maps, want one per occurrence", len(copySets["{}"]))
+	}
+}
