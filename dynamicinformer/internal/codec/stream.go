@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 
@@ -132,7 +133,7 @@ func (f *frameReader) next() ([]byte, bool) {
 // scan looks for the end of the object at buf[start:], from scanned on.
 // The state lives in locals while scanning (fields through f would be
 // reloaded on every byte), and the bytes inside a string, most of an
-// object, are skipped by a loop that only looks for '"' and '\\'.
+// object, are skipped by stringRun, which only looks for '"' and '\\'.
 func (f *frameReader) scan() (end int, found bool) {
 	b := f.buf
 	i := f.scanned
@@ -143,9 +144,7 @@ func (f *frameReader) scan() (end int, found bool) {
 				escaped = false
 				i++
 			}
-			for i < len(b) && b[i] != '"' && b[i] != '\\' {
-				i++
-			}
+			i = stringRun(b, i)
 			if i == len(b) {
 				break
 			}
@@ -194,6 +193,25 @@ func (f *frameReader) fill() {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// stringRun returns the index of the first '"' or '\\' in b at or after
+// i, or len(b): eight bytes at a time while none of them is either (a
+// word has a zero byte, exactly, when (w-lo)&^w&hi is not zero), then
+// byte by byte.
+func stringRun(b []byte, i int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, e := w^(lo*'"'), w^(lo*'\\')
+		if ((q-lo)&^q|(e-lo)&^e)&hi != 0 {
+			break
+		}
+	}
+	for i < len(b) && b[i] != '"' && b[i] != '\\' {
+		i++
+	}
+	return i
+}
 
 // watchEventKind is the kind client-go's dynamic scheme gives
 // metav1.WatchEvent.
