@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -134,5 +135,48 @@ func TestManagedFieldsShared(t *testing.T) {
 	copySets := managedSets(t, cp)
 	if len(copySets["{}"]) < 2 {
 		t.Fatalf("the copy's empty sets: %d maps, want one per occurrence", len(copySets["{}"]))
+	}
+}
+
+// TestNameBytesApart: the bytes of an object's long strings share one
+// allocation, except the name's, which a cache may keep as a key after the
+// object is gone.
+func TestNameBytesApart(t *testing.T) {
+	data := decodetest.ServerObject(4)
+	var obj map[string]interface{}
+	for range 2 { // the second decode sizes its arena from the first
+		var err error
+		if obj, err = Object(data, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lo, hi := ^uintptr(0), uintptr(0)
+	n := 0
+	var walk func(v interface{})
+	walk = func(v interface{}) {
+		switch v := v.(type) {
+		case map[string]interface{}:
+			for _, x := range v {
+				walk(x)
+			}
+		case []interface{}:
+			for _, x := range v {
+				walk(x)
+			}
+		case string:
+			if len(v) > maxInternValue { // boxed, not interned
+				p := uintptr(unsafe.Pointer(unsafe.StringData(v)))
+				lo, hi = min(lo, p), max(hi, p+uintptr(len(v)))
+				n++
+			}
+		}
+	}
+	walk(obj)
+	if n < 2 || hi-lo > uintptr(len(data)) {
+		t.Fatalf("%d long config values spread over %d bytes: not one arena", n, hi-lo)
+	}
+	name := obj["metadata"].(map[string]interface{})["name"].(string)
+	if p := uintptr(unsafe.Pointer(unsafe.StringData(name))); p >= lo && p < hi {
+		t.Fatalf("the name's bytes lie among the other strings' (%#x in [%#x, %#x))", p, lo, hi)
 	}
 }

@@ -397,8 +397,13 @@ func (d *decoder) member(key string, m mode) error {
 			}
 		case "name", "uid", "resourceVersion":
 			// Unique to the object: interning would only cost a lookup.
+			// The name's bytes are an allocation of their own: a
+			// cluster-scoped object's cache key is its name, kept by the
+			// store beyond the object (a map keeps the first key of an
+			// entry), and it must not keep the bytes of all the object's
+			// strings.
 			if d.data[d.pos] == '"' {
-				v, err := d.stringValueOwn()
+				v, err := d.stringValueOwn(key != "name")
 				if err != nil {
 					return err
 				}
@@ -599,8 +604,9 @@ func (d *decoder) stringValue() (interface{}, error) {
 	return internValue(raw), nil
 }
 
-// stringValueOwn decodes the string at d.pos without interning it.
-func (d *decoder) stringValueOwn() (interface{}, error) {
+// stringValueOwn decodes the string at d.pos without interning it;
+// shared: its bytes share an allocation with the object's other strings.
+func (d *decoder) stringValueOwn(shared bool) (interface{}, error) {
 	raw, simple, err := d.scanString()
 	if err != nil {
 		return nil, err
@@ -609,7 +615,7 @@ func (d *decoder) stringValueOwn() (interface{}, error) {
 		d.unquoted = unquote(d.unquoted[:0], raw)
 		raw = d.unquoted
 	}
-	return d.boxString(raw), nil
+	return d.box(raw, shared), nil
 }
 
 // key decodes the object key at d.pos, interned.

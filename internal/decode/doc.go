@@ -17,7 +17,9 @@
 // where an object is never written: within one top-level object, identical
 // managed-fields sets (maps under metadata.managedFields[*].fieldsV1) are
 // one map (see consTable); the strings of one object share allocations
-// for their bytes and headers; short string values and keys come from
+// for their bytes (metadata.name excepted) and headers, so a string kept
+// from an object keeps those of its siblings; short string values and
+// keys come from
 // process-wide intern tables (metadata.name, uid and resourceVersion,
 // unique to an object, are not interned).
 //

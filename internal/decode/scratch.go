@@ -69,6 +69,13 @@ const minBoxes = 4
 // boxString returns b as a string in an interface value; the string's
 // header shares an allocation with those of other strings of the object.
 func (d *decoder) boxString(b []byte) interface{} {
+	return d.box(b, true)
+}
+
+// box returns b as a string in an interface value whose header shares an
+// allocation with those of other strings of the object; shared: its bytes
+// do too (see text), else they are an allocation of their own.
+func (d *decoder) box(b []byte, shared bool) interface{} {
 	if !d.boxes {
 		return string(b)
 	}
@@ -78,7 +85,11 @@ func (d *decoder) boxString(b []byte) interface{} {
 	p := &d.strs[0]
 	d.strs = d.strs[1:]
 	d.nStrs++
-	*p = d.text(b)
+	if shared {
+		*p = d.text(b)
+	} else {
+		*p = string(b)
+	}
 	return boxString(p)
 }
 
