@@ -2,11 +2,14 @@ package decode
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/informerkit/informerkit/internal/decode/decodetest"
 )
@@ -131,7 +134,7 @@ func TestManagedFieldsShared(t *testing.T) {
 
 	// A deep copy gives every occurrence a map of its own: writing one
 	// leaves the others alone.
-	cp := runtime.DeepCopyJSON(obj)
+	cp := kruntime.DeepCopyJSON(obj)
 	copySets := managedSets(t, cp)
 	if len(copySets["{}"]) < 2 {
 		t.Fatalf("the copy's empty sets: %d maps, want one per occurrence", len(copySets["{}"]))
@@ -179,4 +182,37 @@ func TestNameBytesApart(t *testing.T) {
 	if p := uintptr(unsafe.Pointer(unsafe.StringData(name))); p >= lo && p < hi {
 		t.Fatalf("the name's bytes lie among the other strings' (%#x in [%#x, %#x))", p, lo, hi)
 	}
+}
+
+// TestSmallAfterLarge: a decoder sizes the memory it shares among an
+// object's strings and slices from the object decoded before it, but an
+// object far smaller than that one does not get (and keep) that much.
+func TestSmallAfterLarge(t *testing.T) {
+	var large strings.Builder
+	large.WriteString(`{"data":{`)
+	for i := range 2000 {
+		if i > 0 {
+			large.WriteByte(',')
+		}
+		fmt.Fprintf(&large, `"k%d":[%q]`, i, strings.Repeat("x", 100)+fmt.Sprint(i))
+	}
+	large.WriteString(`}}`)
+	small := []byte(`{"metadata":{"name":"a","uid":"b"},"data":{"k":["` + strings.Repeat("y", 40) + `"]}}`)
+	worst := uint64(0)
+	var ms0, ms1 runtime.MemStats
+	for range 20 {
+		if _, err := Object([]byte(large.String()), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&ms0)
+		if _, err := Object(small, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&ms1)
+		worst = max(worst, ms1.TotalAlloc-ms0.TotalAlloc)
+	}
+	if worst > 4096 {
+		t.Fatalf("decoding a %d-byte object after a %d-byte one allocated up to %d bytes", len(small), large.Len(), worst)
+	}
+	t.Logf("a %d-byte object after a %d-byte one: at most %d bytes allocated", len(small), large.Len(), worst)
 }

@@ -55,13 +55,16 @@ func (d *decoder) putScratch() {
 }
 
 // boxChunk is how many boxes to allocate when d has none left: what the
-// last object needed beyond the used ones, at least minBoxes.
-func (d *decoder) boxChunk(used int, last func(*scratch) int) int {
+// last object needed beyond the used ones, at least minBoxes, and no more
+// than the rest of the input could use at perBox bytes of JSON each (the
+// last object may have been of another resource, far larger: a guess too
+// small costs another chunk, one too large is kept with the object).
+func (d *decoder) boxChunk(used int, last func(*scratch) int, perBox int) int {
 	n := minBoxes
 	if d.scratch != nil {
 		n = max(n, last(d.scratch)-used)
 	}
-	return n
+	return min(n, minBoxes+(len(d.data)-d.pos)/perBox)
 }
 
 const minBoxes = 4
@@ -80,7 +83,9 @@ func (d *decoder) box(b []byte, shared bool) interface{} {
 		return string(b)
 	}
 	if len(d.strs) == 0 {
-		d.strs = make([]string, d.boxChunk(d.nStrs, func(s *scratch) int { return s.strs }))
+		// A boxed string is longer than maxInternValue (but for the few
+		// metadata fields that are never interned).
+		d.strs = make([]string, d.boxChunk(d.nStrs, func(s *scratch) int { return s.strs }, maxInternValue+2))
 	}
 	p := &d.strs[0]
 	d.strs = d.strs[1:]
@@ -101,11 +106,13 @@ func (d *decoder) text(b []byte) string {
 		return ""
 	}
 	if cap(d.arena)-len(d.arena) < len(b) {
+		// What the last object needed, but no more than the rest of the
+		// input can hold (see boxChunk).
 		n := minText
 		if d.scratch != nil {
 			n = max(n, d.scratch.text-d.nText)
 		}
-		d.arena = make([]byte, 0, max(n, len(b)))
+		d.arena = make([]byte, 0, max(min(n, len(b)+len(d.data)-d.pos), len(b)))
 	}
 	start := len(d.arena)
 	d.arena = append(d.arena, b...)
@@ -123,7 +130,7 @@ func (d *decoder) boxSlice(v []interface{}) interface{} {
 		return v
 	}
 	if len(d.slices) == 0 {
-		d.slices = make([][]interface{}, d.boxChunk(d.nSlices, func(s *scratch) int { return s.slices }))
+		d.slices = make([][]interface{}, d.boxChunk(d.nSlices, func(s *scratch) int { return s.slices }, 16))
 	}
 	p := &d.slices[0]
 	d.slices = d.slices[1:]
