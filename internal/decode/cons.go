@@ -87,6 +87,7 @@ func (t *consTable) grow() {
 		}
 		t.entries[i] = e
 	}
+	clear(old) // a scratch in the pool may still hold the old entries
 }
 
 // reset forgets every set, keeping the entries' memory.

@@ -216,3 +216,36 @@ func TestSmallAfterLarge(t *testing.T) {
 	}
 	t.Logf("a %d-byte object after a %d-byte one: at most %d bytes allocated", len(small), large.Len(), worst)
 }
+
+// TestPooledScratchHoldsNoMaps: after an object whose distinct sets grew
+// the table, the working memory back in the pool refers to none of the
+// object's maps.
+func TestPooledScratchHoldsNoMaps(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"metadata":{"managedFields":[{"fieldsV1":{`)
+	for i := range 200 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"f:%d":{"f:x%d":{}}`, i, i)
+	}
+	b.WriteString(`}}]}}`)
+	if _, err := Object([]byte(b.String()), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	if len(s.fields.entries) < 256 {
+		t.Skipf("the pool gave another scratch (%d entries)", len(s.fields.entries))
+	}
+	for i, e := range s.fields.entries {
+		if e.m != nil {
+			t.Fatalf("entry %d of the pooled table still holds a map", i)
+		}
+	}
+	for i, v := range s.stack[:cap(s.stack)] {
+		if v != nil {
+			t.Fatalf("stack element %d still holds a value", i)
+		}
+	}
+}

@@ -45,6 +45,7 @@ func (d *decoder) putScratch() {
 	d.fields.reset()
 	s := d.scratch
 	s.stack, s.pending, s.unquoted = d.stack[:0], d.pending[:0], d.unquoted[:0]
+	s.fields = consTable{}
 	if len(d.fields.entries) <= maxScratch {
 		s.fields = d.fields
 	}
