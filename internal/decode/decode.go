@@ -357,16 +357,14 @@ func (d *decoder) objectMember(m mode) (end bool, err error) {
 // member decodes the value of key onto d.pending, skipping what the
 // options say.
 func (d *decoder) member(key string, m mode) error {
-	child := modePlain
+	// The value: an object in mode child, or an array with elements in
+	// mode elem, or a string not interned (own), or the annotations
+	// without the last-applied one.
+	child, elem, own := modePlain, modePlain, false
 	switch m {
 	case modeList:
-		if key == "items" && d.data[d.pos] == '[' {
-			v, err := d.array(modeRoot)
-			if err != nil {
-				return err
-			}
-			d.pending = append(d.pending, member{key: key, v: v})
-			return nil
+		if key == "items" {
+			elem = modeRoot
 		}
 	case modeRoot:
 		if key == "metadata" {
@@ -378,14 +376,7 @@ func (d *decoder) member(key string, m mode) error {
 			if d.opts.SkipManagedFields {
 				return d.skip()
 			}
-			if d.data[d.pos] == '[' {
-				v, err := d.array(modeManaged)
-				if err != nil {
-					return err
-				}
-				d.pending = append(d.pending, member{key: key, v: v})
-				return nil
-			}
+			elem = modeManaged
 		case "annotations":
 			if d.opts.SkipLastApplied && d.data[d.pos] == '{' {
 				ann, dropped, err := d.annotations()
@@ -397,19 +388,7 @@ func (d *decoder) member(key string, m mode) error {
 			}
 		case "name", "uid", "resourceVersion":
 			// Unique to the object: interning would only cost a lookup.
-			// The name's bytes are an allocation of their own: a
-			// cluster-scoped object's cache key is its name, kept by the
-			// store beyond the object (a map keeps the first key of an
-			// entry), and it must not keep the bytes of all the object's
-			// strings.
-			if d.data[d.pos] == '"' {
-				v, err := d.stringValueOwn(key != "name")
-				if err != nil {
-					return err
-				}
-				d.pending = append(d.pending, member{key: key, v: v})
-				return nil
-			}
+			own = true
 		}
 	case modeManaged:
 		if key == "fieldsV1" {
@@ -423,7 +402,24 @@ func (d *decoder) member(key string, m mode) error {
 			return d.skip()
 		}
 	}
-	v, err := d.value(child)
+	var v interface{}
+	var err error
+	switch c := d.data[d.pos]; {
+	case elem != modePlain && c == '[':
+		v, err = d.array(elem)
+	case own && c == '"':
+		// The name's bytes are an allocation of their own: a
+		// cluster-scoped object's cache key is its name, kept by the
+		// store beyond the object (a map keeps the first key of an
+		// entry), and it must not keep the bytes of all the object's
+		// strings.
+		var raw []byte
+		if raw, err = d.stringContents(); err == nil {
+			v = d.box(raw, key != "name")
+		}
+	default:
+		v, err = d.value(child)
+	}
 	if err != nil {
 		return err
 	}
@@ -590,23 +586,29 @@ func (d *decoder) scanNumber() (plain, dot bool, err error) {
 
 // stringValue decodes the string at d.pos.
 func (d *decoder) stringValue() (interface{}, error) {
-	raw, simple, err := d.scanString()
+	raw, err := d.stringContents()
 	if err != nil {
 		return nil, err
 	}
-	if !simple {
-		d.unquoted = unquote(d.unquoted[:0], raw)
-		raw = d.unquoted
-	}
 	if len(raw) > maxInternValue {
-		return d.boxString(raw), nil
+		return d.box(raw, true), nil
 	}
 	return internValue(raw), nil
 }
 
-// stringValueOwn decodes the string at d.pos without interning it;
-// shared: its bytes share an allocation with the object's other strings.
-func (d *decoder) stringValueOwn(shared bool) (interface{}, error) {
+// key decodes the object key at d.pos, interned.
+func (d *decoder) key() (string, error) {
+	raw, err := d.stringContents()
+	if err != nil {
+		return "", err
+	}
+	return internBytes(raw), nil
+}
+
+// stringContents moves past the string at d.pos and returns what it
+// holds, escapes resolved: the input's bytes, or d.unquoted's (valid until
+// the next string).
+func (d *decoder) stringContents() ([]byte, error) {
 	raw, simple, err := d.scanString()
 	if err != nil {
 		return nil, err
@@ -615,20 +617,7 @@ func (d *decoder) stringValueOwn(shared bool) (interface{}, error) {
 		d.unquoted = unquote(d.unquoted[:0], raw)
 		raw = d.unquoted
 	}
-	return d.box(raw, shared), nil
-}
-
-// key decodes the object key at d.pos, interned.
-func (d *decoder) key() (string, error) {
-	raw, simple, err := d.scanString()
-	if err != nil {
-		return "", err
-	}
-	if simple {
-		return internBytes(raw), nil
-	}
-	d.unquoted = unquote(d.unquoted[:0], raw)
-	return internBytes(d.unquoted), nil
+	return raw, nil
 }
 
 // scanString moves past the string at d.pos ('"'), checking its syntax,

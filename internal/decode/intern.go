@@ -7,8 +7,9 @@ import (
 )
 
 // The intern table: a fixed array of slots indexed by a hash of the key,
-// each holding the last key stored there. A lookup is a hash, an atomic
-// load and a compare; a miss allocates the string and replaces the slot.
+// each holding the last key stored there (see table). A lookup is a hash,
+// an atomic load of the slot's hash and, when it matches, a compare; a
+// miss allocates the string and replaces the slot.
 // It never grows (keys of unbounded variety — label keys of many objects —
 // only take turns in their slots), and it is safe for concurrent use
 // without a lock.

@@ -70,12 +70,6 @@ func (d *decoder) boxChunk(used int, last func(*scratch) int, perBox int) int {
 
 const minBoxes = 4
 
-// boxString returns b as a string in an interface value; the string's
-// header shares an allocation with those of other strings of the object.
-func (d *decoder) boxString(b []byte) interface{} {
-	return d.box(b, true)
-}
-
 // box returns b as a string in an interface value whose header shares an
 // allocation with those of other strings of the object; shared: its bytes
 // do too (see text), else they are an allocation of their own.
