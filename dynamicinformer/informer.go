@@ -772,4 +772,3 @@ func (e *entry) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, 
 		}
 	})
 }
-
