@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 )
 
 // KeySet is what the ListerWatcher has handed to its reflector: the key
@@ -99,7 +99,7 @@ func (k *KeySet) observe(ev watch.Event) {
 			delete(set, key)
 		}
 	case watch.Bookmark:
-		if k.next != nil && listwatch.EndsInitialEvents(ev.Object) {
+		if k.next != nil && reflectorseam.EndsInitialEvents(ev.Object) {
 			k.keys, k.next, k.valid = k.next, nil, true
 		}
 	}

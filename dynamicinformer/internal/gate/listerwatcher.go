@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,22 +13,21 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 )
 
-// SyntheticRV is the resourceVersion of the empty list and of the
-// bookmark the gate hands the reflector when a resource stops being
-// served. It is never sent to the server.
-const SyntheticRV = "1"
+// SyntheticRV is reflectorseam.SyntheticRV: the resourceVersion of the
+// empty list and of the bookmark the gate hands the reflector when a
+// resource stops being served.
+const SyntheticRV = reflectorseam.SyntheticRV
 
-// ErrNotServedFallback makes a reflector in watch-list mode fall back to a
-// plain list (which the gate answers) while the resource is not served.
-// client-go logs that fallback at V(4) only.
-var ErrNotServedFallback = errors.New("informerkit: resource not served; falling back to list")
+// ErrNotServedFallback is reflectorseam.ErrNotServedFallback: the answer
+// to a watch-list request while the resource is not served.
+var ErrNotServedFallback = reflectorseam.ErrNotServedFallback
 
-// ErrRelistFallback makes a reflector in watch-list mode fall back to a
-// plain list when a fresh list is due (Relisting): a relist is a real
-// LIST. client-go logs that fallback at V(4) only.
-var ErrRelistFallback = errors.New("informerkit: relisting; falling back to list")
+// ErrRelistFallback is reflectorseam.ErrRelistFallback: the answer to a
+// watch-list request while a fresh list is due (Relisting).
+var ErrRelistFallback = reflectorseam.ErrRelistFallback
 
 // NotFoundReason is the gate's reason when the server answered 404.
 const NotFoundReason = "the API server answered 404 Not Found"
@@ -337,7 +335,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 
 // WatchWithContext implements toolscache.ListerWatcherWithContext.
 func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	watchList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	watchList := reflectorseam.WatchListRequested(opts)
 	open, reason, _ := lw.Gate.State()
 	phase := lw.Phase()
 	if watchList && !open && phase == Pending {
@@ -357,7 +355,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 	}
 	switch {
 	case open && phase == Relisting && !watchList:
-		return nil, apierrors.NewResourceExpired("informerkit: relisting")
+		return nil, reflectorseam.Expired("relisting")
 	case watchList && open && phase == Relisting:
 		return nil, ErrRelistFallback
 	case watchList && (!open || phase == Emptied):
@@ -370,7 +368,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 				return nil, err
 			}
 			if lw.Phase() != Emptied {
-				return nil, apierrors.NewResourceExpired("informerkit: resource served; listing")
+				return nil, reflectorseam.Expired("resource served; listing")
 			}
 			w, err := lw.refill(ctx, opts)
 			if open, _, _ := lw.Gate.State(); apierrors.IsNotFound(err) && !open {
@@ -611,8 +609,7 @@ func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *li
 }
 
 func expiredEvents() []watch.Event {
-	expired := apierrors.NewResourceExpired("informerkit: relisting").Status()
-	return []watch.Event{{Type: watch.Error, Object: &expired}}
+	return []watch.Event{reflectorseam.ExpiredEvent("relisting")}
 }
 
 // switchStream runs on the stream being switched (Switch), once its

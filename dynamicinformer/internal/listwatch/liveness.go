@@ -15,12 +15,13 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 )
 
-// ErrProbeFallback makes a reflector in watch-list mode fall back to a
-// plain list when a liveness probe is due: a watch-list stream is served
-// from the server's watch cache, which is what may be stuck.
-var ErrProbeFallback = errors.New("informerkit: no sign of life from the server; checking with a list")
+// ErrProbeFallback is reflectorseam.ErrProbeFallback: the answer to a
+// watch-list request when a liveness probe is due.
+var ErrProbeFallback = reflectorseam.ErrProbeFallback
 
 // ProbePageSize is the page size of a liveness probe list, client-go's
 // default for its own consistent lists. A paginated consistent list is
@@ -136,7 +137,7 @@ func ProbeError(watchList bool) error {
 	if watchList {
 		return ErrProbeFallback
 	}
-	return apierrors.NewResourceExpired("informerkit: no sign of life from the server; relisting")
+	return reflectorseam.Expired("no sign of life from the server; relisting")
 }
 
 // List lists through Inner. fresh asks for a consistent list (no
@@ -180,7 +181,7 @@ var errIdleOpen = errors.New("informerkit: watch request not answered within the
 // asks for initial events) counts as a successful list once open. When
 // a probe is due it returns ProbeError instead of asking the server.
 func (l *Liveness) Watch(ctx context.Context, opts metav1.ListOptions) (*Stream, error) {
-	watchList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	watchList := reflectorseam.WatchListRequested(opts)
 	if l.ProbeDue() {
 		return nil, ProbeError(watchList)
 	}

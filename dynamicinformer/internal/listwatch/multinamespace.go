@@ -2,7 +2,6 @@ package listwatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -16,11 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 )
 
-// ErrWatchListDeclined is returned to a reflector that asks a merged
-// watch to stream a list: it falls back to a plain list.
-var ErrWatchListDeclined = errors.New("informerkit: several namespaces are listed, not streamed")
+// ErrWatchListDeclined is reflectorseam.ErrWatchListDeclined: the answer
+// to a reflector that asks a merged watch to stream a list.
+var ErrWatchListDeclined = reflectorseam.ErrWatchListDeclined
 
 // DefaultRetryForbidden is how long a merged watch runs before it ends to
 // retry namespaces whose list was forbidden.
@@ -116,7 +117,7 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 
 // WatchWithContext implements toolscache.ListerWatcherWithContext.
 func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	if o.SendInitialEvents != nil && *o.SendInitialEvents {
+	if reflectorseam.WatchListRequested(o) {
 		return nil, ErrWatchListDeclined
 	}
 	lw.mu.Lock()
@@ -125,7 +126,7 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	namespaces := lw.listed
 	lw.mu.Unlock()
 	if !fresh {
-		return nil, apierrors.NewResourceExpired("informerkit: a watch over several namespaces resumes by relisting")
+		return nil, reflectorseam.Expired("a watch over several namespaces resumes by relisting")
 	}
 	lw.Selectors.Apply(&o)
 	o.AllowWatchBookmarks = false // bookmarks of one namespace say nothing of the others

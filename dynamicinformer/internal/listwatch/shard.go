@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 	"github.com/informerkit/informerkit/shard"
 )
 
@@ -205,7 +206,7 @@ func (w *shardWatch) run(f *ShardFilter, s shard.Shard) {
 			case <-w.stop:
 				return
 			}
-			if ev.Type == watch.Bookmark && f.Listed != nil && endsInitialEvents(ev.Object) {
+			if ev.Type == watch.Bookmark && f.Listed != nil && reflectorseam.EndsInitialEvents(ev.Object) {
 				f.Listed(s)
 			}
 		case <-w.stop:

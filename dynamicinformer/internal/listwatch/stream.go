@@ -4,11 +4,9 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 )
 
 // Stream is the watch.Interface an informer's reflector reads. It
@@ -250,10 +248,9 @@ func (s *Stream) forwardServer() (interrupted bool) {
 				continue
 			}
 			s.onIdle()
-			status := apierrors.NewResourceExpired("informerkit: no event or bookmark from the server for " +
-				s.idle.String() + "; relisting").Status()
+			expired := reflectorseam.ExpiredEvent("no event or bookmark from the server for " + s.idle.String() + "; relisting")
 			select {
-			case s.result <- watch.Event{Type: watch.Error, Object: &status}:
+			case s.result <- expired:
 			case <-s.stop:
 			}
 			return false
@@ -273,7 +270,7 @@ func (s *Stream) forwardServer() (interrupted bool) {
 				return true
 			}
 			s.delivered(ev)
-			if s.InitialEventsEnd != nil && ev.Type == watch.Bookmark && endsInitialEvents(ev.Object) {
+			if s.InitialEventsEnd != nil && ev.Type == watch.Bookmark && reflectorseam.EndsInitialEvents(ev.Object) {
 				s.initialEventsEnd()
 			}
 			if t != nil {
@@ -288,13 +285,4 @@ func (s *Stream) initialEventsEnd() {
 		s.InitialEventsEnd = nil
 		f()
 	}
-}
-
-// EndsInitialEvents reports whether a bookmark's object ends a watch-list
-// stream's initial events.
-func EndsInitialEvents(obj runtime.Object) bool { return endsInitialEvents(obj) }
-
-func endsInitialEvents(obj runtime.Object) bool {
-	m, err := meta.Accessor(obj)
-	return err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 }
