@@ -333,64 +333,131 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 	}
 }
 
-// WatchWithContext implements toolscache.ListerWatcherWithContext.
+// WatchWithContext implements toolscache.ListerWatcherWithContext. It
+// answers by one of the watchPaths (see watchPathOf); a watch-list request
+// of a Pending informer first waits for the gate to open and for Access.
 func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	watchList := reflectorseam.WatchListRequested(opts)
+	if watchList && lw.Phase() == Pending {
+		if err := lw.awaitFirstStream(ctx); err != nil {
+			return nil, err
+		}
+	}
 	open, reason, _ := lw.Gate.State()
 	phase := lw.Phase()
-	if watchList && !open && phase == Pending {
+	switch watchPathOf(watchList, open, phase) {
+	case streamServer:
+		return lw.streamServer(ctx, opts, phase == Pending)
+	case watchServer:
+		return lw.watchServer(ctx, opts, phase)
+	case relistExpired:
+		return nil, reflectorseam.Expired("relisting")
+	case relistFallback:
+		return nil, reflectorseam.ErrRelistFallback
+	case notServedFallback:
+		return nil, reflectorseam.ErrNotServedFallback
+	case removeCached:
+		return lw.removal(reason), nil
+	default: // awaitReturn
+		return lw.awaitReturn(ctx, opts)
+	}
+}
+
+// watchPath is how the gate answers a watch request. The reflector's own
+// paths each answer leads to are listed in package reflectorseam.
+type watchPath int
+
+const (
+	// watchServer: a plain watch of the server (Serving; or Pending, which
+	// the reflector does not watch before a list).
+	watchServer watchPath = iota
+	// streamServer: a watch-list stream of the server (Serving, or Pending:
+	// the first sync streams; it holds an initial-list slot).
+	streamServer
+	// relistExpired: a fresh list is due (Relisting): "expired", the
+	// reflector relists.
+	relistExpired
+	// relistFallback: a fresh list is due and the reflector asked to
+	// stream: it falls back to a real LIST.
+	relistFallback
+	// notServedFallback: the reflector asked to stream a resource not
+	// served (or emptied): it falls back to a list, which the gate answers.
+	notServedFallback
+	// removeCached: the resource stopped being served while listed: a
+	// stream of a delete per cached object and a bookmark at SyntheticRV.
+	removeCached
+	// awaitReturn: the resource is not served (or was emptied): wait for
+	// it to return, then refill the cache inside the stream.
+	awaitReturn
+)
+
+func (p watchPath) String() string {
+	return [...]string{"watchServer", "streamServer", "relistExpired", "relistFallback", "notServedFallback", "removeCached", "awaitReturn"}[p]
+}
+
+// watchPathOf chooses the answer to a watch request (watchList: it asks to
+// stream a list) from the gate (open) and the phase.
+func watchPathOf(watchList, open bool, phase Phase) watchPath {
+	listed := phase == Serving || phase == Relisting
+	switch {
+	case watchList && (!open || phase == Emptied):
+		return notServedFallback
+	case watchList && phase == Relisting:
+		return relistFallback
+	case watchList:
+		return streamServer
+	case !open && listed:
+		return removeCached
+	case !open || phase == Emptied:
+		return awaitReturn
+	case phase == Relisting:
+		return relistExpired
+	default:
+		return watchServer
+	}
+}
+
+// awaitFirstStream runs before the first sync streams (Pending): it tells
+// the informer it waits, waits for the gate to open, then for Access.
+func (lw *ListerWatcher) awaitFirstStream(ctx context.Context) error {
+	if open, reason, _ := lw.Gate.State(); !open {
 		lw.Hooks.Waiting(reason)
 		if err := lw.Gate.WaitOpen(ctx); err != nil {
-			return nil, err
-		}
-		open = true
-	}
-	if watchList && open && phase == Pending {
-		if checked, err := lw.checkAccess(ctx); err != nil {
-			return nil, err
-		} else if checked {
-			open, reason, _ = lw.Gate.State()
-			phase = lw.Phase()
+			return err
 		}
 	}
-	switch {
-	case open && phase == Relisting && !watchList:
-		return nil, reflectorseam.Expired("relisting")
-	case watchList && open && phase == Relisting:
-		return nil, ErrRelistFallback
-	case watchList && (!open || phase == Emptied):
-		return nil, ErrNotServedFallback
-	case !open && (phase == Serving || phase == Relisting):
-		return lw.removal(reason), nil
-	case !open || phase == Emptied:
-		for {
-			if err := lw.Gate.WaitOpen(ctx); err != nil {
-				return nil, err
-			}
-			if lw.Phase() != Emptied {
-				return nil, reflectorseam.Expired("resource served; listing")
-			}
-			w, err := lw.refill(ctx, opts)
-			if open, _, _ := lw.Gate.State(); apierrors.IsNotFound(err) && !open {
-				// A CRD is announced Established a moment before its
-				// handler serves it: wait here for the re-check, not in
-				// the reflector's backoff.
-				continue
-			}
-			return w, err
+	_, err := lw.checkAccess(ctx)
+	return err
+}
+
+// watchServer opens a plain server watch. A 404 closes the gate; if the
+// cache holds a list (Serving), the answer is then the removal stream.
+func (lw *ListerWatcher) watchServer(ctx context.Context, opts metav1.ListOptions, phase Phase) (watch.Interface, error) {
+	s, err := lw.Server.Watch(ctx, opts)
+	if apierrors.IsNotFound(err) {
+		lw.notFound(err)
+		if phase == Serving {
+			_, reason, _ := lw.Gate.State()
+			return lw.removal(reason), nil
 		}
 	}
-	initial := watchList && phase == Pending
+	if err != nil {
+		return nil, err
+	}
+	return lw.start(ctx, opts, s), nil
+}
+
+// streamServer opens a watch-list stream of the server. The first sync
+// (initial) holds an initial-list slot until its initial events end.
+func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptions, initial bool) (watch.Interface, error) {
 	if initial {
 		if err := lw.acquireSlot(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if watchList {
-		lw.Hooks.ListStarted()
-		if lw.Keys != nil {
-			lw.Keys.beginList() // the initial events end it (KeySet.observe)
-		}
+	lw.Hooks.ListStarted()
+	if lw.Keys != nil {
+		lw.Keys.beginList() // the initial events end it (KeySet.observe)
 	}
 	s, err := lw.Server.Watch(ctx, opts)
 	if initial {
@@ -403,20 +470,37 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			lw.notFound(err)
-			if !watchList && phase == Serving {
-				_, reason, _ := lw.Gate.State()
-				return lw.removal(reason), nil
-			}
 		}
 		return nil, err
 	}
-	if watchList {
-		lw.mu.Lock()
-		lw.phase = Serving
-		lw.mu.Unlock()
-		lw.Hooks.Listed("")
-	}
+	lw.mu.Lock()
+	lw.phase = Serving
+	lw.mu.Unlock()
+	lw.Hooks.Listed("")
 	return lw.start(ctx, opts, s), nil
+}
+
+// awaitReturn waits for the gate to open, then refills the cache inside
+// the stream (refill). If the phase is no longer Emptied (the cache was
+// never listed, or a list ran meanwhile), it answers "expired" so the
+// reflector lists.
+func (lw *ListerWatcher) awaitReturn(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	for {
+		if err := lw.Gate.WaitOpen(ctx); err != nil {
+			return nil, err
+		}
+		if lw.Phase() != Emptied {
+			return nil, reflectorseam.Expired("resource served; listing")
+		}
+		w, err := lw.refill(ctx, opts)
+		if open, _, _ := lw.Gate.State(); apierrors.IsNotFound(err) && !open {
+			// A CRD is announced Established a moment before its
+			// handler serves it: wait here for the re-check, not in
+			// the reflector's backoff.
+			continue
+		}
+		return w, err
+	}
 }
 
 // keysPage records a list page in Keys (the last page ends the list).
