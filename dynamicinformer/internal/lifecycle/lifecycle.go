@@ -184,9 +184,10 @@ func (m Machine) Removal() uint64 { return m.removal.id }
 // Polls reports whether the sync monitor must poll client-go's cache
 // (nothing tells it when the cache empties or the reflector's
 // resourceVersion moves): while a removal waits for the cache to empty,
-// and while Syncing awaits a relist's resourceVersion.
+// and while Syncing waits for the reflector to reach an awaited relist
+// that returned, with a watch open (the events that set those nudge).
 func (m Machine) Polls() bool {
-	return m.removal.id != 0 || m.state == Syncing && m.informerSynced && m.awaitRelist
+	return m.removal.id != 0 || m.state == Syncing && m.informerSynced && m.awaitRelist && m.relisted && m.watchOpen
 }
 
 // Effect is a set of effects the informer applies after a transition.

@@ -303,13 +303,17 @@ func rows() []row {
 			ev: checked(false, ""), rule: "cache-checked", state: Syncing, reason: ListingReason},
 		{name: "after a removal, not before the relist returned", from: func(t *testing.T) Machine { return drive(t, removed(t), listStarted, watchOpened) },
 			ev: checked(true, "10"), rule: "cache-checked", state: Syncing, reason: ListingReason, check: func(t *testing.T, _ Machine, o Output) {
-				if !o.Poll {
-					t.Error("not polling while a relist is awaited")
+				if o.Poll {
+					t.Error("polling before the relist returned (its answer nudges)")
 				}
 			}},
 		{name: "after a removal, not before the reflector reached the relist", from: func(t *testing.T) Machine {
 			return drive(t, removed(t), listStarted, Event{Kind: ListAnswered, RV: "20"}, watchOpened)
-		}, ev: checked(true, "19"), rule: "cache-checked", state: Syncing, reason: ListingReason},
+		}, ev: checked(true, "19"), rule: "cache-checked", state: Syncing, reason: ListingReason, check: func(t *testing.T, _ Machine, o Output) {
+			if !o.Poll {
+				t.Error("not polling while the reflector catches up with the relist")
+			}
+		}},
 		{name: "after a removal, the synthetic resourceVersion is not a relist", from: func(t *testing.T) Machine {
 			return drive(t, removed(t), listStarted, Event{Kind: ListAnswered, RV: "1"}, watchOpened)
 		}, ev: checked(true, "1"), rule: "cache-checked", state: Syncing, reason: ListingReason},
