@@ -119,10 +119,10 @@ type Machine struct {
 	informerSynced bool   // client-go's informer has synced (last CacheChecked)
 	watchOpen      bool   // a server watch was handed to the reflector since the last removal
 	awaitRelist    bool   // a removal or version switch happened; Synced again after a real relist
-	relisted       bool   // that relist returned, at relistRV
-	relistRV       string //
+	relisted       bool   // that relist returned
+	relistRV       string // at this resourceVersion
 	removal        removal
-	removals       uint64 // ids of removals; removal.id is the current one
+	removals       uint64 // removals so far; removal.id is the pending one's
 	lastFailure    string // the kind of the last failure logged, to log a kind once
 	configErr      error  // a configuration error no retry cures; sticky
 	accessDenial   string // the access check's last denial, until granted
