@@ -2,9 +2,9 @@ package dynamicinformer
 
 import (
 	"context"
-	"errors"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/access"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
 )
 
 // WaitingForSlotReason is Status.Reason of a Pending informer whose first
@@ -44,37 +44,12 @@ func (e *entry) accessCheck() func(context.Context) error {
 // logged.
 func (e *entry) accessDenied(err *access.DeniedError) {
 	ie := &InformerError{GVR: e.currentGVR(), Kind: ErrForbidden, Err: err}
-	e.update(func() bool {
-		if e.configErr != nil {
-			return false
-		}
-		if e.accessErr == nil || e.accessErr.Error() != err.Error() {
-			e.logger.Info("access check denied; no list or watch until it is granted (re-checked with back-off)", "err", err.Error())
-		}
-		e.accessErr = err
-		if e.state == Failed && e.err != nil && e.err.Error() == ie.Error() {
-			return false // the same denial again: keep the status, and its Since
-		}
-		return e.setLocked(Failed, ie, ErrForbidden.Error()+": "+err.Error())
-	})
+	e.apply(lifecycle.Event{Kind: lifecycle.AccessDenied, Err: ie, Reason: ErrForbidden.Error() + ": " + err.Error(), Detail: err.Error()})
 }
 
 // accessGranted: the informer may list now; a denial recorded before is
 // lifted (Pending until the list starts).
-func (e *entry) accessGranted() {
-	e.update(func() bool {
-		was := e.accessErr
-		e.accessErr = nil
-		if was == nil {
-			return false
-		}
-		e.logger.Info("access granted; listing")
-		if e.state == Failed && errors.Is(e.err, ErrForbidden) {
-			return e.setLocked(Pending, nil, "access granted; listing")
-		}
-		return false
-	})
-}
+func (e *entry) accessGranted() { e.apply(lifecycle.Event{Kind: lifecycle.AccessGranted}) }
 
 // accessUnavailable: the review itself failed; the informer lists without
 // the check. Logged once per informer.

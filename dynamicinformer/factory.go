@@ -282,10 +282,7 @@ func (f *Factory) deadHandle(gvr schema.GroupVersionResource, cfg resourceConfig
 		Watch: func(context.Context, string, metav1.ListOptions) (watch.Interface, error) { return nil, err },
 	}
 	e, _ := newEntry("", gvr, cfg, nop, listwatch.UnstructuredLists(func() schema.GroupVersionResource { return gvr }), true, deps)
-	e.state, e.err, e.reason = Failed, err, err.Error()
-	if err == ErrShutdown {
-		e.state = Stopped
-	}
+	e.neverRuns(err, err == ErrShutdown)
 	close(e.done)
 	return &InformerHandle{e: e}
 }
@@ -440,7 +437,7 @@ func (f *Factory) Shutdown() {
 	}
 	f.wg.Wait()
 	for _, e := range es {
-		e.setState(Stopped, nil, "factory shut down")
+		e.stop("factory shut down")
 	}
 	f.notifier.close()
 }
@@ -466,7 +463,7 @@ func (f *Factory) release(e *entry) {
 		cancel()
 		return
 	}
-	e.setState(Stopped, nil, "released")
+	e.stop("released")
 }
 
 // contactChanged: the transport saw the server lost (err) or back (nil).

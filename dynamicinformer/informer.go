@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/access"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/gate"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
 	"github.com/informerkit/informerkit/eventhandler"
@@ -46,37 +46,20 @@ type entry struct {
 	refs   int                // guarded by Factory.mu
 	cancel context.CancelFunc // set when started; guarded by Factory.mu
 
-	done       chan struct{} // closed when the informer's goroutines have ended
-	synced     chan struct{} // closed when the state first becomes Synced
-	syncedOnce sync.Once
-	wake       chan struct{} // nudges the sync monitor
+	done   chan struct{} // closed when the informer's goroutines have ended
+	synced chan struct{} // closed when the state first becomes Synced
+	wake   chan struct{} // nudges the sync monitor
 
 	shard        entryShard             // WithShard, WithShardSource
 	outsideShard atomic.Int64           // objects the server sent outside the shard, dropped
 	lastContact  atomic.Int64           // unix nanoseconds of the last request the server answered
 	stopReason   atomic.Pointer[string] // what Stopped will say (set before the run context is cancelled)
 
-	pubMu        sync.Mutex // serializes publishing, so statuses are published in order; taken before mu
-	mu           sync.Mutex // guards the status fields below
-	state        State
-	err          error
-	reason       string
-	since        time.Time
-	started      bool
-	everSynced   bool
-	watchOpen    bool // a server watch was handed to the reflector since the last removal
-	awaitRelist  bool // a removal or version switch happened; Synced again after a real relist
-	relisted     bool // that relist returned, at relistRV
-	relistRV     string
-	removal      string    // why the resource was removed, until the cache is empty and Removed is published
-	removalSince time.Time // when removal was set
-	lastErrKind  error     // to log an error class once, not on every retry
-	configErr    error     // a configuration error no retry cures (wrong scope); sticky
-	contactErr   error     // the server cannot be reached (nil: it can)
-	forbiddenNS  error     // some namespaces of a multi-namespace informer are forbidden
-	accessErr    error     // the access check's last denial, until access is granted
-	panics       int64     // panics recovered from handlers added through the handle
-	lastPanic    *eventhandler.PanicError
+	pubMu     sync.Mutex        // serializes applying events' effects, so statuses are published in order; taken before mu
+	mu        sync.Mutex        // guards lc, panics, lastPanic
+	lc        lifecycle.Machine // the informer's state; changed only by apply
+	panics    int64             // panics recovered from handlers added through the handle
+	lastPanic *eventhandler.PanicError
 }
 
 // entryDeps is what an entry needs from outside.
@@ -105,8 +88,8 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 	e := &entry{
 		key: key, cfg: cfg, deps: deps, funcs: funcs,
 		logger: deps.logger.WithValues("gvr", gvr.String()),
-		state:  Pending, reason: "not started", since: time.Now(),
-		done: make(chan struct{}), synced: make(chan struct{}), wake: make(chan struct{}, 1),
+		lc:     lifecycle.New(time.Now()),
+		done:   make(chan struct{}), synced: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	e.gvr.Store(&gvr)
 	sel := listwatch.Selectors{Label: cfg.labelSelector, Field: cfg.fieldSelector, Tweak: cfg.tweak}
@@ -258,11 +241,11 @@ func (e *entry) GVR() schema.GroupVersionResource { return e.currentGVR() }
 func (e *entry) Follows() bool                    { return e.follow }
 func (e *entry) Namespaced() bool                 { return len(e.cfg.namespaces) > 0 }
 
-// Apply takes presence's verdict: it opens or closes the gate and keeps
-// the status in step.
+// Apply takes presence's verdict: it opens or closes the gate and tells
+// the state machine.
 func (e *entry) Apply(v presence.Verdict) {
 	e.mu.Lock()
-	sticky := e.configErr != nil
+	sticky := e.lc.ConfigFailed()
 	e.mu.Unlock()
 	if sticky {
 		return
@@ -273,20 +256,10 @@ func (e *entry) Apply(v presence.Verdict) {
 	}
 	e.lw.SetServed(v.Served, v.Reason, v.Known)
 	if v.Served {
+		e.apply(lifecycle.Event{Kind: lifecycle.ResourceServed})
 		return
 	}
-	e.update(func() bool {
-		switch {
-		case e.removal != "" && v.Known:
-			e.removal = v.Reason // not yet published: the authoritative reason wins
-			return false
-		case e.state == Removed && v.Known && e.reason != v.Reason:
-			return e.setLocked(Removed, e.notServed(v.Reason), v.Reason)
-		case e.state == Pending && e.started:
-			return e.pendingLocked(v.Reason)
-		}
-		return false
-	})
+	e.apply(lifecycle.Event{Kind: lifecycle.ResourceRemoved, Reason: v.Reason, Err: e.notServed(v.Reason), Known: v.Known})
 }
 
 // MoveTo makes a following informer list and watch version v of its
@@ -302,14 +275,7 @@ func (e *entry) MoveTo(v, reason string) {
 	gvr := old.GroupResource().WithVersion(v)
 	e.gvr.Store(&gvr)
 	e.logger.Info("following the preferred version", "from", old.Version, "to", v, "reason", reason)
-	e.update(func() bool {
-		e.metrics.move(e.identity())
-		e.awaitRelist, e.relisted = true, false
-		if e.state == Synced || e.state == Syncing || e.state == Removed {
-			return e.setLocked(Syncing, nil, "following version "+v+": "+reason)
-		}
-		return false
-	})
+	e.apply(lifecycle.Event{Kind: lifecycle.VersionSwitched, Version: v, Reason: reason})
 	e.lw.Relist()
 	e.lw.SetServed(true, "", true)
 }
@@ -318,24 +284,30 @@ func (e *entry) MoveTo(v, reason string) {
 // sends no request and stays Failed.
 func (e *entry) configError(kind error, reason string) {
 	ie := &InformerError{GVR: e.currentGVR(), Kind: kind, Err: errors.New(reason)}
-	e.update(func() bool {
-		e.configErr = ie
-		return e.setLocked(Failed, ie, reason)
-	})
+	e.apply(lifecycle.Event{Kind: lifecycle.ConfigError, Err: ie, Reason: reason})
 	e.lw.SetServed(false, reason, true)
+}
+
+// neverRuns records the state of an informer that could not be built:
+// Failed with err, or Stopped with it when stopped.
+func (e *entry) neverRuns(err error, stopped bool) {
+	kind := lifecycle.ConfigError
+	if stopped {
+		kind = lifecycle.Stop
+	}
+	e.apply(lifecycle.Event{Kind: kind, Err: err, Reason: err.Error()})
+}
+
+// stop records Stopped, for reason.
+func (e *entry) stop(reason string) {
+	e.apply(lifecycle.Event{Kind: lifecycle.Stop, Reason: reason})
 }
 
 // run runs the informer until ctx ends; done is closed when it has.
 func (e *entry) run(ctx context.Context) {
 	defer close(e.done)
-	e.update(func() bool {
-		e.started = true
-		open, reason, _ := e.lw.Gate.State()
-		if e.state == Pending && !open && e.configErr == nil {
-			return e.pendingLocked(reason)
-		}
-		return false
-	})
+	open, reason, _ := e.lw.Gate.State()
+	e.apply(lifecycle.Event{Kind: lifecycle.Start, Open: open, Reason: reason, Err: e.notServed(reason)})
 	ctx = logr.NewContext(ctx, e.logger)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -359,59 +331,39 @@ func (e *entry) run(ctx context.Context) {
 	}
 	e.informer.RunWithContext(ctx)
 	wg.Wait()
-	reason := "stopped"
+	stopped := "stopped"
 	if r := e.stopReason.Load(); r != nil {
-		reason = *r
+		stopped = *r
 	}
-	e.setState(Stopped, nil, reason)
+	e.stop(stopped)
 }
 
-// monitorSync moves the state to Synced once the cache holds a complete
-// list: on the first sync when client-go's informer has synced (waited
-// for, not polled); after a removal or a version switch when the
-// reflector has taken in the real list that followed (its last-synced
-// resourceVersion reached that list's: polled every 20 ms while it is
-// due). It also publishes Removed once a removal has emptied the cache.
+// monitorSync feeds the state machine what it cannot be told: whether
+// client-go's informer has synced, its reflector's last-synced
+// resourceVersion and, while a removal drains, whether the cache is empty
+// (lifecycle.CacheChecked). It checks when nudged, on client-go's first
+// sync (waited for, not polled), and every syncPoll while the machine
+// polls.
 func (e *entry) monitorSync(ctx context.Context) {
-	t := time.NewTicker(20 * time.Millisecond)
+	t := time.NewTicker(syncPoll)
 	defer t.Stop()
 	firstSync := e.informer.HasSyncedChecker().Done()
 	for {
 		e.mu.Lock()
-		syncing := e.state == Syncing
-		watchOpen := e.watchOpen
-		await, listed, listRV := e.awaitRelist, e.relisted, e.relistRV
-		removal, removalSince := e.removal, e.removalSince
+		removal := e.lc.Removal()
 		e.mu.Unlock()
-		if removal != "" && (e.cacheEmpty() || time.Since(removalSince) > removalGrace) {
-			e.update(func() bool {
-				if e.removal != removal {
-					return false
-				}
-				e.removal = ""
-				return e.setLocked(Removed, e.notServed(removal), removal)
-			})
-			removal = ""
+		ev := lifecycle.Event{Kind: lifecycle.CacheChecked, Removal: removal,
+			InformerSynced: e.informer.HasSynced(), LastRV: e.informer.LastSyncResourceVersion()}
+		if removal != 0 {
+			ev.CacheEmpty = e.cacheEmpty()
 		}
-		informerSynced := e.informer.HasSynced()
-		// Synced means the list is in the cache and the watch runs: with
-		// list+watch the watch opens after the list has been taken in.
-		if syncing && informerSynced && watchOpen && (!await || listed && rvReached(e.informer.LastSyncResourceVersion(), listRV)) {
-			e.update(func() bool {
-				if e.state != Syncing {
-					return false
-				}
-				e.everSynced = true
-				e.awaitRelist, e.relisted = false, false
-				return e.setLocked(Synced, nil, "")
-			})
-		}
+		out := e.apply(ev)
 		var poll <-chan time.Time
-		if removal != "" || syncing && informerSynced && await {
+		if out.Poll {
 			poll = t.C
 		}
 		var first <-chan struct{}
-		if !informerSynced {
+		if !ev.InformerSynced {
 			first = firstSync
 		}
 		select {
@@ -424,31 +376,14 @@ func (e *entry) monitorSync(ctx context.Context) {
 	}
 }
 
+// syncPoll is the sync monitor's poll period while the machine polls.
+const syncPoll = 20 * time.Millisecond
+
 // cacheEmpty reports whether the cache holds no object, without listing
 // its keys: the namespace index, always installed, drops a value when its
 // last object goes.
 func (e *entry) cacheEmpty() bool {
 	return len(e.informer.GetIndexer().ListIndexFuncValues(toolscache.NamespaceIndex)) == 0
-}
-
-// removalGrace bounds how long Removed waits for the cache to empty: an
-// add in flight while the removal's deletes were taken stays cached until
-// the resource returns.
-const removalGrace = 5 * time.Second
-
-// rvReached reports whether the reflector's last-synced resourceVersion
-// has reached want (etcd's are integers; others: any real one other than
-// the synthetic one).
-func rvReached(last, want string) bool {
-	if last == "" || last == gate.SyntheticRV {
-		return false
-	}
-	l, err1 := strconv.ParseUint(last, 10, 64)
-	w, err2 := strconv.ParseUint(want, 10, 64)
-	if err1 != nil || err2 != nil {
-		return true
-	}
-	return l >= w
 }
 
 func (e *entry) nudge() {
@@ -458,59 +393,51 @@ func (e *entry) nudge() {
 	}
 }
 
-// update runs f under e.mu; if f reports a change, the new status is
-// published (in order: publishing is serialized per informer; the object
-// count is taken outside e.mu).
-func (e *entry) update(f func() bool) {
+// apply feeds ev to the state machine under e.mu and applies the
+// transition's effects in order: logs, metrics, the status published
+// (publication is serialized per informer by pubMu; the object count is
+// taken outside e.mu), the synced channel closed, the monitor nudged.
+// An event without a time happens now.
+func (e *entry) apply(ev lifecycle.Event) lifecycle.Output {
+	if ev.At.IsZero() {
+		ev.At = time.Now()
+	}
 	e.pubMu.Lock()
 	defer e.pubMu.Unlock()
 	e.mu.Lock()
-	changed := f()
+	was := e.lc.State()
+	var out lifecycle.Output
+	e.lc, out = lifecycle.Next(e.lc, ev)
+	publish := out.Effects&lifecycle.Publish != 0
 	var st Status
-	if changed {
+	if publish {
 		st = e.statusLocked()
 	}
-	synced := e.everSynced
 	e.mu.Unlock()
-	if changed {
+	for _, l := range out.Logs {
+		e.logger.Info(l.Msg, l.KV...)
+	}
+	if out.Status.State != was {
+		e.logger.V(2).Info("informer state", "state", out.Status.State, "reason", out.Status.Reason)
+	}
+	switch ev.Kind {
+	case lifecycle.ListAnswered:
+		e.metrics.relisted()
+	case lifecycle.VersionSwitched:
+		e.metrics.move(e.identity())
+	}
+	if publish {
 		st.Objects = len(e.informer.GetStore().ListKeys())
 		e.deps.publish(st)
 		e.metrics.state(st.State)
 	}
-	if synced {
-		e.syncedOnce.Do(func() { close(e.synced) })
+	if out.Effects&lifecycle.CloseSynced != 0 {
+		close(e.synced)
 	}
-}
-
-func (e *entry) setState(s State, err error, reason string) {
-	e.update(func() bool { return e.setLocked(s, err, reason) })
-}
-
-// setLocked records a state and reports whether anything changed. e.mu
-// must be held.
-func (e *entry) setLocked(s State, err error, reason string) bool {
-	if e.state == Stopped {
-		return false
+	if out.Effects&lifecycle.Nudge != 0 {
+		e.nudge()
 	}
-	if e.state == s && e.err == err && e.reason == reason {
-		return false
-	}
-	if e.state != s {
-		e.since = time.Now()
-		e.logger.V(2).Info("informer state", "state", s, "reason", reason)
-	}
-	e.state, e.err, e.reason = s, err, reason
-	return true
-}
-
-// pendingLocked sets Pending for a resource the gate keeps closed: with no
-// error while presence is still checking, with ErrNotServed once a source
-// (or the server's 404) said it is not served. e.mu must be held.
-func (e *entry) pendingLocked(reason string) bool {
-	if reason == presence.CheckingReason || reason == "" {
-		return e.setLocked(Pending, nil, presence.CheckingReason)
-	}
-	return e.setLocked(Pending, e.notServed(reason), "waiting for the resource to be served: "+reason)
+	return out
 }
 
 func (e *entry) notServed(reason string) error {
@@ -518,6 +445,7 @@ func (e *entry) notServed(reason string) error {
 }
 
 func (e *entry) statusLocked() Status {
+	v := e.lc.View()
 	st := Status{
 		GVR:           e.currentGVR(),
 		Namespaces:    append([]string(nil), e.cfg.namespaces...),
@@ -526,15 +454,12 @@ func (e *entry) statusLocked() Status {
 		MetadataOnly:  e.cfg.metadataOnly,
 		Shard:         e.shard.current().Selector(),
 		OutsideShard:  e.outsideShard.Load(),
-		State:         e.state,
-		Err:           e.err,
-		Reason:        e.reason,
-		Since:         e.since,
-		ContactErr:    e.contactErr,
+		State:         State(v.State),
+		Err:           v.Err,
+		Reason:        v.Reason,
+		Since:         v.Since,
+		ContactErr:    v.ContactErr,
 		HandlerPanics: e.panics,
-	}
-	if st.Err == nil && e.forbiddenNS != nil && (e.state == Syncing || e.state == Synced) {
-		st.Err = e.forbiddenNS
 	}
 	if n := e.lastContact.Load(); n != 0 {
 		st.LastContact = time.Unix(0, n)
@@ -558,40 +483,16 @@ func (e *entry) status() Status {
 
 // gate.Hooks, called on the reflector's goroutine or a stream's.
 
-func (e *entry) listStarted() {
-	e.update(func() bool {
-		if e.state == Pending || e.state == Removed || e.removal != "" || e.state == Failed && e.configErr == nil {
-			e.removal = "" // served again before the removal was published
-			if e.state == Failed {
-				return false // stays Failed until a list succeeds
-			}
-			return e.setLocked(Syncing, nil, "listing")
-		}
-		return false
-	})
-}
+func (e *entry) listStarted() { e.apply(lifecycle.Event{Kind: lifecycle.ListStarted}) }
 
 func (e *entry) listed(rv string) {
-	e.update(func() bool {
-		changed := false
-		if e.state != Synced && e.state != Syncing {
-			changed = e.setLocked(Syncing, nil, "listing")
-		}
-		if e.awaitRelist {
-			// A removal or a version switch waits for this real list.
-			e.relisted, e.relistRV = true, rv
-		}
-		e.metrics.relisted()
-		e.lastErrKind = nil
-		return changed
-	})
+	e.apply(lifecycle.Event{Kind: lifecycle.ListAnswered, RV: rv})
 	if rv != "" {
 		// A list was handed to the reflector. (A watch-list stream calls
 		// this with "" when it opens; its shard is checked when its
 		// initial events end: shardListed.)
 		e.relistIfStale()
 	}
-	e.nudge()
 }
 
 // notFound: the server answered 404 for the collection; the gate is
@@ -622,46 +523,22 @@ func (e *entry) clusterScoped(gvr schema.GroupVersionResource) bool {
 }
 
 // watching: a server watch was handed to the reflector.
-func (e *entry) watching() {
-	e.mu.Lock()
-	open := e.watchOpen
-	e.watchOpen = true
-	e.mu.Unlock()
-	if !open {
-		e.nudge()
-	}
-}
+func (e *entry) watching() { e.apply(lifecycle.Event{Kind: lifecycle.WatchOpened}) }
 
 // emptied: every cached object was handed over as a delete. Removed is
-// published by the sync monitor once the cache is empty, so that a caller
-// told "Removed" finds the cache empty.
+// published once the cache is empty, so that a caller told "Removed"
+// finds the cache empty.
 func (e *entry) emptied(reason string) {
-	e.update(func() bool {
-		e.awaitRelist, e.relisted, e.watchOpen = true, false, false
-		e.removal, e.removalSince = reason, time.Now()
-		return false
-	})
-	e.nudge()
+	e.apply(lifecycle.Event{Kind: lifecycle.CacheEmptied, Reason: reason, Err: e.notServed(reason)})
 }
 
 // waitingForSlot: the first list waits for an initial-list slot
 // (WithMaxConcurrentInitialLists).
-func (e *entry) waitingForSlot() {
-	e.update(func() bool {
-		if e.state != Pending || e.configErr != nil {
-			return false
-		}
-		return e.setLocked(Pending, nil, WaitingForSlotReason)
-	})
-}
+func (e *entry) waitingForSlot() { e.apply(lifecycle.Event{Kind: lifecycle.SlotWaiting}) }
 
+// waiting: the informer never listed and the gate is closed.
 func (e *entry) waiting(reason string) {
-	e.update(func() bool {
-		if e.state == Removed || e.removal != "" || e.configErr != nil {
-			return false
-		}
-		return e.pendingLocked(reason)
-	})
+	e.apply(lifecycle.Event{Kind: lifecycle.GateWaiting, Reason: reason, Err: e.notServed(reason)})
 }
 
 // outsideShardSeen: the server sent n objects outside the informer's
@@ -673,7 +550,7 @@ func (e *entry) outsideShardSeen(n int) {
 		return
 	}
 	e.logger.Info("the server ignores the shard selector (ShardedListAndWatch off?); filtering on the client", "shard", e.shard.current().Selector())
-	e.update(func() bool { return true })
+	e.apply(lifecycle.Event{Kind: lifecycle.ShardIgnored})
 }
 
 // listwatch.LivenessHooks
@@ -688,41 +565,26 @@ func (e *entry) contact(err error) {
 	if err == nil {
 		e.lastContact.Store(time.Now().UnixNano())
 		e.mu.Lock()
-		lost := e.contactErr != nil
+		lost := e.lc.ContactLost()
 		e.mu.Unlock()
 		if lost {
-			e.update(func() bool {
-				e.contactErr = nil
-				return true
-			})
-			e.logger.Info("contact with the API server restored")
+			e.apply(lifecycle.Event{Kind: lifecycle.ContactRegained})
 		}
 		return
 	}
 	ie := &InformerError{GVR: e.currentGVR(), Kind: ErrNoContact, Err: err}
-	e.update(func() bool {
-		first := e.contactErr == nil
-		e.contactErr = ie
-		if first {
-			e.logger.Info("lost contact with the API server", "err", err.Error())
-		}
-		return first
-	})
+	e.apply(lifecycle.Event{Kind: lifecycle.ContactLost, Err: ie, Detail: err.Error()})
 }
 
 // forbiddenNamespaces: a multi-namespace list was refused in some
 // namespaces (empty: none).
 func (e *entry) forbiddenNamespaces(forbidden map[string]error) {
-	e.update(func() bool {
-		var ie error
-		if len(forbidden) > 0 {
-			first := forbidden[firstKey(forbidden)]
-			ie = &InformerError{GVR: e.currentGVR(), Kind: ErrForbidden, Err: fmt.Errorf("%s: %w", listwatch.ForbiddenMessage(forbidden), first)}
-		}
-		was := e.forbiddenNS
-		e.forbiddenNS = ie
-		return (was == nil) != (ie == nil) || ie != nil && was.Error() != ie.Error()
-	})
+	var ie error
+	if len(forbidden) > 0 {
+		first := forbidden[firstKey(forbidden)]
+		ie = &InformerError{GVR: e.currentGVR(), Kind: ErrForbidden, Err: fmt.Errorf("%s: %w", listwatch.ForbiddenMessage(forbidden), first)}
+	}
+	e.apply(lifecycle.Event{Kind: lifecycle.NamespacesForbidden, Err: ie})
 }
 
 func firstKey(m map[string]error) string {
@@ -748,27 +610,14 @@ func (e *entry) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, 
 	}
 	ie := classify(e.currentGVR(), err)
 	kind := ie.(*InformerError).Kind
-	e.update(func() bool {
-		if e.lastErrKind != kind {
-			e.lastErrKind = kind
-			e.logger.Info("list/watch failed; retrying with backoff", "err", err.Error())
-		}
-		switch {
-		case errors.Is(kind, ErrNotServed) || e.configErr != nil:
-			return false // the gate handles it (Pending/Removed)
-		case errors.Is(kind, ErrNoContact):
-			// The server was not reached: ContactErr says so (the liveness
-			// layer and, for NewForConfig, the transport set it); Failed is
-			// for answers that refuse.
-			return false
-		case e.state == Synced && errors.Is(kind, ErrWatch):
-			// A broken watch on a synced cache: the reflector resumes by
-			// itself.
-			return false
-		case e.state == Failed && e.err != nil && e.err.Error() == ie.Error():
-			return false // the same failure again: keep the status, and its Since
-		default:
-			return e.setLocked(Failed, ie, kind.Error())
-		}
-	})
+	class := lifecycle.Refused
+	switch {
+	case errors.Is(kind, ErrNotServed):
+		class = lifecycle.NotServed
+	case errors.Is(kind, ErrNoContact):
+		class = lifecycle.NoContact
+	case errors.Is(kind, ErrWatch):
+		class = lifecycle.Broken
+	}
+	e.apply(lifecycle.Event{Kind: lifecycle.ListFailed, Err: ie, Reason: kind.Error(), Class: class, Detail: err.Error()})
 }

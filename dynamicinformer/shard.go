@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/shard"
 )
@@ -93,7 +94,7 @@ func (e *entry) switchShard(s shard.Shard) {
 		c.Holds(held, ok)
 	}
 	e.logger.V(1).Info("shard changed; switching", "shard", s.Selector(), "size", s.Size())
-	e.update(func() bool { return true }) // Status.Shard
+	e.apply(lifecycle.Event{Kind: lifecycle.ShardChanged}) // Status.Shard
 	e.lw.Switch()
 }
 

@@ -126,8 +126,9 @@ func (e *entry) waitFor(ctx context.Context, rv string, reached func(string) (bo
 	done := e.done
 	for {
 		e.mu.Lock()
-		state, stErr := e.state, e.err
+		v := e.lc.View()
 		e.mu.Unlock()
+		state, stErr := State(v.State), v.Err
 		if state == Synced {
 			ok, err := reached(rv)
 			if ok || err != nil {
