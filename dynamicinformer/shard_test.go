@@ -62,10 +62,17 @@ func TestShardsWithAServerThatIgnoresTheSelector(t *testing.T) {
 	}
 	check := func(want map[types.UID]bool) {
 		t.Helper()
+		// Wait for the set, not the count: while creates and deletes are
+		// in flight the count passes through len(want) with other objects.
 		waitFor(t, func() bool {
 			n := 0
 			for _, h := range handles {
-				n += len(h.Informer().GetStore().ListKeys())
+				for _, o := range h.Informer().GetStore().List() {
+					if !want[o.(*unstructured.Unstructured).GetUID()] {
+						return false
+					}
+					n++
+				}
 			}
 			return n == len(want)
 		})
