@@ -39,8 +39,8 @@ type CompactorOptions struct {
 // pointer load while the cache stays compact. Use one Compactor per
 // informer: informer.SetTransform(ikcache.NewCompactor(opts).Transform)
 // (after other transforms: Chain(StripManagedFields, c.Transform)), or
-// informerkit's factory option dynamicinformer.WithCompact, which does
-// that.
+// a compact dynamicinformer.Projection, with which informerkit's factory
+// does that.
 //
 // What it keeps is sized by what is read, per Compactor, not by a fixed
 // process-wide capacity:

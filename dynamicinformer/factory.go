@@ -66,7 +66,7 @@ type Factory struct {
 }
 
 // NewSharedInformerFactory returns a factory on client (which may be nil
-// if every informer is WithMetadataOnly; CRDs are then not tracked).
+// if every informer's projection is MetadataOnly; CRDs are then not tracked).
 // defaultResync is the default handler resync period (0: none). Without
 // WithDiscovery or WithResolver, ForName and Subscribe return
 // ErrNoResolver and presence relies on CRDs and 404 answers.
@@ -98,7 +98,7 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 
 // NewForConfig builds the dynamic, discovery and metadata clients from cfg
 // and returns a factory with ForName, Subscribe, CRD tracking and
-// WithMetadataOnly support.
+// MetadataOnly projection support.
 func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option) (*Factory, error) {
 	monitor := &contactMonitor{}
 	cfg = rest.CopyConfig(cfg)
