@@ -254,29 +254,25 @@ func WithIndexers(idx toolscache.Indexers) ResourceOption {
 	}
 }
 
-// WithResyncPeriod sets the handler resync period of the handle's
-// AddEventHandler (0: none; AddEventHandlerWithOptions may give another).
-// It is per handle, on a shared informer too, within what client-go can
-// do: its informer checks for resyncs at its first handle's period, so a
-// later handle asking for a shorter nonzero one (or any, when the first
-// asked for none) gets ErrOptionConflict. A resync replays the informer's
-// cache to its handlers (an update per cached object, old == new): it
-// sends no request and repairs nothing the cache got wrong. For a real
-// list from the server, see WithRelistPeriod.
+// WithResyncPeriod sets the resync period of the handle's AddEventHandler
+// (0: none). It is per handle; client-go's informer checks for resyncs at
+// its first handle's period, so a later handle asking for a shorter
+// nonzero one (or any, when the first asked for none) gets
+// ErrOptionConflict. A resync replays the cache to handlers (an update
+// per cached object, old == new): it sends no request and repairs nothing
+// (see WithRelistPeriod).
 func WithResyncPeriod(d time.Duration) ResourceOption {
 	return func(c *resourceConfig) { c.resync = &d }
 }
 
-// WithAutoLabelIndex turns label indexing on demand on or off for the
-// informer; on a shared informer it is on if any handle asks. Default on: the informer's indexer carries the cache.AutoLabelKeyIndex
-// marker, so the first label-selector List through a Lister that needs an
-// index for label key k adds a per-key index of k (cache.LabelKeyIndexName,
-// at most cache.MaxAutoLabelKeys keys); later selector Lists on k are
-// answered from it. A per-key index costs next to nothing on updates that
-// leave the label alone (docs/PERFORMANCE.md, "Write throughput with the
-// label index"). Off: selector Lists scan, as client-go's do, unless an
-// index was added explicitly (LabelIndexKeys, or WithIndexers with
-// cache.LabelIndexers() for the inverted index over every label).
+// WithAutoLabelIndex turns label indexing on demand on or off (default
+// on; on a shared informer: on if any handle asks). On, the first
+// label-selector List through a Lister that needs an index for label key
+// k adds a per-key index of k (cache.LabelKeyIndexName, at most
+// cache.MaxAutoLabelKeys keys), and later selector Lists on k use it. Off,
+// selector Lists scan, as client-go's do, unless an index was added
+// explicitly (WithLabelIndexKeys, or WithIndexers with
+// cache.LabelIndexers()).
 func WithAutoLabelIndex(on bool) ResourceOption {
 	return func(c *resourceConfig) { c.labelIndex = &on }
 }
