@@ -508,25 +508,3 @@ func TestMutationDetector(t *testing.T) {
 		t.Error("handler-fed detector missed a mutation")
 	}
 }
-
-func TestChainMembers(t *testing.T) {
-	c := Chain(StripManagedFields, nil, InternKeys)
-	got := ChainMembers(c)
-	if len(got) != 2 || reflect.ValueOf(got[0]).Pointer() != reflect.ValueOf(StripManagedFields).Pointer() ||
-		reflect.ValueOf(got[1]).Pointer() != reflect.ValueOf(InternKeys).Pointer() {
-		t.Fatalf("ChainMembers = %d funcs, want StripManagedFields and InternKeys", len(got))
-	}
-	called := false
-	other := func(obj interface{}) (interface{}, error) { called = true; return obj, nil }
-	if ChainMembers(other) != nil || ChainMembers(StripManagedFields) != nil || ChainMembers(nil) != nil || called {
-		t.Fatal("ChainMembers of a func Chain did not make: want nil, and the func not called")
-	}
-	// The chain still transforms.
-	u := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{"managedFields": []interface{}{}}}}
-	if _, err := c(u); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := u.Object["metadata"].(map[string]interface{})["managedFields"]; ok {
-		t.Fatal("chain did not strip managedFields")
-	}
-}

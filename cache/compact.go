@@ -26,8 +26,8 @@ import (
 // NestedField reads any field from the encoding (genericlister's
 // ListCompact and GetCompact hand out such views).
 //
-// A Compactor (NewCompactor(...).Transform, or CompactTransform for the
-// process-wide default one) puts Compact objects into an informer's cache.
+// A Compactor (NewCompactor(...).Transform) puts Compact objects into an
+// informer's cache.
 // genericlister and DecodingHandler read them through Shared and
 // SharedInList, which keep decoded objects of the Compactor's working set,
 // so readers keep seeing *unstructured.Unstructured. A Compact is
@@ -163,12 +163,12 @@ func encodeExact(obj map[string]interface{}) ([]byte, error) {
 	return append(make([]byte, 0, len(b)), b...), nil
 }
 
-// NewCompact encodes u as a Compact owned by the default Compactor (see
-// DefaultCompactor). u is not modified or retained. Values of types JSON
+// NewCompact encodes u as a Compact owned by no Compactor: its Shared
+// reads decode afresh each time. u is not modified or retained. Values of types JSON
 // decoding never produces (int, []string …, which a transform may have
 // set) are normalized through JSON first, as the API server would.
 func NewCompact(u *unstructured.Unstructured) (*Compact, error) {
-	return defaultCompactor.newCompact(u)
+	return newCompact(u, nil)
 }
 
 func newCompact(u *unstructured.Unstructured, owner *Compactor) (*Compact, error) {
@@ -222,14 +222,6 @@ func newCompact(u *unstructured.Unstructured, owner *Compactor) (*Compact, error
 		st:                &a.st,
 	}
 	return &a.c, nil
-}
-
-// CompactTransform is the TransformFunc of compact mode with the
-// process-wide default Compactor: DefaultCompactor().Transform. Prefer a
-// Compactor per informer (NewCompactor(...).Transform), so that each
-// informer's decoded objects are sized and aged by its own reads.
-func CompactTransform(obj interface{}) (interface{}, error) {
-	return defaultCompactor.Transform(obj)
 }
 
 // DecodingHandler wraps h so that it receives decoded

@@ -13,13 +13,14 @@ import (
 
 func TestCompactRoundTrip(t *testing.T) {
 	u := managedObject()
-	obj, err := Chain(StripManagedFields, CompactTransform)(u.DeepCopy())
+	compact := NewCompactor(CompactorOptions{}).Transform
+	obj, err := Chain(StripManagedFields, compact)(u.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, ok := obj.(*Compact)
 	if !ok {
-		t.Fatalf("CompactTransform returned %T", obj)
+		t.Fatalf("Compactor.Transform returned %T", obj)
 	}
 	want := u.DeepCopy()
 	StripManagedFields(want)
@@ -44,10 +45,10 @@ func TestCompactRoundTrip(t *testing.T) {
 	if v, _ := f(c); !reflect.DeepEqual(v, []string{"Running"}) {
 		t.Errorf("field index %v", v)
 	}
-	if again, _ := CompactTransform(c); again != c {
-		t.Error("CompactTransform is not idempotent")
+	if again, _ := compact(c); again != c {
+		t.Error("Compactor.Transform is not idempotent")
 	}
-	ts, _ := CompactTransform(toolscache.DeletedFinalStateUnknown{Key: "ns/a", Obj: u})
+	ts, _ := compact(toolscache.DeletedFinalStateUnknown{Key: "ns/a", Obj: u})
 	if _, ok := ts.(toolscache.DeletedFinalStateUnknown).Obj.(*Compact); !ok {
 		t.Errorf("tombstone not compacted: %#v", ts)
 	}

@@ -39,8 +39,8 @@ type CompactorOptions struct {
 // pointer load while the cache stays compact. Use one Compactor per
 // informer: informer.SetTransform(ikcache.NewCompactor(opts).Transform)
 // (after other transforms: Chain(StripManagedFields, c.Transform)), or
-// informerkit's factory option dynamicinformer.WithCompact, which does
-// that.
+// a compact dynamicinformer.Projection, with which informerkit's factory
+// does that.
 //
 // What it keeps is sized by what is read, per Compactor, not by a fixed
 // process-wide capacity:
@@ -73,11 +73,9 @@ type CompactorOptions struct {
 // every reader, like the objects of a normal informer cache: they must not
 // be modified (DeepCopy first). A Compactor is safe for concurrent use.
 //
-// Envelopes. Informers of dynamicinformer.WithCompact, or with a
-// Compactor's Transform as their transform (a factory from NewForConfig,
-// no transform before the Compactor other than StripManagedFields and
-// DropLastAppliedConfiguration, which the decoder applies), do not decode
-// objects into maps: the decoder writes the compact
+// Envelopes. Informers of a dynamicinformer factory whose projection is
+// compact (dynamicinformer.Projection) and that run no transform of their
+// own before the Compactor do not decode objects into maps: the decoder writes the compact
 // encoding straight from the JSON and returns an
 // *unstructured.Unstructured envelope holding apiVersion, kind, the
 // metadata fields a Compact keeps (name, namespace, uid, resourceVersion,
@@ -147,12 +145,6 @@ func NewCompactor(opts CompactorOptions) *Compactor {
 	return &Compactor{maxDecoded: opts.MaxDecoded, idle: opts.Idle, listsOnSecondRead: opts.KeepListsOnSecondRead,
 		now: time.Now, lastTick: time.Now()}
 }
-
-var defaultCompactor = NewCompactor(CompactorOptions{})
-
-// DefaultCompactor returns the process-wide Compactor behind NewCompact
-// and CompactTransform, with the default options.
-func DefaultCompactor() *Compactor { return defaultCompactor }
 
 // Transform is the TransformFunc of compact mode: it turns each
 // *unstructured.Unstructured into a *Compact owned by c. Compact objects

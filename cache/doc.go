@@ -45,8 +45,7 @@
 //
 // # Compact mode
 //
-// A Compactor's Transform (or CompactTransform, the process-wide default
-// Compactor's) keeps each object as a *Compact: a pre-parsed binary
+// A Compactor's Transform keeps each object as a *Compact: a pre-parsed binary
 // encoding of the whole object plus the metadata keys and indexes read,
 // about a quarter of the decoded object's heap (docs/PERFORMANCE.md).
 // genericlister and DecodingHandler read Compact objects as
@@ -61,9 +60,9 @@
 //	c := ikcache.NewCompactor(ikcache.CompactorOptions{})
 //	informer.SetTransform(ikcache.Chain(ikcache.StripManagedFields, c.Transform))
 //
-// informerkit's factory offers it as dynamicinformer.WithCompact, and
-// there, with no transform before the Compactor other than
-// StripManagedFields and DropLastAppliedConfiguration, objects never
+// informerkit's factory offers it as a projection
+// (dynamicinformer.Projection's Compact), and there, with no transform of
+// the caller's before the Compactor, objects never
 // become maps: the decoder writes the compact encoding straight from the
 // JSON in one pass (about a tenth of the allocations of decoding and then
 // compacting) and hands the Compactor an envelope to finish (see

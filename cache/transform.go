@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -147,11 +146,6 @@ func editInPlace(obj interface{}, edit func(obj interface{}, apply bool) bool) i
 // result of the previous one, and stops at the first error. Nil entries are
 // skipped; Chain() returns the identity. Chain of transforms that follow
 // the contract above follows it too.
-//
-// Chain is never inlined, so that every func it returns has the same code
-// (ChainMembers recognises them by it).
-//
-//go:noinline
 func Chain(fns ...toolscache.TransformFunc) toolscache.TransformFunc {
 	var list []toolscache.TransformFunc
 	for _, f := range fns {
@@ -160,10 +154,6 @@ func Chain(fns ...toolscache.TransformFunc) toolscache.TransformFunc {
 		}
 	}
 	return func(obj interface{}) (interface{}, error) {
-		if p, ok := obj.(*chainProbe); ok {
-			p.members = list
-			return obj, nil
-		}
 		for _, f := range list {
 			var err error
 			if obj, err = f(obj); err != nil {
@@ -172,28 +162,6 @@ func Chain(fns ...toolscache.TransformFunc) toolscache.TransformFunc {
 		}
 		return obj, nil
 	}
-}
-
-// chainProbe asks a func made by Chain for its members (ChainMembers).
-type chainProbe struct{ members []toolscache.TransformFunc }
-
-// chainCode is the code of the funcs Chain returns (every one shares it).
-var chainCode = reflect.ValueOf(Chain()).Pointer()
-
-// ChainMembers returns the transforms a func made by Chain applies, in
-// order (nil entries left out), and nil for any other func. It lets a
-// caller that knows some transforms by identity (a decoder that need not
-// build what StripManagedFields removes) see through a Chain. It never
-// calls a func that Chain did not make.
-func ChainMembers(t toolscache.TransformFunc) []toolscache.TransformFunc {
-	if t == nil || reflect.ValueOf(t).Pointer() != chainCode {
-		return nil
-	}
-	p := &chainProbe{}
-	if _, err := t(p); err != nil {
-		return nil
-	}
-	return p.members
 }
 
 // ProjectedMetadataFields are the fields of metadata that Project always

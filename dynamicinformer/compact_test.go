@@ -12,11 +12,11 @@ import (
 	ikcache "github.com/informerkit/informerkit/cache"
 )
 
-// TestWithCompact: an informer with WithCompact caches *cache.Compact
-// objects through a Compactor of its own, its listers return decoded
-// objects (kept and shared on the next read), and compact mode makes an
-// informer distinct.
-func TestWithCompact(t *testing.T) {
+// TestCompactProjection: an informer with a compact projection caches
+// *cache.Compact objects through a Compactor of its own, after its
+// WithTransform transform; its listers return decoded objects (kept and
+// shared on the next read), and compact projections share by value.
+func TestCompactProjection(t *testing.T) {
 	before := runtime.NumGoroutine()
 	client := fakeClient(widget("a", "w1", map[string]string{"tier": "web"}), widget("a", "w2", nil), widget("b", "w3", nil))
 	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
@@ -24,18 +24,21 @@ func TestWithCompact(t *testing.T) {
 	defer cancel()
 	strip := 0
 	plain := f.ForResource(widgets)
-	h := f.ForResource(widgets, WithCompact(ikcache.CompactorOptions{}), WithTransform(func(o interface{}) (interface{}, error) {
+	compact := func(max int) ResourceOption {
+		return WithProjection(Projection{Compact: true, CompactOptions: ikcache.CompactorOptions{MaxDecoded: max}})
+	}
+	h := f.ForResource(widgets, compact(0), WithTransform("check", func(o interface{}) (interface{}, error) {
 		strip++ // runs before the Compactor: it still sees Unstructured
 		if _, ok := o.(*unstructured.Unstructured); !ok {
 			t.Errorf("WithTransform's transform got %T", o)
 		}
 		return o, nil
 	}))
-	other := f.ForResource(widgets, WithCompact(ikcache.CompactorOptions{MaxDecoded: 10}))
+	other := f.ForResource(widgets, compact(10))
 	if h.Informer() == plain.Informer() || h.Informer() == other.Informer() {
 		t.Fatal("compact informers share with informers of other modes")
 	}
-	if again := f.ForResource(widgets, WithCompact(ikcache.CompactorOptions{MaxDecoded: 10})); again.Informer() != other.Informer() {
+	if again := f.ForResource(widgets, compact(10)); again.Informer() != other.Informer() {
 		t.Fatal("the same compact options did not share")
 	}
 	f.Start(ctx)
@@ -62,11 +65,6 @@ func TestWithCompact(t *testing.T) {
 	objs, err := h.UnstructuredLister().List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
 	if err != nil || len(objs) != 1 || objs[0] != g2 {
 		t.Errorf("selector List: %v, %v", objs, err)
-	}
-	// Its own Compactor: the default one kept nothing.
-	c, _ := h.Informer().GetIndexer().List()[0].(*ikcache.Compact)
-	if c == nil || ikcache.DefaultCompactor().Stats().Held != 0 {
-		t.Error("the informer's reads went to the process-wide Compactor")
 	}
 	cancel()
 	f.Shutdown()

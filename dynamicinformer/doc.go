@@ -14,13 +14,34 @@
 //
 // # Sharing
 //
-// ForResource and ForName return handles. Calls with the same GVR and the
-// same distinguishing options (namespaces, label and field selectors,
-// tweak and transform funcs, WithCompact and its options, WithMetadataOnly,
-// WithSharingKey) share one client-go SharedIndexInformer. Indexers and
-// resync periods do not distinguish informers: new indexers are added to
-// the shared one. When the last handle of an informer is released the
-// informer stops and its cache is dropped. *InformerHandle has client-go's
+// ForResource and ForName fold their options once into a value: the
+// informer's spec (what makes it distinct; the factory's sharing key) and
+// its plan (client, decoding, transforms, indexers), resolved once when
+// the informer is made. Handles with equal specs share one client-go
+// SharedIndexInformer; every other option merges into it by a rule, or
+// the handle gets ErrOptionConflict (from ForName; in the Status of a
+// ForResource handle, which is Failed while the shared informer and its
+// other handles go on). No option is ignored:
+//
+//	Option                    On a shared informer
+//	WithNamespaces            distinct (the set: order and repeats do not matter)
+//	WithLabelSelector         distinct
+//	WithFieldSelector         distinct
+//	WithProjection            distinct (by value; see Projection)
+//	WithShard                 distinct (by its selector)
+//	WithShardSource           distinct (by source: equal values share)
+//	WithSharingKey            distinct
+//	WithTransform(key, f)     distinct by key; equal keys run the first handle's f; "" is the handle's own
+//	WithTweakListOptions(k,f) distinct by key; equal keys run the first handle's f; "" is the handle's own
+//	WithIndexers              merged: union by name; a name present keeps its function
+//	WithLabelIndexKeys        merged: as WithIndexers
+//	WithAutoLabelIndex        merged: on if any handle asks
+//	WithRelistPeriod          merged: the shortest asked, applied to a running informer too
+//	WithAccessCheck           merged: on if any handle asks before the informer starts
+//	WithResyncPeriod          per handle (its AddEventHandler); shorter than the first handle's: ErrOptionConflict
+//
+// When the last handle of an informer is released the informer stops and
+// its cache is dropped. *InformerHandle has client-go's
 // informers.GenericInformer method set.
 //
 // # Lifecycle of the resource
@@ -146,13 +167,14 @@
 //
 // Informers of a factory from NewForConfig decode list bodies and watch
 // events on their own path — each object once, in one pass, straight into
-// *unstructured.Unstructured with interned keys, without building
-// metadata.managedFields or the last-applied annotation when the
-// informer's transform is cache.StripManagedFields or
-// cache.DropLastAppliedConfiguration (alone or in a cache.Chain) — with
-// client-go's results and errors, over client-go's REST client
-// (transport, auth, rate limiting, retries). WithAPIMachineryDecoding turns it off; see docs/DESIGN.md
-// ("Decode path") and docs/PERFORMANCE.md.
+// *unstructured.Unstructured with interned keys, without building what
+// the projection drops (managed fields, the last-applied annotation) and,
+// for a compact projection with no WithTransform transform, straight into
+// the compact encoding — with client-go's results and errors, over
+// client-go's REST client (transport, auth, rate limiting, retries). The
+// path follows from the Projection value alone. WithAPIMachineryDecoding
+// turns it off; see docs/DESIGN.md ("Decode path") and
+// docs/PERFORMANCE.md.
 //
 // # Metrics
 //

@@ -27,6 +27,13 @@ var (
 	// ErrInvalidSelector: a label or field selector does not parse, or the
 	// server rejected it.
 	ErrInvalidSelector = errors.New("invalid selector")
+	// ErrInvalidProjection: a Projection that cannot be built (a field
+	// path that does not parse, Compact with MetadataOnly).
+	ErrInvalidProjection = errors.New("invalid projection")
+	// ErrOptionConflict: a handle asked a shared informer for what it
+	// cannot honour; the error names the option. The handle is Failed,
+	// the shared informer and its other handles are unaffected.
+	ErrOptionConflict = errors.New("option conflicts with the shared informer")
 	// ErrNamespaceOnClusterScoped: a namespace option was given for a
 	// cluster-scoped resource.
 	ErrNamespaceOnClusterScoped = presence.ErrNamespaceOnClusterScoped
@@ -35,9 +42,10 @@ var (
 	// ErrNoResolver: ForName needs WithResolver or WithDiscovery.
 	ErrNoResolver = errors.New("no discovery resolver configured")
 	// ErrDynamicClientMissing: the factory was given no dynamic client and
-	// the informer is not WithMetadataOnly.
+	// the informer's projection is not MetadataOnly.
 	ErrDynamicClientMissing = errors.New("informer needs a dynamic client")
-	// ErrMetadataClientMissing: WithMetadataOnly needs WithMetadataClient.
+	// ErrMetadataClientMissing: a MetadataOnly projection needs
+	// WithMetadataClient.
 	ErrMetadataClientMissing = errors.New("metadata-only informer needs WithMetadataClient")
 	// ErrStoreRead: the API server cannot read some objects of the resource
 	// from its storage (stored bytes that do not decode or decrypt), so it

@@ -2,6 +2,7 @@ package dynamicinformer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -55,7 +56,7 @@ type Factory struct {
 	initialLists *gate.Slots
 
 	mu        sync.Mutex // guards informers, started, runCtx, cancel, shutdown
-	informers map[string]*entry
+	informers map[spec]*entry
 	started   bool
 	runCtx    context.Context
 	cancel    context.CancelFunc
@@ -65,7 +66,7 @@ type Factory struct {
 }
 
 // NewSharedInformerFactory returns a factory on client (which may be nil
-// if every informer is WithMetadataOnly; CRDs are then not tracked).
+// if every informer's projection is MetadataOnly; CRDs are then not tracked).
 // defaultResync is the default handler resync period (0: none). Without
 // WithDiscovery or WithResolver, ForName and Subscribe return
 // ErrNoResolver and presence relies on CRDs and 404 answers.
@@ -81,7 +82,7 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 		client:    client,
 		cfg:       cfg,
 		notifier:  newStatusNotifier(),
-		informers: map[string]*entry{},
+		informers: map[spec]*entry{},
 		closed:    make(chan struct{}),
 		metrics:   newMetricsDeps(cfg.metrics),
 	}
@@ -97,7 +98,7 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 
 // NewForConfig builds the dynamic, discovery and metadata clients from cfg
 // and returns a factory with ForName, Subscribe, CRD tracking and
-// WithMetadataOnly support.
+// MetadataOnly projection support.
 func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option) (*Factory, error) {
 	monitor := &contactMonitor{}
 	cfg = rest.CopyConfig(cfg)
@@ -129,41 +130,52 @@ func (f *Factory) Resolver() *discoveryresolver.Resolver { return f.cfg.resolver
 
 // ForResource returns a handle on the informer for gvr with the given
 // options, creating it if needed. Calls with the same GVR and the same
-// distinguishing options share one informer (one list+watch; see the
-// package documentation). If the factory is started, a new informer
-// starts at once. It never fails: problems (resource not served, invalid
-// selector, forbidden, a namespace asked of a cluster-scoped resource)
-// show in the handle's Status. After Shutdown it returns a handle whose
-// informer never runs and whose Status says Stopped with ErrShutdown.
+// distinguishing options share one informer (one list+watch); the other
+// options merge (see the package documentation, "Sharing"). If the
+// factory is started, a new informer starts at once. It never fails:
+// problems (resource not served, invalid selector or projection,
+// forbidden, a namespace asked of a cluster-scoped resource, an option
+// the shared informer cannot honour) show in the handle's Status. After
+// Shutdown it returns a handle whose informer never runs and whose Status
+// says Stopped with ErrShutdown.
 func (f *Factory) ForResource(gvr schema.GroupVersionResource, opts ...ResourceOption) *InformerHandle {
 	h, _ := f.forResource(gvr, f.cfg.merge(opts), false)
 	return h
 }
 
-// forResource returns a handle on the informer for gvr and cfg, creating
-// it if needed. A following informer (see ForName) is shared only with
-// other following informers of the same group-resource.
+// forResource returns a handle on the informer for gvr and cfg (folded
+// once by merge), creating it if needed: cfg is validated and resolved
+// into a plan only then. A following informer (see ForName) is shared
+// only with other following informers of the same group-resource. A
+// handle that cannot join its shared informer is dead (Failed with
+// ErrOptionConflict); the informer is unaffected.
 func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfig, follow bool) (*InformerHandle, error) {
-	key := gvr.String() + "#" + cfg.sharingIdentity()
-	if follow {
-		key = "follow:" + gvr.GroupResource().String() + "#" + cfg.sharingIdentity()
-	}
+	key := cfg.spec(gvr, follow)
 	f.mu.Lock()
 	if f.shutdown {
 		f.mu.Unlock()
 		return f.deadHandle(gvr, cfg, ErrShutdown), ErrShutdown
 	}
 	if e, ok := f.informers[key]; ok {
-		e.refs++
+		err := e.join(cfg, e.cancel != nil)
+		if err == nil {
+			e.refs++
+		}
 		f.mu.Unlock()
-		e.addIndexers(cfg.indexers)
-		return f.handle(e), nil
+		if err != nil {
+			return f.deadHandle(gvr, cfg, err), err
+		}
+		return f.handle(e, cfg), nil
 	}
 	f.mu.Unlock()
 	if err := cfg.validate(); err != nil {
-		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: ErrInvalidSelector, Err: err}), err
+		kind := ErrInvalidSelector
+		if errors.Is(err, ErrInvalidProjection) {
+			kind = ErrInvalidProjection
+		}
+		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: kind, Err: err}), err
 	}
-	e, err := f.newEntry(key, gvr, cfg)
+	e, err := f.newEntry(key, gvr, cfg, resolve(cfg, f.fastDecoding()))
 	if err != nil {
 		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: err, Err: err}), err
 	}
@@ -175,8 +187,11 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 	}
 	if other, ok := f.informers[key]; ok { // created meanwhile by another caller
 		e.metrics.end(0)
+		if err := other.join(cfg, other.cancel != nil); err != nil {
+			return f.deadHandle(gvr, cfg, err), err
+		}
 		other.refs++
-		return f.handle(other), nil
+		return f.handle(other, cfg), nil
 	}
 	e.Apply(f.presence.Register(e))
 	e.refs = 1
@@ -184,17 +199,39 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 	if f.started {
 		f.startLocked(e)
 	}
-	return f.handle(e), nil
+	return f.handle(e, cfg), nil
 }
 
-func (f *Factory) handle(e *entry) *InformerHandle {
-	return &InformerHandle{e: e, release: f.release}
+func (f *Factory) handle(e *entry, cfg resourceConfig) *InformerHandle {
+	return &InformerHandle{e: e, release: f.release, resync: cfg.resyncPeriod()}
 }
 
-// addIndexers adds indexers a new handle asks for to a shared informer.
-// HasIndex, not GetIndexers: client-go returns its indexer map unlocked,
-// and listers may add label indexes meanwhile (so one at a time: a lost
-// race on one name is not an error).
+// join merges what a new handle's cfg asks for into its shared informer
+// e, by each option's rule (the package documentation's table). started
+// says whether e runs. f.mu is held. On ErrOptionConflict nothing changed.
+func (e *entry) join(cfg resourceConfig, started bool) error {
+	// Handler resync: per handle, within the period client-go's informer
+	// checks at (its first handle's; it cannot be lowered once running).
+	if d, base := cfg.resyncPeriod(), e.cfg.resyncPeriod(); d > 0 && (base <= 0 || d < base) {
+		return &InformerError{GVR: e.currentGVR(), Kind: ErrOptionConflict, Err: fmt.Errorf(
+			"WithResyncPeriod(%v): the shared informer resyncs at most every %v (its first handle's period; WithSharingKey gives an informer of its own)", d, base)}
+	}
+	// Access check: on if any handle asks before the informer starts.
+	if cfg.accessCheck && !e.cfg.accessCheck && !started {
+		e.cfg.accessCheck = true
+		e.lw.Access = e.accessCheck()
+	}
+	// Relist period: the shortest asked, applied to a running informer.
+	e.relist.lower(cfg.relistPeriod)
+	// Indexers: the union by name; the auto label index: on if any asks.
+	e.addIndexers(cfg.allIndexers())
+	return nil
+}
+
+// addIndexers adds indexers a new handle asks for to a shared informer;
+// a name it has keeps its function. HasIndex, not GetIndexers: client-go
+// returns its indexer map unlocked, and listers may add label indexes
+// meanwhile (so one at a time: a lost race on one name is not an error).
 func (e *entry) addIndexers(indexers toolscache.Indexers) {
 	indexer := e.informer.GetIndexer()
 	for name, fn := range indexers {
@@ -207,8 +244,8 @@ func (e *entry) addIndexers(indexers toolscache.Indexers) {
 	}
 }
 
-// newEntry builds an informer's machinery for gvr and cfg.
-func (f *Factory) newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig) (*entry, error) {
+// newEntry builds an informer's machinery for gvr, cfg and its plan p.
+func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p plan) (*entry, error) {
 	deps := entryDeps{
 		logger:    f.cfg.logger,
 		publish:   f.notifier.publish,
@@ -238,7 +275,7 @@ func (f *Factory) newEntry(key string, gvr schema.GroupVersionResource, cfg reso
 	var funcs listwatch.Funcs
 	var lists listwatch.ListBuilder
 	var client any
-	if cfg.metadataOnly {
+	if p.client == metadataClient {
 		if f.cfg.metadataClient == nil {
 			return nil, ErrMetadataClientMissing
 		}
@@ -256,7 +293,7 @@ func (f *Factory) newEntry(key string, gvr schema.GroupVersionResource, cfg reso
 		if f.client == nil {
 			return nil, ErrDynamicClientMissing
 		}
-		dyn := f.listWatchClient(cfg)
+		dyn := f.listWatchClient(p)
 		funcs = listwatch.Funcs{
 			List: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
 				return dyn.Resource(current()).Namespace(ns).List(ctx, o)
@@ -267,21 +304,22 @@ func (f *Factory) newEntry(key string, gvr schema.GroupVersionResource, cfg reso
 		}
 		lists, client = listwatch.UnstructuredLists(current), dyn
 	}
-	e, err := newEntry(key, gvr, cfg, funcs, lists, watchlist.DoesClientNotSupportWatchListSemantics(client), deps)
+	e, err := newEntry(key, gvr, cfg, p, funcs, lists, watchlist.DoesClientNotSupportWatchListSemantics(client), deps)
 	return e, err
 }
 
 // deadHandle is returned where an informer cannot be built: its informer
 // never runs, its status says why.
 func (f *Factory) deadHandle(gvr schema.GroupVersionResource, cfg resourceConfig, err error) *InformerHandle {
-	cfg.labelSelector, cfg.fieldSelector, cfg.metadataOnly = "", "", false // keep the dead informer constructible
+	cfg.labelSelector, cfg.fieldSelector = "", "" // keep the dead informer constructible
+	cfg.projection, cfg.metadataOnly, cfg.relistPeriod, cfg.accessCheck = Projection{}, false, 0, false
 	deps := entryDeps{logger: f.cfg.logger, publish: func(Status) {}, notFound: func(schema.GroupVersionResource) {},
 		lookupScope: func(schema.GroupVersionResource) (bool, bool) { return false, false }}
 	nop := listwatch.Funcs{
 		List:  func(context.Context, string, metav1.ListOptions) (runtime.Object, error) { return nil, err },
 		Watch: func(context.Context, string, metav1.ListOptions) (watch.Interface, error) { return nil, err },
 	}
-	e, _ := newEntry("", gvr, cfg, nop, listwatch.UnstructuredLists(func() schema.GroupVersionResource { return gvr }), true, deps)
+	e, _ := newEntry(spec{}, gvr, cfg, plan{indexers: cfg.allIndexers()}, nop, listwatch.UnstructuredLists(func() schema.GroupVersionResource { return gvr }), true, deps)
 	e.neverRuns(err, err == ErrShutdown)
 	close(e.done)
 	return &InformerHandle{e: e}
@@ -302,7 +340,8 @@ func (f *Factory) deadHandle(gvr schema.GroupVersionResource, cfg resourceConfig
 // ErrNotWatchable, ErrSubresource; errors.As *AmbiguousError); a
 // namespace option on a cluster-scoped resource is
 // ErrNamespaceOnClusterScoped; a selector that does not parse is
-// ErrInvalidSelector. Without a resolver it returns ErrNoResolver.
+// ErrInvalidSelector, a projection ErrInvalidProjection; an option the
+// shared informer cannot honour is ErrOptionConflict. Without a resolver it returns ErrNoResolver.
 func (f *Factory) ForName(ctx context.Context, ref string, opts ...ResourceOption) (*InformerHandle, error) {
 	if f.cfg.resolver == nil {
 		return nil, ErrNoResolver
@@ -314,9 +353,6 @@ func (f *Factory) ForName(ctx context.Context, ref string, opts ...ResourceOptio
 	cfg := f.cfg.merge(opts)
 	if !res.Namespaced && len(cfg.namespaces) > 0 {
 		return nil, fmt.Errorf("%w: %s is cluster-scoped, namespaces %v given", ErrNamespaceOnClusterScoped, res.GVR.GroupResource(), cfg.namespaces)
-	}
-	if err := cfg.validate(); err != nil {
-		return nil, err
 	}
 	h, err := f.forResource(res.GVR, cfg, !versionPinned(ref, res.GVR))
 	if err != nil {
@@ -424,7 +460,7 @@ func (f *Factory) Shutdown() {
 	for _, e := range f.informers {
 		es = append(es, e)
 	}
-	f.informers = map[string]*entry{}
+	f.informers = map[spec]*entry{}
 	f.mu.Unlock()
 	if cancel != nil {
 		cancel()

@@ -78,6 +78,7 @@ func TestSharingIdentity(t *testing.T) {
 	defer f.Shutdown()
 	tweakA := func(o *metav1.ListOptions) { o.Limit = 1 }
 	tweakB := func(o *metav1.ListOptions) { o.Limit = 2 }
+	identity := func(o interface{}) (interface{}, error) { return o, nil }
 	base := f.ForResource(widgets)
 	cases := []struct {
 		name   string
@@ -87,47 +88,56 @@ func TestSharingIdentity(t *testing.T) {
 		{"no options", nil, true},
 		{"explicit all namespaces", []ResourceOption{WithNamespaces("")}, true},
 		{"indexers do not split", []ResourceOption{WithIndexers(toolscache.Indexers{"x": toolscache.MetaNamespaceIndexFunc})}, true},
-		{"resync does not split", []ResourceOption{WithResyncPeriod(time.Minute)}, true},
+		{"resync does not split", []ResourceOption{WithResyncPeriod(0)}, true},
+		{"relist does not split", []ResourceOption{WithRelistPeriod(time.Hour)}, true},
+		{"access check does not split", []ResourceOption{WithAccessCheck(true)}, true},
+		{"auto label index does not split", []ResourceOption{WithAutoLabelIndex(false)}, true},
+		{"full-object projection", []ResourceOption{WithProjection(Projection{})}, true},
 		{"namespace", []ResourceOption{WithNamespaces("a")}, false},
 		{"label selector", []ResourceOption{WithLabelSelector("a=b")}, false},
 		{"field selector", []ResourceOption{WithFieldSelector("metadata.name=x")}, false},
-		{"tweak", []ResourceOption{WithTweakListOptions(tweakA)}, false},
-		{"transform", []ResourceOption{WithTransform(func(o interface{}) (interface{}, error) { return o, nil })}, false},
+		{"projection", []ResourceOption{WithProjection(Projection{StripManagedFields: true})}, false},
+		{"tweak", []ResourceOption{WithTweakListOptions("a", tweakA)}, false},
+		{"unkeyed tweak", []ResourceOption{WithTweakListOptions("", tweakA)}, false},
+		{"transform", []ResourceOption{WithTransform("id", identity)}, false},
+		{"unkeyed transform", []ResourceOption{WithTransform("", identity)}, false},
 		{"sharing key", []ResourceOption{WithSharingKey("mine")}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := f.ForResource(widgets, c.opts...)
 			defer h.Release()
+			if st := h.Status(); st.Err != nil {
+				t.Fatal(st.Err)
+			}
 			if got := h.Informer() == base.Informer(); got != c.shared {
 				t.Fatalf("shared=%v, want %v", got, c.shared)
 			}
 		})
 	}
-	a1 := f.ForResource(widgets, WithTweakListOptions(tweakA))
-	b1 := f.ForResource(widgets, WithTweakListOptions(tweakB))
-	if a1.Informer() == b1.Informer() {
-		t.Fatal("different tweak funcs shared one informer")
+	// Keyed code shares by key: the first handle's func runs.
+	a1 := f.ForResource(widgets, WithTweakListOptions("a", tweakA))
+	a2 := f.ForResource(widgets, WithTweakListOptions("a", tweakB))
+	b1 := f.ForResource(widgets, WithTweakListOptions("b", tweakB))
+	if a1.Informer() != a2.Informer() || a1.Informer() == b1.Informer() {
+		t.Fatal("tweaks: equal keys must share, different ones must not")
 	}
-	// Closures with the same code but made by separate calls (cache.Chain)
-	// are different transforms; the same value passed again shares.
-	// (Built at one call site: inlining at two sites would give two code
-	// addresses and hide the problem.)
-	var chained []toolscache.TransformFunc
-	for _, path := range []string{"spec.a", "spec.b"} {
-		chained = append(chained, ikcache.Chain(ikcache.StripManagedFields, ikcache.Project(path)))
+	if a1.e.cfg.tweak.key != "a" {
+		t.Fatal("the informer does not run the first handle's tweak")
 	}
-	project, other := chained[0], chained[1]
-	p1 := f.ForResource(widgets, WithTransform(project))
-	p2 := f.ForResource(widgets, WithTransform(other))
-	p3 := f.ForResource(widgets, WithTransform(project))
-	if p1.Informer() == p2.Informer() || p1.Informer() != p3.Informer() {
-		t.Fatal("chained transforms: different ones must not share, the same one must")
+	u1 := f.ForResource(widgets, WithTransform("", identity))
+	u2 := f.ForResource(widgets, WithTransform("", identity))
+	if u1.Informer() == u2.Informer() {
+		t.Fatal("unkeyed transforms shared an informer")
 	}
-	s1 := f.ForResource(widgets, WithTransform(ikcache.StripManagedFields))
-	s2 := f.ForResource(widgets, WithTransform(ikcache.StripManagedFields))
-	if s1.Informer() != s2.Informer() {
-		t.Fatal("the same top-level transform did not share")
+	// Projections share by value, whatever built them.
+	p1 := f.ForResource(widgets, WithProjection(Projection{StripManagedFields: true, Fields: "spec.b,spec.a"}))
+	p2 := f.ForResource(widgets, func(c *resourceConfig) {
+		WithProjection(Projection{StripManagedFields: true, Fields: "spec.a, spec.b, spec.a"})(c)
+	})
+	p3 := f.ForResource(widgets, WithProjection(Projection{StripManagedFields: true, Fields: "spec.a"}))
+	if p1.Informer() != p2.Informer() || p1.Informer() == p3.Informer() {
+		t.Fatal("projections: equal ones must share, different ones must not")
 	}
 	// Indexers asked for later are added to the shared informer.
 	withIdx := f.ForResource(widgets, WithIndexers(toolscache.Indexers{"byName": func(o interface{}) ([]string, error) {
@@ -169,7 +179,7 @@ func TestInvalidSelectorIsAStatusNotAPanic(t *testing.T) {
 	if _, err := f.ForName(context.Background(), "widgets"); !errors.Is(err, ErrNoResolver) {
 		t.Fatalf("ForName without resolver: %v", err)
 	}
-	if st := f.ForResource(widgets, WithMetadataOnly()).Status(); !errors.Is(st.Err, ErrMetadataClientMissing) {
+	if st := f.ForResource(widgets, WithProjection(Projection{MetadataOnly: true})).Status(); !errors.Is(st.Err, ErrMetadataClientMissing) {
 		t.Fatalf("metadata-only without client: %+v", st)
 	}
 }

@@ -2,6 +2,7 @@ package dynamicinformer
 
 import (
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -18,6 +19,7 @@ type InformerHandle struct {
 	e        *entry
 	release  func(*entry)
 	released atomic.Bool
+	resync   time.Duration // WithResyncPeriod of this handle
 }
 
 // Informer is the shared client-go informer. Handlers added to it stay
@@ -32,7 +34,7 @@ func (h *InformerHandle) Lister() toolscache.GenericLister {
 }
 
 // UnstructuredLister returns informerkit's lister over the cache (label
-// indexes, field queries, typed views). For WithMetadataOnly informers it
+// indexes, field queries, typed views). For MetadataOnly projections it
 // reads *metav1.PartialObjectMetadata.
 func (h *InformerHandle) UnstructuredLister() *genericlister.Lister {
 	return genericlister.New(h.e.informer.GetIndexer(), h.e.currentGVR().GroupResource())
@@ -82,10 +84,15 @@ func (h *InformerHandle) AddEventHandler(handler toolscache.ResourceEventHandler
 }
 
 // AddEventHandlerWithOptions is AddEventHandler with client-go's handler
-// options (resync period, logger).
+// options (resync period, logger). Without a resync period in opts the
+// handle's (WithResyncPeriod) applies.
 func (h *InformerHandle) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
 	if handler == nil {
 		return nil, ErrNilHandler
+	}
+	if opts.ResyncPeriod == nil {
+		d := h.resync
+		opts.ResyncPeriod = &d
 	}
 	e := h.e
 	var logged atomic.Bool

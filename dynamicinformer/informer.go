@@ -30,10 +30,11 @@ import (
 // the presence.Member of its informer. It knows nothing of the factory:
 // what it needs is given to it as funcs (entryDeps).
 type entry struct {
-	key    string
+	key    spec
 	gvr    atomic.Pointer[schema.GroupVersionResource] // the resource watched now; see currentGVR
 	follow bool                                        // obtained by name without a version (see ForName)
-	cfg    resourceConfig
+	cfg    resourceConfig                              // the first handle's; see join for what later handles change
+	relist *relistPeriod                               // WithRelistPeriod, the shortest asked
 	deps   entryDeps
 	funcs  listwatch.Funcs // the resource's requests, for the scope check
 
@@ -84,15 +85,15 @@ type entryDeps struct {
 
 var _ presence.Member = (*entry)(nil)
 
-func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, funcs listwatch.Funcs, lists listwatch.ListBuilder, noWatchList bool, deps entryDeps) (*entry, error) {
+func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p plan, funcs listwatch.Funcs, lists listwatch.ListBuilder, noWatchList bool, deps entryDeps) (*entry, error) {
 	e := &entry{
-		key: key, cfg: cfg, deps: deps, funcs: funcs,
+		key: key, cfg: cfg, deps: deps, funcs: funcs, relist: newRelistPeriod(cfg.relistPeriod),
 		logger: deps.logger.WithValues("gvr", gvr.String()),
 		lc:     lifecycle.New(time.Now()),
 		done:   make(chan struct{}), synced: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	e.gvr.Store(&gvr)
-	sel := listwatch.Selectors{Label: cfg.labelSelector, Field: cfg.fieldSelector, Tweak: cfg.tweak}
+	sel := listwatch.Selectors{Label: cfg.labelSelector, Field: cfg.fieldSelector, Tweak: cfg.tweak.f}
 	e.shard.now, e.shard.source = cfg.shard, cfg.shardSource
 	if cfg.shardSource != nil {
 		e.shard.now, _ = cfg.shardSource.Current()
@@ -156,13 +157,13 @@ func newEntry(key string, gvr schema.GroupVersionResource, cfg resourceConfig, f
 		example = &metav1.PartialObjectMetadata{}
 	}
 	opts := toolscache.SharedIndexInformerOptions{
-		ResyncPeriod:      cfg.resyncPeriod(),
-		Indexers:          cfg.allIndexers(),
+		ResyncPeriod:      p.resync,
+		Indexers:          p.indexers,
 		ObjectDescription: gvr.String(),
 	}
 	e.metrics = e.newMetrics(&opts)
 	e.informer = toolscache.NewSharedIndexInformerWithOptions(e.lw, example, opts)
-	if t := cfg.cacheTransform(); t != nil {
+	if t := p.transform(); t != nil {
 		if err := e.informer.SetTransform(t); err != nil {
 			return nil, err
 		}
@@ -315,13 +316,11 @@ func (e *entry) run(ctx context.Context) {
 		defer wg.Done()
 		e.monitorSync(ctx)
 	}()
-	if e.cfg.relistPeriod > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e.relistEvery(ctx, e.cfg.relistPeriod)
-		}()
-	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		e.relistEvery(ctx)
+	}()
 	if e.shard.source != nil {
 		wg.Add(1)
 		go func() {

@@ -2,11 +2,8 @@ package dynamicinformer
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
-	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,25 +32,40 @@ type Option func(*factoryConfig)
 // It overrides the factory-wide default of the same setting.
 type ResourceOption func(*resourceConfig)
 
-// resourceConfig is what distinguishes one informer from another and how it
-// is built. The zero value means: all namespaces, no selectors, no tweak,
-// no transform, the factory's resync, the label index on.
+// resourceConfig is the options of one ForResource or ForName call,
+// folded once (factoryConfig.merge). Its spec says which informer it
+// shares; resolve makes the plan an informer is built from; entry.join
+// merges the rest into a shared informer. The zero value means: all
+// namespaces, no selectors, full objects, no tweak, no transform, no
+// resync, the label index on.
 type resourceConfig struct {
 	namespaces    []string // empty: all namespaces
 	labelSelector string
 	fieldSelector string
-	tweak         TweakListOptionsFunc
-	transform     toolscache.TransformFunc
+	projection    Projection
+	metadataOnly  bool // projection.MetadataOnly (set by merge)
+	tweak         keyedTweak
+	transform     keyedTransform
 	indexers      toolscache.Indexers
 	resync        *time.Duration
 	labelIndex    *bool
-	metadataOnly  bool
 	sharingKey    string
-	accessCheck   bool                      // WithAccessCheck
-	relistPeriod  time.Duration             // WithRelistPeriod; <= 0: none
-	compact       *ikcache.CompactorOptions // WithCompact; nil: off
-	shard         shard.Shard               // zero: not sharded
-	shardSource   shard.Source              // nil: none (WithShardSource)
+	own           uint64        // nonzero: an informer of its own (set by merge)
+	accessCheck   bool          // WithAccessCheck
+	relistPeriod  time.Duration // WithRelistPeriod; <= 0: none
+	shard         shard.Shard   // zero: not sharded
+	shardSource   shard.Source  // nil: none (WithShardSource)
+}
+
+// keyedTweak and keyedTransform are caller code named by a sharing key.
+type keyedTweak struct {
+	key string
+	f   TweakListOptionsFunc
+}
+
+type keyedTransform struct {
+	key string
+	f   toolscache.TransformFunc
 }
 
 type factoryConfig struct {
@@ -207,48 +219,28 @@ func WithFieldSelector(selector string) ResourceOption {
 }
 
 // WithTweakListOptions edits list/watch options just before each request
-// (after the selectors are set). Informers given different func values are
-// different informers: the same top-level function, or the same closure
-// value passed again, shares an informer; closures made by separate calls
-// do not, even with the same code (WithSharingKey can make otherwise equal
-// informers distinct, never merge these).
-func WithTweakListOptions(f TweakListOptionsFunc) ResourceOption {
-	return func(c *resourceConfig) { c.tweak = f }
+// (after the selectors are set). Sharing: handles share an informer only
+// if they give the same non-empty key, and the informer runs the first
+// handle's f; with an empty key the informer is the handle's own.
+func WithTweakListOptions(key string, f TweakListOptionsFunc) ResourceOption {
+	return func(c *resourceConfig) { c.tweak = keyedTweak{key: key, f: f} }
 }
 
-// WithTransform sets the informer's transform (client-go's SetTransform):
-// it runs on every object before it enters the cache and before handlers
-// see it. Func values are compared like WithTweakListOptions' for sharing.
-func WithTransform(t toolscache.TransformFunc) ResourceOption {
-	return func(c *resourceConfig) { c.transform = t }
+// WithTransform sets a transform of the caller's (client-go's
+// SetTransform): it runs on every object after the projection's
+// transforms and before the Compactor (see Projection), before the cache
+// and handlers see the object. Sharing: handles share an informer only if
+// they give the same non-empty key, and the informer runs the first
+// handle's f; with an empty key the informer is the handle's own. A
+// transform the projection can express (managed fields, last-applied,
+// field paths, compact) belongs in WithProjection: only there does it
+// shape the decoding.
+func WithTransform(key string, f toolscache.TransformFunc) ResourceOption {
+	return func(c *resourceConfig) { c.transform = keyedTransform{key: key, f: f} }
 }
 
-// WithCompact keeps the informer's cache in compact mode with a
-// cache.Compactor of its own, made with opts and applied after any
-// WithTransform transform: the cache holds *cache.Compact objects, the
-// informer's Lister and UnstructuredLister return decoded
-// *unstructured.Unstructured objects, and the Compactor keeps decoded
-// forms sized by this informer's reads (see cache.Compactor). Event
-// handlers receive *cache.Compact unless wrapped in cache.DecodingHandler.
-// Compact mode and its options make an informer distinct. It has no effect
-// with WithMetadataOnly.
-//
-// In a factory from NewForConfig (without WithAPIMachineryDecoding), when
-// the informer has no WithTransform transform or only
-// cache.StripManagedFields and cache.DropLastAppliedConfiguration (alone
-// or in a cache.Chain), objects are decoded straight from the JSON to the
-// compact encoding, without building their maps (see cache.Compactor,
-// "Envelopes"; docs/PERFORMANCE.md for what it saves). With any other
-// transform, objects are decoded, transformed, then compacted. The same
-// holds for an informer without WithCompact whose WithTransform is a
-// Compactor's Transform (or cache.CompactTransform), alone or in a
-// cache.Chain after only those two transforms.
-func WithCompact(opts ikcache.CompactorOptions) ResourceOption {
-	return func(c *resourceConfig) { c.compact = &opts }
-}
-
-// WithIndexers adds indexers. Indexers do not make an informer distinct:
-// asking for a shared informer with new indexers adds them to it.
+// WithIndexers adds indexers. Indexers merge: a shared informer gets the
+// union by name; a name it already has keeps its first function.
 func WithIndexers(idx toolscache.Indexers) ResourceOption {
 	return func(c *resourceConfig) {
 		merged := toolscache.Indexers{}
@@ -262,34 +254,32 @@ func WithIndexers(idx toolscache.Indexers) ResourceOption {
 	}
 }
 
-// WithResyncPeriod sets the informer's default handler resync period (0:
-// none). It does not make an informer distinct; handlers that need another
-// period use AddEventHandlerWithOptions. A resync replays the informer's
-// cache to its handlers (an update per cached object, old == new): it
-// sends no request and repairs nothing the cache got wrong. For a real
-// list from the server, see WithRelistPeriod.
+// WithResyncPeriod sets the resync period of the handle's AddEventHandler
+// (0: none). It is per handle; client-go's informer checks for resyncs at
+// its first handle's period, so a later handle asking for a shorter
+// nonzero one (or any, when the first asked for none) gets
+// ErrOptionConflict. A resync replays the cache to handlers (an update
+// per cached object, old == new): it sends no request and repairs nothing
+// (see WithRelistPeriod).
 func WithResyncPeriod(d time.Duration) ResourceOption {
 	return func(c *resourceConfig) { c.resync = &d }
 }
 
-// WithAutoLabelIndex turns label indexing on demand on or off for the informer.
-// Default on: the informer's indexer carries the cache.AutoLabelKeyIndex
-// marker, so the first label-selector List through a Lister that needs an
-// index for label key k adds a per-key index of k (cache.LabelKeyIndexName,
-// at most cache.MaxAutoLabelKeys keys); later selector Lists on k are
-// answered from it. A per-key index costs next to nothing on updates that
-// leave the label alone (docs/PERFORMANCE.md, "Write throughput with the
-// label index"). Off: selector Lists scan, as client-go's do, unless an
-// index was added explicitly (LabelIndexKeys, or WithIndexers with
-// cache.LabelIndexers() for the inverted index over every label).
+// WithAutoLabelIndex turns label indexing on demand on or off (default
+// on; on a shared informer: on if any handle asks). On, the first
+// label-selector List through a Lister that needs an index for label key
+// k adds a per-key index of k (cache.LabelKeyIndexName, at most
+// cache.MaxAutoLabelKeys keys), and later selector Lists on k use it. Off,
+// selector Lists scan, as client-go's do, unless an index was added
+// explicitly (WithLabelIndexKeys, or WithIndexers with
+// cache.LabelIndexers()).
 func WithAutoLabelIndex(on bool) ResourceOption {
 	return func(c *resourceConfig) { c.labelIndex = &on }
 }
 
 // WithLabelIndexKeys adds per-key label indexes for keys up front
 // (cache.LabelKeyIndexers), so the first selector List on them is indexed
-// too. Like WithIndexers, it does not make an informer distinct; asking a
-// shared informer for further keys adds them to it.
+// too. It merges as WithIndexers does.
 func WithLabelIndexKeys(keys ...string) ResourceOption {
 	return WithIndexers(ikcache.LabelKeyIndexers(keys...))
 }
@@ -315,9 +305,10 @@ func WithLabelIndexKeys(keys ...string) ResourceOption {
 // namespaces waits until it may list and watch in all of them (without
 // the check, the allowed namespaces sync and Status.Err names the
 // forbidden ones). Only the first list is
-// checked: access revoked later shows as the server's 403. The check does
-// not make an informer distinct: an informer shared by handles that differ
-// in it keeps the setting of the first.
+// checked: access revoked later shows as the server's 403. On a shared
+// informer it is on if any handle asks before the informer starts; once
+// it has started, its first list has been answered (a 403 says
+// ErrForbidden as the check would) and there is nothing left to check.
 func WithAccessCheck(on bool) ResourceOption { return func(c *resourceConfig) { c.accessCheck = on } }
 
 // WithRelistPeriod makes the informer list its resource from the server
@@ -332,16 +323,12 @@ func WithAccessCheck(on bool) ResourceOption { return func(c *resourceConfig) { 
 // before it lists again, 800 ms to 30 s, reset after 2 min without
 // restarts), so periods much shorter than a few minutes keep the watch
 // paused for a good part of the time. Unlike WithResyncPeriod, which only
-// replays the cache to handlers, this goes to the server. It does not make
-// an informer distinct.
+// replays the cache to handlers, this goes to the server. On a shared
+// informer the shortest period any handle asks for applies, to a running
+// informer too.
 func WithRelistPeriod(d time.Duration) ResourceOption {
 	return func(c *resourceConfig) { c.relistPeriod = d }
 }
-
-// WithMetadataOnly makes the informer hold *metav1.PartialObjectMetadata
-// from the metadata client (WithMetadataClient; NewForConfig sets it)
-// instead of full objects.
-func WithMetadataOnly() ResourceOption { return func(c *resourceConfig) { c.metadataOnly = true } }
 
 // WithShard makes the informer hold only the objects of shard s (see
 // package shard), so that several replicas can each cache a part of a
@@ -415,7 +402,8 @@ func normalizeNamespaces(ns []string) []string {
 	return slices.Compact(out)
 }
 
-// merge returns the factory defaults overridden by opts.
+// merge folds the factory defaults and opts into one resourceConfig
+// (once per ForResource or ForName call).
 func (f factoryConfig) merge(opts []ResourceOption) resourceConfig {
 	c := f.resource
 	c.indexers = nil
@@ -430,6 +418,11 @@ func (f factoryConfig) merge(opts []ResourceOption) resourceConfig {
 		merged[k] = v
 	}
 	c.indexers = merged
+	c.metadataOnly = c.projection.MetadataOnly
+	c.own = 0
+	if (c.transform.f != nil && c.transform.key == "") || (c.tweak.f != nil && c.tweak.key == "") {
+		c.own = ownInformers.Add(1)
+	}
 	return c
 }
 
@@ -443,61 +436,7 @@ func (c resourceConfig) validate() error {
 	if c.shardSource != nil && len(c.namespaces) > 1 {
 		return fmt.Errorf("%w: a shard source needs one namespace or all, not %v", ErrInvalidSelector, c.namespaces)
 	}
-	return nil
-}
-
-// sharingIdentity is the part of a resourceConfig that makes informers
-// distinct.
-func (c resourceConfig) sharingIdentity() string {
-	var b strings.Builder
-	b.WriteString(strings.Join(c.namespaces, ","))
-	b.WriteString("|l=")
-	b.WriteString(c.labelSelector)
-	b.WriteString("|f=")
-	b.WriteString(c.fieldSelector)
-	fmt.Fprintf(&b, "|t=%x|x=%x|m=%v|k=%s", funcPtr(c.tweak), funcPtr(c.transform), c.metadataOnly, c.sharingKey)
-	if c.compact != nil {
-		fmt.Fprintf(&b, "|c=%+v", *c.compact)
-	}
-	if !c.shard.IsZero() {
-		b.WriteString("|s=")
-		b.WriteString(c.shard.Selector())
-	}
-	if c.shardSource != nil {
-		fmt.Fprintf(&b, "|src=%T/%p", c.shardSource, c.shardSource)
-	}
-	return b.String()
-}
-
-// funcPtr identifies a func value for sharing: the same value (a top-level
-// function, or one closure instance passed again) gives the same identity;
-// closures made by separate calls (cache.Chain, a loop) differ even though
-// their code is the same. reflect's Pointer gives only the code address,
-// which cannot tell such closures apart, so this reads the func value
-// itself: a func is pointer-shaped and is stored directly in an interface's
-// data word (a pointer to the closure's context). Every identity compared
-// belongs to a config an informer keeps, so no address is reused while it
-// is compared.
-func funcPtr(f any) uintptr {
-	v := reflect.ValueOf(f)
-	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
-		return 0
-	}
-	type eface struct{ typ, data unsafe.Pointer }
-	return uintptr((*eface)(unsafe.Pointer(&f)).data)
-}
-
-// cacheTransform is the informer's transform: WithTransform's, then a
-// Compactor of the informer's own with WithCompact.
-func (c resourceConfig) cacheTransform() toolscache.TransformFunc {
-	if c.compact == nil || c.metadataOnly {
-		return c.transform
-	}
-	compact := ikcache.NewCompactor(*c.compact).Transform
-	if c.transform == nil {
-		return compact
-	}
-	return ikcache.Chain(c.transform, compact)
+	return c.projection.validate()
 }
 
 // resyncPeriod is the informer's default handler resync period.

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
 )
@@ -26,7 +25,7 @@ import (
 func readmeExample(ctx context.Context, restConfig *rest.Config) error {
 	// README BEGIN
 	factory, err := dynamicinformer.NewForConfig(restConfig, 0,
-		dynamicinformer.WithDefaults(dynamicinformer.WithTransform(ikcache.StripManagedFields)))
+		dynamicinformer.WithDefaults(dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true})))
 	if err != nil {
 		return err
 	}

@@ -119,7 +119,7 @@ func ExampleLister_ListCompact() {
 	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	for _, d := range []*unstructured.Unstructured{deployment("prod", "web", "web", 3), deployment("prod", "db", "db", 1)} {
-		c, _ := compactor.Transform(d) // what WithCompact's informers store
+		c, _ := compactor.Transform(d) // what compact informers store
 		_ = idx.Add(c)
 	}
 	views, _ := genericlister.New(idx, deployments).Namespace("prod").ListCompact(labels.Everything())

@@ -169,13 +169,14 @@ func TestListMatchesBruteForce(t *testing.T) {
 	}
 	w := world{}
 	variants := indexerVariants()
+	compactor := ikcache.NewCompactor(ikcache.CompactorOptions{})
 	add := func(u *unstructured.Unstructured) {
 		key, _ := toolscache.MetaNamespaceKeyFunc(u)
 		w[key] = u
 		for name, idx := range variants {
 			var obj interface{} = u
 			if strings.HasSuffix(name, "compact") {
-				obj, _ = ikcache.CompactTransform(u)
+				obj, _ = compactor.Transform(u)
 			}
 			if err := idx.Update(obj); err != nil {
 				t.Fatal(err)

@@ -70,7 +70,7 @@ type watcher struct {
 func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, logger logr.Logger) (*watcher, error) {
 	metrics := prometheusmetrics.New()
 	defaults := []dynamicinformer.ResourceOption{
-		dynamicinformer.WithTransform(cache.StripManagedFields),
+		dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true}),
 		dynamicinformer.WithAccessCheck(cfg.AccessCheck),
 	}
 	if cfg.Shard != "" {

@@ -85,7 +85,7 @@ const (
 	InformerKit         = "informerkit"
 	InformerKitStripped = "ik StripManagedFields"
 	// InformerKitCompact is compact mode as the factory offers it
-	// (WithCompact: a Compactor per informer, objects decoded straight
+	// (a compact Projection: a Compactor per informer, objects decoded straight
 	// from the JSON to the compact encoding).
 	InformerKitCompact  = "ik Compact"
 	InformerKitMetadata = "ik MetadataOnly"
@@ -120,9 +120,9 @@ func DefaultImpls() []Impl {
 	}
 	return []Impl{
 		ik(InformerKit),
-		ik(InformerKitStripped, dynamicinformer.WithTransform(ikcache.StripManagedFields)),
-		ik(InformerKitCompact, dynamicinformer.WithCompact(ikcache.CompactorOptions{})),
-		ik(InformerKitMetadata, dynamicinformer.WithMetadataOnly()),
+		ik(InformerKitStripped, dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true})),
+		ik(InformerKitCompact, dynamicinformer.WithProjection(dynamicinformer.Projection{Compact: true})),
+		ik(InformerKitMetadata, dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true})),
 		ik(InformerKitAPIMachinery),
 		{Name: ClientGo, Peer: true, New: newClientGo},
 		{Name: ControllerRuntime, Peer: true, New: newControllerRuntime},

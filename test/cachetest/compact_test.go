@@ -18,7 +18,7 @@ import (
 	"github.com/informerkit/informerkit/genericlister"
 )
 
-// TestCompactMode keeps objects encoded in the cache (CompactTransform) and
+// TestCompactMode keeps objects encoded in the cache (a Compactor) and
 // checks that listers and DecodingHandler still serve Unstructured objects
 // equal to the server's, with label-indexed lists equal to the server's.
 func TestCompactMode(t *testing.T) {
@@ -28,7 +28,7 @@ func TestCompactMode(t *testing.T) {
 
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(cp.Dynamic(), 0, f.ns, nil)
 	inf := factory.ForResource(f.gvr).Informer()
-	if err := inf.SetTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.CompactTransform)); err != nil {
+	if err := inf.SetTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.NewCompactor(ikcache.CompactorOptions{}).Transform)); err != nil {
 		t.Fatal(err)
 	}
 	if err := inf.AddIndexers(ikcache.LabelIndexers()); err != nil {

@@ -74,18 +74,11 @@ func TestFactoryReducedObjects(t *testing.T) {
 	shutdown := sync.OnceFunc(fac.Shutdown)
 	defer shutdown()
 
-	// Chain returns closures of the same code, which the factory cannot
-	// tell apart (transforms are compared by code pointer), so SharingKey
-	// keeps the projected and the compact informer distinct.
-	projected := fac.ForResource(f.gvr, dynamicinformer.WithSharingKey("projected"),
-		dynamicinformer.WithTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration, ikcache.Project("spec.size"))),
-	)
-	meta := fac.ForResource(f.gvr, dynamicinformer.WithMetadataOnly(),
-		dynamicinformer.WithTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration)),
-	)
-	compact := fac.ForResource(f.gvr, dynamicinformer.WithSharingKey("compact"),
-		dynamicinformer.WithTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.CompactTransform)),
-	)
+	projected := fac.ForResource(f.gvr, dynamicinformer.WithProjection(dynamicinformer.Projection{
+		StripManagedFields: true, DropLastApplied: true, Fields: "spec.size"}))
+	meta := fac.ForResource(f.gvr, dynamicinformer.WithProjection(dynamicinformer.Projection{
+		MetadataOnly: true, StripManagedFields: true, DropLastApplied: true}))
+	compact := fac.ForResource(f.gvr, dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true, Compact: true}))
 	if projected.Informer() == compact.Informer() || projected.Informer() == meta.Informer() {
 		t.Fatal("differently configured informers are shared")
 	}

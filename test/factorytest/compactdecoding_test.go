@@ -47,16 +47,16 @@ func (s decodedStore) List() []interface{} {
 	return out
 }
 
-// TestCompactDecodingSameAsClientGo: WithCompact informers of a
-// NewForConfig factory, whose objects are decoded straight from the JSON
-// to the compact encoding, hold objects that decode reflect.DeepEqual to
-// client-go's dynamic informer's, over a custom resource and ConfigMaps,
-// after the initial sync and after creates, updates and deletes: for all
-// namespaces, for two namespaces (a merged list and watch), with
-// StripManagedFields (skipped while decoding), with a Compactor's
-// Transform given as WithTransform (recognised, decoded straight too) and
-// with an opaque transform (decoded to maps, then compacted) for
-// comparison.
+// TestCompactDecodingSameAsClientGo: informers with a compact projection
+// of a NewForConfig factory, whose objects are decoded straight from the
+// JSON to the compact encoding, hold objects that decode
+// reflect.DeepEqual to client-go's dynamic informer's, over a custom
+// resource and ConfigMaps, after the initial sync and after creates,
+// updates and deletes: for all namespaces, for two namespaces (a merged
+// list and watch), with managed fields stripped (skipped while decoding),
+// and for comparison with an opaque transform (decoded to maps, then
+// compacted) and with a Compactor's Transform given as WithTransform (an
+// opaque transform too).
 func TestCompactDecodingSameAsClientGo(t *testing.T) {
 	ctx := ctxT(t, 4*time.Minute)
 	gvr, ns, ns2 := seedDecoding(t, ctx, "compact")
@@ -72,7 +72,7 @@ func TestCompactDecodingSameAsClientGo(t *testing.T) {
 	theirs := cgdynamicinformer.NewDynamicSharedInformerFactory(cp.Dynamic(), 0)
 	theirsStripped := cgdynamicinformer.NewDynamicSharedInformerFactory(cp.Dynamic(), 0)
 	stop := make(chan struct{})
-	compact := dynamicinformer.WithCompact(ikcache.CompactorOptions{})
+	compact := dynamicinformer.WithProjection(dynamicinformer.Projection{Compact: true})
 	type variant struct {
 		name     string
 		opts     []dynamicinformer.ResourceOption
@@ -81,9 +81,9 @@ func TestCompactDecodingSameAsClientGo(t *testing.T) {
 	variants := []variant{
 		{"all", []dynamicinformer.ResourceOption{compact}, false},
 		{"two-namespaces", []dynamicinformer.ResourceOption{compact, dynamicinformer.WithNamespaces(ns, ns2)}, false},
-		{"strip-managed-fields", []dynamicinformer.ResourceOption{compact, dynamicinformer.WithTransform(ikcache.StripManagedFields)}, true},
-		{"opaque-transform", []dynamicinformer.ResourceOption{compact, dynamicinformer.WithTransform(ikcache.Chain(ikcache.InternKeys))}, false},
-		{"compactor-transform", []dynamicinformer.ResourceOption{dynamicinformer.WithTransform(ikcache.NewCompactor(ikcache.CompactorOptions{}).Transform)}, false},
+		{"strip-managed-fields", []dynamicinformer.ResourceOption{dynamicinformer.WithProjection(dynamicinformer.Projection{Compact: true, StripManagedFields: true})}, true},
+		{"opaque-transform", []dynamicinformer.ResourceOption{compact, dynamicinformer.WithTransform("intern", ikcache.InternKeys)}, false},
+		{"compactor-transform", []dynamicinformer.ResourceOption{dynamicinformer.WithTransform("compactor", ikcache.NewCompactor(ikcache.CompactorOptions{}).Transform)}, false},
 	}
 	var groups []storeGroup
 	var views []viewGroup

@@ -269,9 +269,10 @@ func TestFastDecodingSameAsClientGo(t *testing.T) {
 		{"all", nil},
 		{"one-namespace", []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(ns)}},
 		{"two-namespaces", []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(ns, ns2)}},
-		{"strip-managed-fields", []dynamicinformer.ResourceOption{dynamicinformer.WithTransform(ikcache.StripManagedFields)}},
-		{"drop-last-applied", []dynamicinformer.ResourceOption{dynamicinformer.WithTransform(ikcache.DropLastAppliedConfiguration)}},
-		{"chain-strip-both", []dynamicinformer.ResourceOption{dynamicinformer.WithTransform(ikcache.Chain(ikcache.InternKeys, ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration))}},
+		{"strip-managed-fields", []dynamicinformer.ResourceOption{dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true})}},
+		{"drop-last-applied", []dynamicinformer.ResourceOption{dynamicinformer.WithProjection(dynamicinformer.Projection{DropLastApplied: true})}},
+		{"chain-strip-both", []dynamicinformer.ResourceOption{dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true, DropLastApplied: true}),
+			dynamicinformer.WithTransform("intern", ikcache.InternKeys)}},
 	}
 	var groups []storeGroup
 	for _, r := range []schema.GroupVersionResource{gvr, configmaps} {

@@ -45,5 +45,5 @@ func newDynamicSharedInformerFactory(client dynamic.Interface, resync time.Durat
 // NewFilteredDynamicSharedInformerFactory.
 func newFilteredDynamicSharedInformerFactory(client dynamic.Interface, resync time.Duration, ns string, tweak dynamicinformer.TweakListOptionsFunc) adapter {
 	return adapter{dynamicinformer.NewSharedInformerFactory(client, resync,
-		dynamicinformer.WithDefaults(dynamicinformer.WithNamespaces(ns), dynamicinformer.WithTweakListOptions(tweak)))}
+		dynamicinformer.WithDefaults(dynamicinformer.WithNamespaces(ns), dynamicinformer.WithTweakListOptions("factory", tweak)))}
 }

@@ -35,17 +35,17 @@ func stopContext(stop <-chan struct{}) context.Context {
 }
 
 // newMetadataSharedInformerFactory is informerkit's factory with default
-// options and WithMetadataOnly, in place of client-go's
+// options and a MetadataOnly projection, in place of client-go's
 // metadatainformer.NewSharedInformerFactory.
 func newMetadataSharedInformerFactory(client metadata.Interface, resync time.Duration) adapter {
 	return adapter{dynamicinformer.NewSharedInformerFactory(nil, resync,
-		dynamicinformer.WithMetadataClient(client), dynamicinformer.WithDefaults(dynamicinformer.WithMetadataOnly()))}
+		dynamicinformer.WithMetadataClient(client), dynamicinformer.WithDefaults(dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true})))}
 }
 
 // newFilteredMetadataSharedInformerFactory is informerkit's factory with
-// WithMetadataOnly and the namespace and tweak as factory-wide defaults, in
+// a MetadataOnly projection and the namespace and tweak as factory-wide defaults, in
 // place of client-go's metadatainformer.NewFilteredSharedInformerFactory.
 func newFilteredMetadataSharedInformerFactory(client metadata.Interface, resync time.Duration, ns string, tweak dynamicinformer.TweakListOptionsFunc) adapter {
 	return adapter{dynamicinformer.NewSharedInformerFactory(nil, resync, dynamicinformer.WithMetadataClient(client),
-		dynamicinformer.WithDefaults(dynamicinformer.WithMetadataOnly(), dynamicinformer.WithNamespaces(ns), dynamicinformer.WithTweakListOptions(tweak)))}
+		dynamicinformer.WithDefaults(dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true}), dynamicinformer.WithNamespaces(ns), dynamicinformer.WithTweakListOptions("factory", tweak)))}
 }

@@ -1,7 +1,7 @@
 // This file is client-go's metadata/metadatainformer/informer_test.go
 // (v0.37.2), unchanged but for its package name and its two constructors,
 // which build an informerkit factory with default options and
-// WithMetadataOnly (adapter_test.go). Licensed under the
+// a MetadataOnly projection (adapter_test.go). Licensed under the
 // Apache License, Version 2.0, as below.
 /*
 Copyright 2018 The Kubernetes Authors.
