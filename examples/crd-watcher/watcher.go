@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/prometheusmetrics"
