@@ -188,7 +188,7 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 }
 
 func (f *Factory) handle(e *entry) *InformerHandle {
-	return &InformerHandle{e: e, release: f.release}
+	return newHandle(e, f.release)
 }
 
 // addIndexers adds indexers a new handle asks for to a shared informer.
@@ -287,7 +287,7 @@ func (f *Factory) deadHandle(gvr schema.GroupVersionResource, cfg resourceConfig
 		e.state = Stopped
 	}
 	close(e.done)
-	return &InformerHandle{e: e}
+	return newHandle(e, nil)
 }
 
 // ForName resolves a kubectl-style name ("ct", "deployments.apps",
