@@ -51,6 +51,7 @@ type Factory struct {
 	notifier *statusNotifier
 	presence *presence.Presence
 	metrics  *metricsDeps // nil without WithMetrics
+	contact  *contactMonitor
 	// initialLists bounds the informers' concurrent first lists.
 	initialLists *gate.Slots
 
@@ -70,6 +71,12 @@ type Factory struct {
 // WithDiscovery or WithResolver, ForName and Subscribe return
 // ErrNoResolver and presence relies on CRDs and 404 answers.
 func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, opts ...Option) *Factory {
+	return newFactory(client, newContactMonitor(), defaultResync, opts)
+}
+
+// newFactory is every factory: contact is the factory's contact monitor
+// (NewForConfig's also sees the transport).
+func newFactory(client dynamic.Interface, contact *contactMonitor, defaultResync time.Duration, opts []Option) *Factory {
 	cfg := defaults(defaultResync)
 	for _, o := range opts {
 		o(&cfg)
@@ -84,7 +91,10 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 		informers: map[string]*entry{},
 		closed:    make(chan struct{}),
 		metrics:   newMetricsDeps(cfg.metrics),
+		contact:   contact,
 	}
+	contact.probeThrough(client)
+	contact.setOnChange(f.contactChanged)
 	f.initialLists = gate.NewSlots(cfg.maxInitial)
 	pc := presence.Config{Resolver: cfg.resolver, Rediscovery: cfg.rediscovery, Logger: cfg.logger.WithName("presence")}
 	if cfg.followCRDs && client != nil {
@@ -99,7 +109,7 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 // and returns a factory with ForName, Subscribe, CRD tracking and
 // WithMetadataOnly support.
 func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option) (*Factory, error) {
-	monitor := &contactMonitor{}
+	monitor := newContactMonitor()
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(monitor.wrap)
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -119,9 +129,7 @@ func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option)
 		return nil, err
 	}
 	all := append([]Option{WithDiscovery(disc), WithMetadataClient(md), withDecodingClients(clients)}, opts...)
-	f := NewSharedInformerFactory(dyn, defaultResync, all...)
-	monitor.setOnChange(f.contactChanged)
-	return f, nil
+	return newFactory(dyn, monitor, defaultResync, all), nil
 }
 
 // Resolver is the discovery resolver in use (nil without one).
@@ -267,6 +275,7 @@ func (f *Factory) newEntry(key string, gvr schema.GroupVersionResource, cfg reso
 		}
 		lists, client = listwatch.UnstructuredLists(current), dyn
 	}
+	funcs = f.contact.funcs(funcs)
 	e, err := newEntry(key, gvr, cfg, funcs, lists, watchlist.DoesClientNotSupportWatchListSemantics(client), deps)
 	return e, err
 }
@@ -354,10 +363,14 @@ func (f *Factory) Start(ctx context.Context) {
 	if !f.started {
 		f.started = true
 		f.runCtx, f.cancel = context.WithCancel(ctx)
-		f.wg.Add(1)
+		f.wg.Add(2)
 		go func() {
 			defer f.wg.Done()
 			f.presence.Run(f.runCtx)
+		}()
+		go func() {
+			defer f.wg.Done()
+			f.contact.run(f.runCtx)
 		}()
 	}
 	for _, e := range f.informers {

@@ -99,14 +99,14 @@ func TestSharingIdentity(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := f.ForResource(widgets, c.opts...)
 			defer h.Release()
-			if got := h.Informer() == base.Informer(); got != c.shared {
+			if got := h.Informer().GetIndexer() == base.Informer().GetIndexer(); got != c.shared {
 				t.Fatalf("shared=%v, want %v", got, c.shared)
 			}
 		})
 	}
 	a1 := f.ForResource(widgets, WithTweakListOptions(tweakA))
 	b1 := f.ForResource(widgets, WithTweakListOptions(tweakB))
-	if a1.Informer() == b1.Informer() {
+	if a1.Informer().GetIndexer() == b1.Informer().GetIndexer() {
 		t.Fatal("different tweak funcs shared one informer")
 	}
 	// Closures with the same code but made by separate calls (cache.Chain)
@@ -121,12 +121,12 @@ func TestSharingIdentity(t *testing.T) {
 	p1 := f.ForResource(widgets, WithTransform(project))
 	p2 := f.ForResource(widgets, WithTransform(other))
 	p3 := f.ForResource(widgets, WithTransform(project))
-	if p1.Informer() == p2.Informer() || p1.Informer() != p3.Informer() {
+	if p1.Informer().GetIndexer() == p2.Informer().GetIndexer() || p1.Informer().GetIndexer() != p3.Informer().GetIndexer() {
 		t.Fatal("chained transforms: different ones must not share, the same one must")
 	}
 	s1 := f.ForResource(widgets, WithTransform(ikcache.StripManagedFields))
 	s2 := f.ForResource(widgets, WithTransform(ikcache.StripManagedFields))
-	if s1.Informer() != s2.Informer() {
+	if s1.Informer().GetIndexer() != s2.Informer().GetIndexer() {
 		t.Fatal("the same top-level transform did not share")
 	}
 	// Indexers asked for later are added to the shared informer.
@@ -214,7 +214,7 @@ func TestReferenceCountingAndLifecycle(t *testing.T) {
 		t.Fatalf("statuses after release: %v", f.Statuses())
 	}
 	h3 := f.ForResource(widgets)
-	if h3.Informer() == h1.Informer() {
+	if h3.Informer().GetIndexer() == h1.Informer().GetIndexer() {
 		t.Fatal("stopped informer handed out again")
 	}
 	waitFor(t, h3.Informer().HasSynced)
@@ -341,7 +341,7 @@ func TestLabelIndexOptions(t *testing.T) {
 
 	// Asking the shared, running default informer for more keys adds them.
 	again := f.ForResource(widgets, WithLabelIndexKeys("app", "tier"))
-	if again.Informer() != def.Informer() {
+	if again.Informer().GetIndexer() != def.Informer().GetIndexer() {
 		t.Fatal("LabelIndexKeys split the informer")
 	}
 	if keys, err := again.Informer().GetIndexer().IndexKeys(ikcache.LabelKeyIndexName("app"), "x"); err != nil || len(keys) != 1 {

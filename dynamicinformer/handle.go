@@ -39,8 +39,9 @@ func newHandle(e *entry, release func(*entry)) *InformerHandle {
 }
 
 // Informer is the shared informer as seen through this handle (the same
-// value on every call). Its cache, indexer and sync state are the shared
-// informer's. Its handler methods are the handle's: AddEventHandler,
+// value on every call; handles sharing an informer return different
+// values with the same GetIndexer and GetStore). Its cache, indexer and
+// sync state are the shared informer's. Its handler methods are the handle's: AddEventHandler,
 // AddEventHandlerWithResyncPeriod and AddEventHandlerWithOptions recover
 // panics and are removed by Release (ErrReleased after it);
 // RemoveEventHandler removes a handler of this handle. The factory runs

@@ -86,7 +86,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 	compact := fac.ForResource(f.gvr, dynamicinformer.WithSharingKey("compact"),
 		dynamicinformer.WithTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.CompactTransform)),
 	)
-	if projected.Informer() == compact.Informer() || projected.Informer() == meta.Informer() {
+	if projected.Informer().GetIndexer() == compact.Informer().GetIndexer() || projected.Informer().GetIndexer() == meta.Informer().GetIndexer() {
 		t.Fatal("differently configured informers are shared")
 	}
 
