@@ -69,7 +69,9 @@ type Factory struct {
 // if every informer is WithMetadataOnly; CRDs are then not tracked).
 // defaultResync is the default handler resync period (0: none). Without
 // WithDiscovery or WithResolver, ForName and Subscribe return
-// ErrNoResolver and presence relies on CRDs and 404 answers.
+// ErrNoResolver and presence relies on CRDs and 404 answers. Contact with
+// the API server (Status.ContactErr) is followed as for NewForConfig,
+// from the informers' requests and a probe (see docs/DESIGN.md).
 func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, opts ...Option) *Factory {
 	return newFactory(client, newContactMonitor(), defaultResync, opts)
 }
@@ -107,7 +109,8 @@ func newFactory(client dynamic.Interface, contact *contactMonitor, defaultResync
 
 // NewForConfig builds the dynamic, discovery and metadata clients from cfg
 // and returns a factory with ForName, Subscribe, CRD tracking and
-// WithMetadataOnly support.
+// WithMetadataOnly support; it also sees every request at the transport,
+// for contact (Status.ContactErr).
 func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option) (*Factory, error) {
 	monitor := newContactMonitor()
 	cfg = rest.CopyConfig(cfg)
@@ -482,7 +485,8 @@ func (f *Factory) release(e *entry) {
 	e.setState(Stopped, nil, "released")
 }
 
-// contactChanged: the transport saw the server lost (err) or back (nil).
+// contactChanged: the contact monitor found the server lost (err) or
+// back (nil).
 // Every informer's status says so.
 func (f *Factory) contactChanged(err error) {
 	f.mu.Lock()
