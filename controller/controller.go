@@ -277,7 +277,9 @@ func (c *Controller) register(ctx context.Context, handles []*handleSource, subs
 		r, _ := c.resources.ensure(src.h.GVR())
 		r.addHandle(src.h)
 		src.cur = r
-		reg, err := src.h.Informer().AddEventHandler(eventhandler.RecoverPanics(c.handleEvents(src), c.handlerPanic))
+		// Through the handle, so the handler goes with it (Release); the
+		// controller counts its own panics (Stats) before the handle would.
+		reg, err := src.h.AddEventHandler(eventhandler.RecoverPanics(c.handleEvents(src), c.handlerPanic))
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", src.h.GVR(), err)
 		}
@@ -293,6 +295,9 @@ func (c *Controller) register(ctx context.Context, handles []*handleSource, subs
 	return nil
 }
 
+// unregister removes the controller's handlers. Watched handles are the
+// caller's (the controller does not release them), so their handlers are
+// removed one by one; subscriptions release their own.
 func (c *Controller) unregister(handles []*handleSource, subs []*subscriptionSource) {
 	for _, src := range handles {
 		if src.reg != nil {

@@ -35,10 +35,10 @@ func TestCompactProjection(t *testing.T) {
 		return o, nil
 	}))
 	other := f.ForResource(widgets, compact(10))
-	if h.Informer() == plain.Informer() || h.Informer() == other.Informer() {
+	if h.Informer().GetIndexer() == plain.Informer().GetIndexer() || h.Informer().GetIndexer() == other.Informer().GetIndexer() {
 		t.Fatal("compact informers share with informers of other modes")
 	}
-	if again := f.ForResource(widgets, compact(10)); again.Informer() != other.Informer() {
+	if again := f.ForResource(widgets, compact(10)); again.Informer().GetIndexer() != other.Informer().GetIndexer() {
 		t.Fatal("the same compact options did not share")
 	}
 	f.Start(ctx)

@@ -104,11 +104,17 @@
 // client-go gives each handler its own goroutine and an unbounded buffer:
 // a slow handler never delays another, but its buffer grows with every
 // event it has not consumed, and a panicking handler crashes the process.
-// InformerHandle.AddEventHandler recovers handler panics and counts them
-// in Status (HandlerPanics, LastHandlerPanic). Package eventhandler has
-// the wrappers for any handler: RecoverPanics, and Coalescing, which
+// There is one way to add a handler to an informer: through its handle,
+// with InformerHandle.AddEventHandler or the handle's
+// Informer().AddEventHandler, which is the same call. Such handlers'
+// panics are recovered and counted in Status (HandlerPanics,
+// LastHandlerPanic), and Release removes them, while other handles keep
+// the informer running. Subscribe is a different thing: one handler for
+// every resource a discovery filter matches, added to each member
+// informer the same way. Package eventhandler has Coalescing, which
 // bounds a slow level-triggered handler's memory by the number of distinct
-// objects, not events.
+// objects, not events, and RecoverPanics for code informerkit does not
+// run (a Coalescing delegate).
 //
 // # Sharding
 //

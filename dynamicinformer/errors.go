@@ -67,6 +67,12 @@ var (
 
 	// ErrNilHandler: a nil event handler was given.
 	ErrNilHandler = errors.New("nil handler")
+	// ErrReleased: a handler was added through a released InformerHandle.
+	ErrReleased = errors.New("informer handle released")
+	// ErrFactoryOwned: a setting of the shared informer that the factory
+	// owns (transform, watch error handler) was asked of a handle's
+	// Informer().
+	ErrFactoryOwned = errors.New("set by the informer factory")
 )
 
 // classify maps an error seen by list or watch to one of the package's

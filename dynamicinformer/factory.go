@@ -52,6 +52,7 @@ type Factory struct {
 	notifier *statusNotifier
 	presence *presence.Presence
 	metrics  *metricsDeps // nil without WithMetrics
+	contact  *contactMonitor
 	// initialLists bounds the informers' concurrent first lists.
 	initialLists *gate.Slots
 
@@ -69,8 +70,16 @@ type Factory struct {
 // if every informer's projection is MetadataOnly; CRDs are then not tracked).
 // defaultResync is the default handler resync period (0: none). Without
 // WithDiscovery or WithResolver, ForName and Subscribe return
-// ErrNoResolver and presence relies on CRDs and 404 answers.
+// ErrNoResolver and presence relies on CRDs and 404 answers. Contact with
+// the API server (Status.ContactErr) is followed as for NewForConfig,
+// from the informers' requests and a probe (see docs/DESIGN.md).
 func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, opts ...Option) *Factory {
+	return newFactory(client, newContactMonitor(), defaultResync, opts)
+}
+
+// newFactory is every factory: contact is the factory's contact monitor
+// (NewForConfig's also sees the transport).
+func newFactory(client dynamic.Interface, contact *contactMonitor, defaultResync time.Duration, opts []Option) *Factory {
 	cfg := defaults(defaultResync)
 	for _, o := range opts {
 		o(&cfg)
@@ -85,7 +94,10 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 		informers: map[spec]*entry{},
 		closed:    make(chan struct{}),
 		metrics:   newMetricsDeps(cfg.metrics),
+		contact:   contact,
 	}
+	contact.probeThrough(client)
+	contact.setOnChange(f.contactChanged)
 	f.initialLists = gate.NewSlots(cfg.maxInitial)
 	pc := presence.Config{Resolver: cfg.resolver, Rediscovery: cfg.rediscovery, Logger: cfg.logger.WithName("presence")}
 	if cfg.followCRDs && client != nil {
@@ -98,9 +110,10 @@ func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Durat
 
 // NewForConfig builds the dynamic, discovery and metadata clients from cfg
 // and returns a factory with ForName, Subscribe, CRD tracking and
-// MetadataOnly projection support.
+// MetadataOnly projection support; it also sees every request at the
+// transport, for contact (Status.ContactErr).
 func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option) (*Factory, error) {
-	monitor := &contactMonitor{}
+	monitor := newContactMonitor()
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(monitor.wrap)
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -120,9 +133,7 @@ func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option)
 		return nil, err
 	}
 	all := append([]Option{WithDiscovery(disc), WithMetadataClient(md), withDecodingClients(clients)}, opts...)
-	f := NewSharedInformerFactory(dyn, defaultResync, all...)
-	monitor.setOnChange(f.contactChanged)
-	return f, nil
+	return newFactory(dyn, monitor, defaultResync, all), nil
 }
 
 // Resolver is the discovery resolver in use (nil without one).
@@ -203,7 +214,9 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 }
 
 func (f *Factory) handle(e *entry, cfg resourceConfig) *InformerHandle {
-	return &InformerHandle{e: e, release: f.release, resync: cfg.resyncPeriod()}
+	h := newHandle(e, f.release)
+	h.resync = cfg.resyncPeriod()
+	return h
 }
 
 // join merges what a new handle's cfg asks for into its shared informer
@@ -304,6 +317,7 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 		}
 		lists, client = listwatch.UnstructuredLists(current), dyn
 	}
+	funcs = f.contact.funcs(funcs)
 	e, err := newEntry(key, gvr, cfg, p, funcs, lists, watchlist.DoesClientNotSupportWatchListSemantics(client), deps)
 	return e, err
 }
@@ -322,7 +336,7 @@ func (f *Factory) deadHandle(gvr schema.GroupVersionResource, cfg resourceConfig
 	e, _ := newEntry(spec{}, gvr, cfg, plan{indexers: cfg.allIndexers()}, nop, listwatch.UnstructuredLists(func() schema.GroupVersionResource { return gvr }), true, deps)
 	e.neverRuns(err, err == ErrShutdown)
 	close(e.done)
-	return &InformerHandle{e: e}
+	return newHandle(e, nil)
 }
 
 // ForName resolves a kubectl-style name ("ct", "deployments.apps",
@@ -387,10 +401,14 @@ func (f *Factory) Start(ctx context.Context) {
 	if !f.started {
 		f.started = true
 		f.runCtx, f.cancel = context.WithCancel(ctx)
-		f.wg.Add(1)
+		f.wg.Add(2)
 		go func() {
 			defer f.wg.Done()
 			f.presence.Run(f.runCtx)
+		}()
+		go func() {
+			defer f.wg.Done()
+			f.contact.run(f.runCtx)
 		}()
 	}
 	for _, e := range f.informers {
@@ -502,7 +520,8 @@ func (f *Factory) release(e *entry) {
 	e.stop("released")
 }
 
-// contactChanged: the transport saw the server lost (err) or back (nil).
+// contactChanged: the contact monitor found the server lost (err) or
+// back (nil).
 // Every informer's status says so.
 func (f *Factory) contactChanged(err error) {
 	f.mu.Lock()

@@ -110,7 +110,7 @@ func TestSharingIdentity(t *testing.T) {
 			if st := h.Status(); st.Err != nil {
 				t.Fatal(st.Err)
 			}
-			if got := h.Informer() == base.Informer(); got != c.shared {
+			if got := h.Informer().GetIndexer() == base.Informer().GetIndexer(); got != c.shared {
 				t.Fatalf("shared=%v, want %v", got, c.shared)
 			}
 		})
@@ -119,7 +119,7 @@ func TestSharingIdentity(t *testing.T) {
 	a1 := f.ForResource(widgets, WithTweakListOptions("a", tweakA))
 	a2 := f.ForResource(widgets, WithTweakListOptions("a", tweakB))
 	b1 := f.ForResource(widgets, WithTweakListOptions("b", tweakB))
-	if a1.Informer() != a2.Informer() || a1.Informer() == b1.Informer() {
+	if a1.Informer().GetIndexer() != a2.Informer().GetIndexer() || a1.Informer().GetIndexer() == b1.Informer().GetIndexer() {
 		t.Fatal("tweaks: equal keys must share, different ones must not")
 	}
 	if a1.e.cfg.tweak.key != "a" {
@@ -127,7 +127,7 @@ func TestSharingIdentity(t *testing.T) {
 	}
 	u1 := f.ForResource(widgets, WithTransform("", identity))
 	u2 := f.ForResource(widgets, WithTransform("", identity))
-	if u1.Informer() == u2.Informer() {
+	if u1.Informer().GetIndexer() == u2.Informer().GetIndexer() {
 		t.Fatal("unkeyed transforms shared an informer")
 	}
 	// Projections share by value, whatever built them.
@@ -136,7 +136,7 @@ func TestSharingIdentity(t *testing.T) {
 		WithProjection(Projection{StripManagedFields: true, Fields: "spec.a, spec.b, spec.a"})(c)
 	})
 	p3 := f.ForResource(widgets, WithProjection(Projection{StripManagedFields: true, Fields: "spec.a"}))
-	if p1.Informer() != p2.Informer() || p1.Informer() == p3.Informer() {
+	if p1.Informer().GetIndexer() != p2.Informer().GetIndexer() || p1.Informer().GetIndexer() == p3.Informer().GetIndexer() {
 		t.Fatal("projections: equal ones must share, different ones must not")
 	}
 	// Indexers asked for later are added to the shared informer.
@@ -224,7 +224,7 @@ func TestReferenceCountingAndLifecycle(t *testing.T) {
 		t.Fatalf("statuses after release: %v", f.Statuses())
 	}
 	h3 := f.ForResource(widgets)
-	if h3.Informer() == h1.Informer() {
+	if h3.Informer().GetIndexer() == h1.Informer().GetIndexer() {
 		t.Fatal("stopped informer handed out again")
 	}
 	waitFor(t, h3.Informer().HasSynced)
@@ -351,7 +351,7 @@ func TestLabelIndexOptions(t *testing.T) {
 
 	// Asking the shared, running default informer for more keys adds them.
 	again := f.ForResource(widgets, WithLabelIndexKeys("app", "tier"))
-	if again.Informer() != def.Informer() {
+	if again.Informer().GetIndexer() != def.Informer().GetIndexer() {
 		t.Fatal("LabelIndexKeys split the informer")
 	}
 	if keys, err := again.Informer().GetIndexer().IndexKeys(ikcache.LabelKeyIndexName("app"), "x"); err != nil || len(keys) != 1 {

@@ -1,6 +1,9 @@
 package dynamicinformer
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,21 +14,43 @@ import (
 	"github.com/informerkit/informerkit/genericlister"
 )
 
-// InformerHandle is a handle on a shared informer. It has client-go's
-// informers.GenericInformer method set (Informer, Lister) plus status,
-// handlers with recovered panics, and Release. Methods are safe for
-// concurrent use.
+// InformerHandle is one holder's reference to a shared informer. It has
+// client-go's informers.GenericInformer method set (Informer, Lister) plus
+// status, handlers and Release. Methods are safe for concurrent use.
+//
+// Handlers are added through the handle: AddEventHandler, or
+// Informer().AddEventHandler, which is the same call. Either way the
+// handler's panics are recovered and counted in Status, and Release
+// removes it.
 type InformerHandle struct {
-	e        *entry
-	release  func(*entry)
-	released atomic.Bool
+	e       *entry
+	release func(*entry)
+	inf     *handleInformer
+
+	mu       sync.Mutex // guards regs; held while adding, so Release cannot miss a handler
+	regs     map[toolscache.ResourceEventHandlerRegistration]struct{}
+	released atomic.Bool   // set under mu
 	resync   time.Duration // WithResyncPeriod of this handle
 }
 
-// Informer is the shared client-go informer. Handlers added to it stay
-// with it across CRD removal and re-installation. Do not call Run on it:
-// the factory runs it.
-func (h *InformerHandle) Informer() toolscache.SharedIndexInformer { return h.e.informer }
+func newHandle(e *entry, release func(*entry)) *InformerHandle {
+	h := &InformerHandle{e: e, release: release, regs: map[toolscache.ResourceEventHandlerRegistration]struct{}{}}
+	h.inf = &handleInformer{SharedIndexInformer: e.informer, h: h}
+	return h
+}
+
+// Informer is the shared informer as seen through this handle (the same
+// value on every call; handles sharing an informer return different
+// values with the same GetIndexer and GetStore). Its cache, indexer and
+// sync state are the shared informer's. Its handler methods are the handle's: AddEventHandler,
+// AddEventHandlerWithResyncPeriod and AddEventHandlerWithOptions recover
+// panics and are removed by Release (ErrReleased after it);
+// RemoveEventHandler removes a handler of this handle. The factory runs
+// the informer: Run and RunWithContext start nothing, they block until
+// their stop channel or context ends or the informer has stopped.
+// SetTransform, SetWatchErrorHandler and SetWatchErrorHandlerWithContext
+// return ErrFactoryOwned (use WithTransform; errors are in Status).
+func (h *InformerHandle) Informer() toolscache.SharedIndexInformer { return h.inf }
 
 // Lister reads the informer's cache (client-go's GenericLister). Returned
 // objects are shared with the cache: do not mutate them.
@@ -60,25 +85,42 @@ func (h *InformerHandle) HasSynced() bool {
 	}
 }
 
-// Release says this handle is done. When every handle of an informer has
-// been released the informer stops and its cache is dropped (its handlers
-// get no further events). Release does not wait for the informer's
-// goroutines (Factory.Shutdown does), so it may be called from the
-// informer's own event handler. Calling it again is a no-op.
+// Release says this handle is done: the handlers added through it are
+// removed (they get no event after Release returns, except one being
+// delivered at that moment), and when every handle of the informer has
+// been released the informer stops. Release does not wait for the
+// informer's goroutines (Factory.Shutdown does), so it may be called from
+// the informer's own event handler. Calling it again is a no-op.
+//
+// After Release, adding a handler returns ErrReleased, the Wait methods
+// return ErrInformerStopped, and reads (Status, Lister, the informer's
+// store) keep working: they see the shared cache while other handles hold
+// the informer, and its last contents once it has stopped.
 func (h *InformerHandle) Release() {
-	if h.released.CompareAndSwap(false, true) && h.release != nil {
+	h.mu.Lock()
+	if h.released.Load() {
+		h.mu.Unlock()
+		return
+	}
+	h.released.Store(true)
+	regs := h.regs
+	h.regs = nil
+	h.mu.Unlock()
+	for reg := range regs {
+		_ = h.e.informer.RemoveEventHandler(reg)
+	}
+	if h.release != nil {
 		h.release(h.e)
 	}
 }
 
-// AddEventHandler adds handler to the shared informer, recovering its
-// panics (see eventhandler.RecoverPanics): each panic is counted in
-// Status.HandlerPanics, the last one is Status.LastHandlerPanic (an
-// *eventhandler.PanicError), and the first panic of each handler is
-// logged — later ones are only counted. A nil handler is ErrNilHandler
-// (client-go would accept it and crash on the first event). Handlers
-// added with Informer().AddEventHandler are client-go's: a panic there
-// crashes the process.
+// AddEventHandler adds handler to the shared informer for this handle.
+// Its panics are recovered: each is counted in Status.HandlerPanics, the
+// last one is Status.LastHandlerPanic (an *eventhandler.PanicError), the
+// first of each handler is logged, and the next event is delivered
+// normally. The registration is client-go's (HasSynced,
+// toolscache.ShutDownEventHandler work on it). A nil handler is
+// ErrNilHandler; after Release it is ErrReleased.
 func (h *InformerHandle) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
 	return h.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{})
 }
@@ -96,7 +138,7 @@ func (h *InformerHandle) AddEventHandlerWithOptions(handler toolscache.ResourceE
 	}
 	e := h.e
 	var logged atomic.Bool
-	return e.informer.AddEventHandlerWithOptions(eventhandler.RecoverPanics(handler, func(p *eventhandler.PanicError) {
+	wrapped := eventhandler.RecoverPanics(handler, func(p *eventhandler.PanicError) {
 		e.mu.Lock()
 		e.panics++
 		e.lastPanic = p
@@ -106,5 +148,75 @@ func (h *InformerHandle) AddEventHandlerWithOptions(handler toolscache.ResourceE
 			e.logger.Error(p, "event handler panicked; the event was skipped (later panics of this handler are counted in Status, not logged)",
 				"stack", string(p.Stack))
 		}
-	}), opts)
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released.Load() {
+		return nil, ErrReleased
+	}
+	reg, err := e.informer.AddEventHandlerWithOptions(wrapped, opts)
+	if err != nil {
+		return nil, err
+	}
+	h.regs[reg] = struct{}{}
+	return reg, nil
 }
+
+// removeEventHandler removes a handler added through this handle (or any
+// registration of the shared informer: client-go's RemoveEventHandler).
+func (h *InformerHandle) removeEventHandler(reg toolscache.ResourceEventHandlerRegistration) error {
+	h.mu.Lock()
+	delete(h.regs, reg)
+	h.mu.Unlock()
+	return h.e.informer.RemoveEventHandler(reg)
+}
+
+// handleInformer is the shared informer as a handle hands it out: reads go
+// to the shared informer, handler methods to the handle.
+type handleInformer struct {
+	toolscache.SharedIndexInformer
+	h *InformerHandle
+}
+
+func (i *handleInformer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.h.AddEventHandler(handler)
+}
+
+func (i *handleInformer) AddEventHandlerWithResyncPeriod(handler toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.h.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{ResyncPeriod: &resync})
+}
+
+func (i *handleInformer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.h.AddEventHandlerWithOptions(handler, opts)
+}
+
+func (i *handleInformer) RemoveEventHandler(reg toolscache.ResourceEventHandlerRegistration) error {
+	return i.h.removeEventHandler(reg)
+}
+
+// Run blocks until stopCh is closed or the informer has stopped; the
+// factory runs the informer.
+func (i *handleInformer) Run(stopCh <-chan struct{}) {
+	select {
+	case <-stopCh:
+	case <-i.h.e.done:
+	}
+}
+
+// RunWithContext blocks until ctx ends or the informer has stopped; the
+// factory runs the informer.
+func (i *handleInformer) RunWithContext(ctx context.Context) { i.Run(ctx.Done()) }
+
+func (i *handleInformer) SetTransform(toolscache.TransformFunc) error {
+	return errFactoryOwned("SetTransform (use WithTransform)")
+}
+
+func (i *handleInformer) SetWatchErrorHandler(toolscache.WatchErrorHandler) error {
+	return errFactoryOwned("SetWatchErrorHandler (errors are in Status)")
+}
+
+func (i *handleInformer) SetWatchErrorHandlerWithContext(toolscache.WatchErrorHandlerWithContext) error {
+	return errFactoryOwned("SetWatchErrorHandlerWithContext (errors are in Status)")
+}
+
+func errFactoryOwned(what string) error { return fmt.Errorf("%w: %s", ErrFactoryOwned, what) }

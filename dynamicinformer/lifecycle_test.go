@@ -458,7 +458,7 @@ func TestForNameFollowsCRDVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Informer() == pinned.Informer() {
+	if h.Informer().GetIndexer() == pinned.Informer().GetIndexer() {
 		t.Fatal("a following and a pinned informer share")
 	}
 	waitUntil(t, "synced at v1", 10*time.Second, func() bool { return h.Status().State == Synced })

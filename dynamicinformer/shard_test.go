@@ -225,10 +225,10 @@ func TestShardsSplitInformers(t *testing.T) {
 	s0b, _ := shard.ParseStatic("0/2")
 	s1, _ := shard.Static(1, 2)
 	a, b, c, all := f.ForResource(widgets, WithShard(s0)), f.ForResource(widgets, WithShard(s0b)), f.ForResource(widgets, WithShard(s1)), f.ForResource(widgets)
-	if a.Informer() != b.Informer() {
+	if a.Informer().GetIndexer() != b.Informer().GetIndexer() {
 		t.Fatal("equal shards must share an informer")
 	}
-	if a.Informer() == c.Informer() || a.Informer() == all.Informer() {
+	if a.Informer().GetIndexer() == c.Informer().GetIndexer() || a.Informer().GetIndexer() == all.Informer().GetIndexer() {
 		t.Fatal("different shards must not share")
 	}
 	// The zero Shard undoes a factory default.
@@ -320,7 +320,7 @@ func TestShardSourceSwitch(t *testing.T) {
 	src := newTestSource(first)
 	f := NewSharedInformerFactory(fakeClient(objs...), 0, WithoutCRDTracking())
 	h := f.ForResource(widgets, WithShardSource(src))
-	if h2 := f.ForResource(widgets, WithShardSource(src)); h2.Informer() != h.Informer() {
+	if h2 := f.ForResource(widgets, WithShardSource(src)); h2.Informer().GetIndexer() != h.Informer().GetIndexer() {
 		t.Fatal("the same source must share an informer")
 	}
 	var mu sync.Mutex

@@ -220,7 +220,7 @@ func (s *Subscription) reconcile(ctx context.Context) error {
 			continue // shut down or invalid options: nothing to watch
 		}
 		m := &member{handle: h, seen: map[string]interface{}{}}
-		reg, err := h.Informer().AddEventHandler(s.adapter(gvr, m))
+		reg, err := h.AddEventHandler(s.adapter(gvr, m))
 		if err != nil {
 			h.Release()
 			continue
@@ -233,10 +233,10 @@ func (s *Subscription) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// drop stops delivering a member's events, tells the handler that every
-// object it saw of it is gone, and releases the informer.
+// drop releases a member's informer (which removes the member's
+// handler) and tells the handler that every object it saw of it is gone.
 func (s *Subscription) drop(m *member) {
-	_ = m.handle.Informer().RemoveEventHandler(m.reg)
+	m.handle.Release()
 	m.mu.Lock()
 	m.closed = true
 	seen := m.seen
@@ -245,7 +245,6 @@ func (s *Subscription) drop(m *member) {
 	for _, obj := range seen {
 		s.deliver(Event{Type: Deleted, GVR: m.handle.GVR(), Object: obj, FinalStateUnknown: true})
 	}
-	m.handle.Release()
 }
 
 func (s *Subscription) releaseAll() {
@@ -254,7 +253,6 @@ func (s *Subscription) releaseAll() {
 	s.members = map[schema.GroupVersionResource]*member{}
 	s.mu.Unlock()
 	for _, m := range members {
-		_ = m.handle.Informer().RemoveEventHandler(m.reg)
 		m.handle.Release()
 	}
 }

@@ -6,7 +6,10 @@
 //   - Coalescing bounds what a slow, level-triggered handler holds to one
 //     pending entry per object (client-go buffers every event).
 //
-// Both wrap a toolscache.ResourceEventHandler and return one; add the
-// result with AddEventHandler. dynamicinformer's InformerHandle applies
-// RecoverPanics to the handlers added through it.
+// Both wrap a toolscache.ResourceEventHandler and return one. Handlers
+// added to a dynamicinformer informer (InformerHandle.AddEventHandler, or
+// its Informer().AddEventHandler: the same call) are recovered and counted
+// already; RecoverPanics is for code informerkit does not run — a
+// Coalescing handler's delegate, which runs on Coalescing's own goroutine,
+// or a handler on another library's informer.
 package eventhandler

@@ -42,10 +42,10 @@ func (e *PanicError) Is(target error) bool { return target == ErrPanic }
 // list, never marks the handler synced). With RecoverPanics the handler's
 // registration still reports HasSynced after a panic on the initial list.
 //
-// dynamicinformer's InformerHandle.AddEventHandler applies it for you and
-// counts panics in the informer's Status; use RecoverPanics directly for
-// handlers added straight to a client-go informer or for a Coalescing
-// handler's delegate.
+// Handlers added through a dynamicinformer handle (or its Informer())
+// get it already, counted in the informer's Status. Use RecoverPanics for
+// a Coalescing handler's delegate, for a handler on another library's
+// informer, or to count panics of your own handler yourself.
 func RecoverPanics(h toolscache.ResourceEventHandler, report func(*PanicError)) toolscache.ResourceEventHandler {
 	return &recoveringHandler{h: h, report: report}
 }

@@ -79,7 +79,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 	meta := fac.ForResource(f.gvr, dynamicinformer.WithProjection(dynamicinformer.Projection{
 		MetadataOnly: true, StripManagedFields: true, DropLastApplied: true}))
 	compact := fac.ForResource(f.gvr, dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true, Compact: true}))
-	if projected.Informer() == compact.Informer() || projected.Informer() == meta.Informer() {
+	if projected.Informer().GetIndexer() == compact.Informer().GetIndexer() || projected.Informer().GetIndexer() == meta.Informer().GetIndexer() {
 		t.Fatal("differently configured informers are shared")
 	}
 

@@ -1,6 +1,7 @@
 package factorytest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,6 +89,77 @@ func TestLostServerIsReported(t *testing.T) {
 	sc.Injected("the API server refused every connection (proxy) for a synced CRD informer, an object created meanwhile, then the server reachable again")
 	sc.Held("ContactErr (ErrNoContact) reported %v after the server was lost, State stayed Synced with its 3 objects; cleared %v after it was back, the object created meanwhile arrived; each transition notified once",
 		tookLost.Round(10*time.Millisecond), tookBack.Round(10*time.Millisecond))
+}
+
+// TestLostServerIsReportedByClientFactory (issue 28): a factory built on
+// a client (NewSharedInformerFactory), which cannot see the transport,
+// reports a stopped API server in Status within seconds too (ContactErr,
+// errors.Is ErrNoContact; State stays Synced), though client-go's REST
+// client retries the watch for 10 s and then hands back an empty watch
+// instead of an error; the error clears when the server is back, and
+// what changed meanwhile arrives.
+func TestLostServerIsReportedByClientFactory(t *testing.T) {
+	ctx := ctxT(t, 4*time.Minute)
+	sc := scenario(t)
+	ns := unique("clientcontact")
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	gvr, _ := installCRD(t, ctx)
+	createN(t, ctx, gvr, ns, 3, nil)
+	f := dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cp.Config()), 0)
+	defer f.Shutdown()
+	h := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
+	f.Start(ctx)
+	eventually(t, ctx, "synced", func() bool { return h.Status().State == dynamicinformer.Synced })
+	if st := h.Status(); st.ContactErr != nil || st.LastContact.IsZero() {
+		t.Fatalf("synced informer: ContactErr %v, LastContact %v", st.ContactErr, st.LastContact)
+	}
+
+	// The in-process server drains for a while before it is gone: time
+	// from its end (when the proxy cuts every connection).
+	if err := cp.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	restarted := false
+	defer func() {
+		if !restarted {
+			if err := cp.StartAPIServer(context.Background()); err != nil {
+				t.Errorf("restarting the API server: %v", err)
+			}
+		}
+	}()
+	const bound = 8 * time.Second
+	for h.Status().ContactErr == nil && time.Since(stopped) < bound {
+		time.Sleep(20 * time.Millisecond)
+	}
+	tookLost := time.Since(stopped)
+	st := h.Status()
+	t.Logf("ContactErr %v after the stop: %v", tookLost.Round(time.Millisecond), st.ContactErr)
+	if st.ContactErr == nil {
+		t.Fatalf("%v after the API server stopped: state %s, no ContactErr (want one within %v)", tookLost.Round(time.Millisecond), st.State, bound)
+	}
+	if !errors.Is(st.ContactErr, dynamicinformer.ErrNoContact) || st.State != dynamicinformer.Synced || st.Objects != 3 {
+		t.Fatalf("after losing the server: state %s, %d objects, ContactErr %v", st.State, st.Objects, st.ContactErr)
+	}
+
+	back := time.Now()
+	restarted = true
+	if err := cp.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tookStart := time.Since(back)
+	restored := time.Now()
+	eventually(t, ctx, "contact restored", func() bool { return h.Status().ContactErr == nil })
+	tookBack := time.Since(restored)
+	if _, err := cp.Dynamic().Resource(gvr).Namespace(ns).Create(ctx, obj(gvr.GroupVersion().String(), "Widget", ns, "after-restart", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "object created after the restart cached", func() bool { return h.Status().Objects == 4 })
+	sc.Injected("kube-apiserver stopped (the proxy in front of it kept accepting connections) under a synced CRD informer of a factory built on a dynamic client, then started again")
+	sc.Held("ContactErr (ErrNoContact) reported %v after the stop, State stayed Synced with its 3 objects; cleared %v after the server was back (its start took %v); a new object arrived",
+		tookLost.Round(10*time.Millisecond), tookBack.Round(10*time.Millisecond), tookStart.Round(100*time.Millisecond))
 }
 
 // TestClusterScopedResourceInNamespace (issue 20, defect 10): a served,

@@ -47,7 +47,7 @@ func TestTwoConsumersShareOneWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Informer() != b.Informer() || a.Informer() != c.Informer() {
+	if a.Informer().GetIndexer() != b.Informer().GetIndexer() || a.Informer().GetIndexer() != c.Informer().GetIndexer() {
 		t.Fatal("same resource and options gave different informers")
 	}
 	d, err := f.ForName(ctx, "widgets."+gvr.Group)
@@ -58,13 +58,13 @@ func TestTwoConsumersShareOneWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Informer() == a.Informer() || d.Informer() != e.Informer() {
+	if d.Informer().GetIndexer() == a.Informer().GetIndexer() || d.Informer().GetIndexer() != e.Informer().GetIndexer() {
 		t.Fatal("ForName without a version must give one following informer, distinct from the pinned one")
 	}
 	d.Release()
 	e.Release()
 	other := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
-	if other.Informer() == a.Informer() {
+	if other.Informer().GetIndexer() == a.Informer().GetIndexer() {
 		t.Fatal("a namespace option must give a distinct informer")
 	}
 	other.Release()
@@ -207,7 +207,7 @@ func TestReleaseStopsOnlyThatInformer(t *testing.T) {
 	}
 	fresh := f.ForResource(gvrA)
 	defer fresh.Release()
-	if fresh.Informer() == informerA {
+	if fresh.Informer().GetIndexer() == informerA.GetIndexer() {
 		t.Fatal("ForResource after release returned the stopped informer")
 	}
 	eventually(t, ctx, "fresh informer synced with 3 objects", func() bool {

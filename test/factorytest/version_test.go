@@ -49,7 +49,7 @@ func TestForNameFollowsPreferredVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if byName.Informer() == pinned.Informer() {
+	if byName.Informer().GetIndexer() == pinned.Informer().GetIndexer() {
 		t.Fatal("a following informer is shared with a version-pinned one")
 	}
 	rec := newRecorder()

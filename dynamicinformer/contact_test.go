@@ -1,0 +1,128 @@
+package dynamicinformer
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// TestClientFactoryReportsLostContact: a factory built on a client sees
+// no transport. When the server is gone the way client-go's REST client
+// hides it — the open watch ends and the next watch request does not
+// return (the client retries it) — the factory probes, finds the server
+// unreachable, and every informer's Status has ContactErr (ErrNoContact)
+// within seconds; when the probe is answered again, it clears.
+func TestClientFactoryReportsLostContact(t *testing.T) {
+	noLeaks := newGoroutinesCheck()
+	fake := fakeClient(widget("a", "w0", nil))
+	var down atomic.Bool
+	up := make(chan struct{})
+	var mu sync.Mutex
+	var current *watch.FakeWatcher
+	fake.PrependWatchReactor("widgets", func(clienttesting.Action) (bool, watch.Interface, error) {
+		w := watch.NewFake()
+		mu.Lock()
+		current = w
+		mu.Unlock()
+		return true, w, nil
+	})
+	// The REST client retrying a watch, as long as the server is gone
+	// (outside the fake, whose reactors run under one lock).
+	client := &stallingClient{Interface: fake, stall: func(ctx context.Context) {
+		if down.Load() {
+			select {
+			case <-up:
+			case <-ctx.Done():
+			}
+		}
+	}}
+	var probes atomic.Int64
+	fake.PrependReactor("create", "selfsubjectreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
+		probes.Add(1)
+		if down.Load() {
+			return true, nil, &url.Error{Op: "Post", URL: "https://api/apis/authentication.k8s.io/v1/selfsubjectreviews", Err: syscall.ECONNREFUSED}
+		}
+		return true, nil, nil
+	})
+	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	h := f.ForResource(widgets)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	waitFor(t, func() bool { return h.Status().State == Synced })
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return current != nil })
+	if n := probes.Load(); n != 0 {
+		t.Fatalf("%d probes while the server answered at once", n)
+	}
+
+	lost := time.Now()
+	down.Store(true)
+	mu.Lock()
+	current.Stop() // the server went away: the open watch ends
+	mu.Unlock()
+	waitFor(t, func() bool { return h.Status().ContactErr != nil })
+	took := time.Since(lost)
+	st := h.Status()
+	if !errors.Is(st.ContactErr, ErrNoContact) || !errors.Is(st.ContactErr, syscall.ECONNREFUSED) || st.State != Synced {
+		t.Fatalf("state %s, ContactErr %v", st.State, st.ContactErr)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("lost contact reported after %v", took)
+	}
+	t.Logf("lost contact reported %v after the watch ended (%d probes)", took.Round(time.Millisecond), probes.Load())
+
+	down.Store(false)
+	close(up)
+	waitFor(t, func() bool { return h.Status().ContactErr == nil })
+	f.Shutdown()
+	noLeaks(t)
+}
+
+// stallingClient is a dynamic client whose watch requests first call
+// stall. It is not a watch-list client (as the fake it wraps).
+type stallingClient struct {
+	dynamic.Interface
+	stall func(context.Context)
+}
+
+func (c *stallingClient) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (c *stallingClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return stallingResource{NamespaceableResourceInterface: c.Interface.Resource(gvr), stall: c.stall}
+}
+
+type stallingResource struct {
+	dynamic.NamespaceableResourceInterface
+	stall func(context.Context)
+}
+
+func (r stallingResource) Namespace(ns string) dynamic.ResourceInterface {
+	return stallingNamespaced{ResourceInterface: r.NamespaceableResourceInterface.Namespace(ns), stall: r.stall}
+}
+
+func (r stallingResource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	r.stall(ctx)
+	return r.NamespaceableResourceInterface.Watch(ctx, opts)
+}
+
+type stallingNamespaced struct {
+	dynamic.ResourceInterface
+	stall func(context.Context)
+}
+
+func (r stallingNamespaced) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	r.stall(ctx)
+	return r.ResourceInterface.Watch(ctx, opts)
+}
