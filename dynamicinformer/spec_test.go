@@ -40,8 +40,8 @@ func TestRelistPeriodMergesToTheShortest(t *testing.T) {
 				t.Fatalf("%d lists before the second handle, want 1", n)
 			}
 			h2 := f.ForResource(widgets, WithRelistPeriod(50*time.Millisecond))
-			if h2.Informer() != h1.Informer() || h2.Status().Err != nil {
-				t.Fatalf("second handle: shared %v, err %v", h2.Informer() == h1.Informer(), h2.Status().Err)
+			if h2.Informer().GetIndexer() != h1.Informer().GetIndexer() || h2.Status().Err != nil {
+				t.Fatalf("second handle: shared %v, err %v", h2.Informer().GetIndexer() == h1.Informer().GetIndexer(), h2.Status().Err)
 			}
 			waitFor(t, func() bool { return lists() >= 3 })
 			h3 := f.ForResource(widgets, WithRelistPeriod(2*time.Hour))
@@ -69,7 +69,7 @@ func TestAccessCheckOnIfAnyAsks(t *testing.T) {
 	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
 	h1 := f.ForResource(widgets)
 	h2 := f.ForResource(widgets, WithAccessCheck(true))
-	if h1.Informer() != h2.Informer() || !h1.e.cfg.accessCheck {
+	if h1.Informer().GetIndexer() != h2.Informer().GetIndexer() || !h1.e.cfg.accessCheck {
 		t.Fatal("the access check asked by the second handle is not on")
 	}
 	plain := f.ForResource(widgets, WithSharingKey("plain"))
@@ -84,7 +84,7 @@ func TestAccessCheckOnIfAnyAsks(t *testing.T) {
 		t.Fatalf("%d reviews, want 2", reviews)
 	}
 	late := f.ForResource(widgets, WithSharingKey("plain"), WithAccessCheck(true))
-	if late.Informer() != plain.Informer() || late.Status().State != Synced {
+	if late.Informer().GetIndexer() != plain.Informer().GetIndexer() || late.Status().State != Synced {
 		t.Fatalf("late handle: %+v", late.Status())
 	}
 	f.Shutdown()
@@ -105,7 +105,7 @@ func TestIndexersAndAutoLabelIndexMerge(t *testing.T) {
 		t.Fatal("auto label index on though its only handle turned it off")
 	}
 	h2 := f.ForResource(widgets, WithIndexers(toolscache.Indexers{"x": second, "y": second}), WithLabelIndexKeys("app"))
-	if h2.Informer() != h1.Informer() {
+	if h2.Informer().GetIndexer() != h1.Informer().GetIndexer() {
 		t.Fatal("not shared")
 	}
 	for _, name := range []string{"x", "y", ikcache.AutoLabelKeyIndex, ikcache.LabelKeyIndexName("app")} {
@@ -133,7 +133,7 @@ func TestResyncPeriodPerHandle(t *testing.T) {
 	h2 := f.ForResource(widgets, WithResyncPeriod(0))
 	h3 := f.ForResource(widgets, WithResyncPeriod(2*time.Second))
 	bad := f.ForResource(widgets, WithResyncPeriod(500*time.Millisecond))
-	if h2.Informer() != h1.Informer() || h3.Informer() != h1.Informer() || bad.Informer() == h1.Informer() {
+	if h2.Informer().GetIndexer() != h1.Informer().GetIndexer() || h3.Informer().GetIndexer() != h1.Informer().GetIndexer() || bad.Informer().GetIndexer() == h1.Informer().GetIndexer() {
 		t.Fatal("sharing")
 	}
 	st := bad.Status()
@@ -179,7 +179,7 @@ func TestOptionConflictFromForName(t *testing.T) {
 	if !errors.Is(err, ErrOptionConflict) || !strings.Contains(err.Error(), "WithResyncPeriod") {
 		t.Fatalf("ForName: %v, want ErrOptionConflict naming WithResyncPeriod", err)
 	}
-	if again, err := f.ForName(ctx, "widgets.v1.example.com", WithResyncPeriod(2*time.Minute)); err != nil || again.Informer() != h.Informer() {
+	if again, err := f.ForName(ctx, "widgets.v1.example.com", WithResyncPeriod(2*time.Minute)); err != nil || again.Informer().GetIndexer() != h.Informer().GetIndexer() {
 		t.Fatalf("a longer period: %v", err)
 	}
 	if _, err := f.ForName(ctx, "widgets", WithProjection(Projection{Fields: "spec..x"})); !errors.Is(err, ErrInvalidProjection) {

@@ -68,7 +68,7 @@ func TestShareEqualProjections(t *testing.T) {
 	}
 	h1 := f.ForResource(configmaps, inNS, stripped())
 	h2 := f.ForResource(configmaps, inNS, dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true, Fields: "metadata.name, data"}))
-	if h1.Informer() != h2.Informer() {
+	if h1.Informer().GetIndexer() != h2.Informer().GetIndexer() {
 		t.Fatal("equal projections got two informers")
 	}
 	f.Start(ctx)
@@ -82,7 +82,7 @@ func TestShareEqualProjections(t *testing.T) {
 	}
 	other := f.ForResource(configmaps, inNS, dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true}))
 	eventually(t, ctx, "second informer sync", other.HasSynced)
-	if other.Informer() == h1.Informer() {
+	if other.Informer().GetIndexer() == h1.Informer().GetIndexer() {
 		t.Fatal("different projections shared one informer")
 	}
 	f.Shutdown()
@@ -114,7 +114,7 @@ func TestSharedRelistPeriod(t *testing.T) {
 	lists, watches := counter.counts()
 	before := lists + watches
 	h2 := f.ForResource(configmaps, inNS, dynamicinformer.WithRelistPeriod(300*time.Millisecond))
-	if h2.Informer() != h1.Informer() || h2.Status().Err != nil {
+	if h2.Informer().GetIndexer() != h1.Informer().GetIndexer() || h2.Status().Err != nil {
 		t.Fatalf("second handle: %+v", h2.Status())
 	}
 	eventually(t, ctx, "relists", func() bool { lists, watches := counter.counts(); return lists+watches >= before+4 })
