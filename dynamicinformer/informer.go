@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,6 +21,7 @@ import (
 	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 	"github.com/informerkit/informerkit/eventhandler"
 )
 
@@ -600,11 +600,10 @@ func firstKey(m map[string]error) string {
 // failure): it records the error, typed, in the status, and logs a class
 // of error once until it changes.
 func (e *entry) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
-	if err == nil || errors.Is(err, gate.ErrNotServedFallback) || errors.Is(err, gate.ErrRelistFallback) || errors.Is(err, listwatch.ErrProbeFallback) ||
-		errors.Is(err, listwatch.ErrWatchListDeclined) || errors.Is(err, context.Canceled) {
+	if err == nil || reflectorseam.IsWatchListFallback(err) || errors.Is(err, context.Canceled) {
 		return
 	}
-	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+	if reflectorseam.IsExpired(err) {
 		return // a relist follows; not a failure
 	}
 	ie := classify(e.currentGVR(), err)

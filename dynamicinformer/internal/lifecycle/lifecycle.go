@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/informerkit/informerkit/dynamicinformer/internal/gate"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 )
 
 // State is the public state of an informer; dynamicinformer.State has the
@@ -543,7 +543,7 @@ func (t *transition) accessGranted() {
 // has reached want (etcd's are integers; others: any real one other than
 // the gate's synthetic one).
 func RVReached(last, want string) bool {
-	if last == "" || last == gate.SyntheticRV {
+	if last == "" || last == reflectorseam.SyntheticRV {
 		return false
 	}
 	l, err1 := strconv.ParseUint(last, 10, 64)
