@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	ikcache "github.com/informerkit/informerkit/cache"
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 // smallCandidateSet is the size below which the planner stops fetching
@@ -40,7 +40,7 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 	if labels.MatchesNothing(selector) {
 		return nil
 	}
-	hasNS := namespace != "" && ikcache.HasIndex(indexer, toolscache.NamespaceIndex)
+	hasNS := namespace != "" && labelindex.HasIndex(indexer, toolscache.NamespaceIndex)
 
 	matches := func(obj interface{}) bool {
 		if namespace != "" && objectNamespace(obj) != namespace {
@@ -49,7 +49,7 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 		if selector.Empty() {
 			return true
 		}
-		l, ok := ikcache.ObjectLabels(obj)
+		l, ok := labelindex.ObjectLabels(obj)
 		return ok && selector.Matches(l)
 	}
 
@@ -77,7 +77,7 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 		for _, obj := range items {
 			if selector.Empty() {
 				appendFn(obj)
-			} else if l, ok := ikcache.ObjectLabels(obj); ok && selector.Matches(l) {
+			} else if l, ok := labelindex.ObjectLabels(obj); ok && selector.Matches(l) {
 				appendFn(obj)
 			}
 		}
@@ -115,18 +115,18 @@ type labelIndexes struct {
 // forKey returns the index name for key and whether it is a per-key index,
 // or "" when no index can answer.
 func (li *labelIndexes) forKey(key string) (name string, perKey bool) {
-	keyIndex := ikcache.LabelKeyIndexName(key)
-	if ikcache.HasIndex(li.indexer, keyIndex) {
+	keyIndex := labelindex.LabelKeyIndexName(key)
+	if labelindex.HasIndex(li.indexer, keyIndex) {
 		return keyIndex, true
 	}
 	if li.full == nil {
-		has := ikcache.HasIndex(li.indexer, ikcache.LabelIndex)
+		has := labelindex.HasIndex(li.indexer, labelindex.LabelIndex)
 		li.full = &has
 	}
 	if *li.full {
-		return ikcache.LabelIndex, false
+		return labelindex.LabelIndex, false
 	}
-	if ikcache.EnsureLabelKeyIndex(li.indexer, key) {
+	if labelindex.EnsureLabelKeyIndex(li.indexer, key) {
 		return keyIndex, true
 	}
 	return "", false
@@ -176,7 +176,7 @@ func selectByLabelIndex(indexer toolscache.Indexer, namespace string, hasNS bool
 			if perKey {
 				iv = append(iv, v)
 			} else {
-				iv = append(iv, ikcache.LabelIndexValue(r.Key(), v))
+				iv = append(iv, labelindex.LabelIndexValue(r.Key(), v))
 			}
 		}
 		equal = append(equal, indexQuery{index: index, vals: iv})
