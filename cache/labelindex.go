@@ -24,7 +24,9 @@ func LabelKeyIndexName(key string) string { return labelindex.LabelKeyIndexName(
 // LabelKeyIndexers returns one per-key label index for each key (named
 // LabelKeyIndexName(key)), ready for toolscache.NewIndexer or
 // SharedIndexInformer.AddIndexers. The returned map is new on each call.
-func LabelKeyIndexers(keys ...string) toolscache.Indexers { return labelindex.LabelKeyIndexers(keys...) }
+func LabelKeyIndexers(keys ...string) toolscache.Indexers {
+	return labelindex.LabelKeyIndexers(keys...)
+}
 
 // AutoLabelKeyIndexers returns {AutoLabelKeyIndex: f}, the marker that
 // lets genericlister add per-key label indexes on demand. Each call
@@ -34,4 +36,6 @@ func AutoLabelKeyIndexers() toolscache.Indexers { return labelindex.AutoLabelKey
 // HasIndex reports whether indexer has an index named name. Use it rather
 // than GetIndexers on a running informer: client-go returns its indexer
 // map without a lock, so reading that map races with AddIndexers.
-func HasIndex(indexer toolscache.Indexer, name string) bool { return labelindex.HasIndex(indexer, name) }
+func HasIndex(indexer toolscache.Indexer, name string) bool {
+	return labelindex.HasIndex(indexer, name)
+}

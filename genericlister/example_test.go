@@ -11,8 +11,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	ikcache "github.com/informerkit/informerkit/cache"
-	"github.com/informerkit/informerkit/internal/labelindex"
 	"github.com/informerkit/informerkit/genericlister"
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 var deployments = schema.GroupResource{Group: "apps", Resource: "deployments"}
