@@ -23,7 +23,7 @@ const namespaceSetThreshold = 1024
 // selectObjects calls appendFn for every object in indexer that is in
 // namespace (all namespaces when "") and matches selector, in no particular
 // order. It narrows with the label indexes (per-key, see
-// cache.LabelKeyIndexName, or the inverted cache.LabelIndex) and
+// labelindex.LabelKeyIndexName, or the inverted labelindex.LabelIndex) and
 // toolscache.NamespaceIndex when the indexer has them, adding per-key
 // indexes on demand where the indexer allows it (cache.AutoLabelKeyIndex),
 // and otherwise scans. Every object passed to appendFn has been checked
@@ -105,11 +105,11 @@ type indexQuery struct {
 
 // labelIndexes finds, per label key, the index that answers requirements on
 // it: the key's own index (cache.LabelKeyIndexName), else the inverted
-// cache.LabelIndex, else a per-key index added on demand
-// (cache.EnsureLabelKeyIndex).
+// labelindex.LabelIndex, else a per-key index added on demand
+// (labelindex.EnsureLabelKeyIndex).
 type labelIndexes struct {
 	indexer toolscache.Indexer
-	full    *bool // whether the indexer has cache.LabelIndex; asked once, when needed
+	full    *bool // whether the indexer has labelindex.LabelIndex; asked once, when needed
 }
 
 // forKey returns the index name for key and whether it is a per-key index,
