@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 // serverJSON returns object i as the API server writes it: typical
@@ -98,13 +100,13 @@ func heapInUse() uint64 {
 // ("B/obj", after GC) for each form an informer can keep, with objects
 // decoded from server-shaped JSON (serverJSON) and stored in a client-go
 // indexer with the namespace index, as an informer stores them. The
-// "+labelindex" rows add LabelIndex; "+keyindex" rows add per-key indexes
+// "+labelindex" rows add labelindex.LabelIndex; "+keyindex" rows add per-key indexes
 // of all four labels (the factory default after selector Lists on every
 // key). Time per op is meaningless here.
 func BenchmarkHeapPerObject(b *testing.B) {
 	const n = 5000
 	ns := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
-	withLabels := LabelIndexers()
+	withLabels := labelindex.LabelIndexers()
 	withLabels[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 	raw := make([][]byte, n)
 	size := 0
@@ -180,10 +182,10 @@ func transformed(make func(int) interface{}, t toolscache.TransformFunc) func(in
 // a memory-conscious informer keeps them), alternating between two
 // pre-decoded versions of each object so that decoding is not measured.
 // "clientgo" has the namespace index an informer has by default;
-// "labelindex" adds LabelIndex (4 labels per object, so 8 index values);
+// "labelindex" adds labelindex.LabelIndex (4 labels per object, so 8 index values);
 // "labelindex-relabel" also changes one label value on every update.
-// "labelindex-plain" uses the stateless LabelIndexFunc, which builds every
-// "key=value" string afresh (what LabelIndexers installed before it kept
+// "labelindex-plain" uses the stateless labelindex.LabelIndexFunc, which builds every
+// "key=value" string afresh (what labelindex.LabelIndexers installed before it kept
 // its strings), to show what the string table saves. "keyindex-K" is the
 // factory's default after selector Lists on K label keys: the
 // AutoLabelKeyIndex marker and K per-key indexes (K=4: every label).
@@ -207,9 +209,9 @@ func BenchmarkIndexerWrite(b *testing.B) {
 		return out
 	}
 	same, relabeled := mk(false), mk(true)
-	withLabels := LabelIndexers()
+	withLabels := labelindex.LabelIndexers()
 	withLabels[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
-	plain := toolscache.Indexers{LabelIndex: LabelIndexFunc, toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
+	plain := toolscache.Indexers{labelindex.LabelIndex: labelindex.LabelIndexFunc, toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
 	cases := []struct {
 		name     string
 		indexers toolscache.Indexers
@@ -266,7 +268,7 @@ func (l *benchLW) IsWatchListSemanticsUnSupported() bool { return true }
 // with pre-decoded objects (decoding, which a real informer also pays, is
 // left out so the index's share is not understated). One op is one event
 // seen by the handler. "clientgo" has the namespace index; "labelindex"
-// adds LabelIndex; "labelindex-plain" uses the stateless LabelIndexFunc;
+// adds labelindex.LabelIndex; "labelindex-plain" uses the stateless labelindex.LabelIndexFunc;
 // "keyindex-K" has the factory's default after selector Lists on K label
 // keys (the AutoLabelKeyIndex marker and K per-key indexes; K=4: every
 // label of the objects).
@@ -284,7 +286,7 @@ func BenchmarkInformerWrite(b *testing.B) {
 	for i := 0; i < n; i++ {
 		list.Items = append(list.Items, *decodeUnstructured(serverJSON(i, 0)))
 	}
-	withLabels := LabelIndexers()
+	withLabels := labelindex.LabelIndexers()
 	withLabels[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 	for _, c := range []struct {
 		name     string
@@ -292,7 +294,7 @@ func BenchmarkInformerWrite(b *testing.B) {
 	}{
 		{"clientgo", toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
 		{"labelindex", withLabels},
-		{"labelindex-plain", toolscache.Indexers{LabelIndex: LabelIndexFunc, toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
+		{"labelindex-plain", toolscache.Indexers{labelindex.LabelIndex: labelindex.LabelIndexFunc, toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
 		{"keyindex-1", keyIndexers(1)},
 		{"keyindex-2", keyIndexers(2)},
 		{"keyindex-4", keyIndexers(4)},

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 func widget(ns, name string, lbls map[string]string, spec map[string]interface{}) *unstructured.Unstructured {
@@ -47,12 +49,12 @@ func TestLabelIndexFunc(t *testing.T) {
 		"partial":      partial,
 		"typed":        typed,
 	} {
-		got, err := LabelIndexFunc(obj)
+		got, err := labelindex.LabelIndexFunc(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(sorted(got), want) {
-			t.Errorf("%s: LabelIndexFunc = %v, want %v", name, sorted(got), want)
+			t.Errorf("%s: labelindex.LabelIndexFunc = %v, want %v", name, sorted(got), want)
 		}
 	}
 	for name, obj := range map[string]interface{}{
@@ -60,9 +62,9 @@ func TestLabelIndexFunc(t *testing.T) {
 		"not an object":  "hello",
 		"bad label type": &unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{"labels": map[string]interface{}{"a": int64(1)}}}},
 	} {
-		got, err := LabelIndexFunc(obj)
+		got, err := labelindex.LabelIndexFunc(obj)
 		if err != nil || len(got) != 0 {
-			t.Errorf("%s: LabelIndexFunc = %v, %v; want nothing", name, got, err)
+			t.Errorf("%s: labelindex.LabelIndexFunc = %v, %v; want nothing", name, got, err)
 		}
 	}
 }
@@ -77,7 +79,7 @@ func TestObjectLabelsMatchesGetLabels(t *testing.T) {
 	}
 	sels := []string{"", "app=web", "app", "!app", "n", "n=", "app!=web", "x"}
 	for i, u := range objs {
-		view, ok := ObjectLabels(u)
+		view, ok := labelindex.ObjectLabels(u)
 		if !ok {
 			t.Fatalf("object %d: no labels view", i)
 		}
@@ -91,13 +93,13 @@ func TestObjectLabelsMatchesGetLabels(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := ObjectLabels(42); ok {
-		t.Error("ObjectLabels(42) reported labels")
+	if _, ok := labelindex.ObjectLabels(42); ok {
+		t.Error("labelindex.ObjectLabels(42) reported labels")
 	}
 }
 
 func TestLabelIndexMaintainedByIndexer(t *testing.T) {
-	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, LabelIndexers())
+	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, labelindex.LabelIndexers())
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -108,14 +110,14 @@ func TestLabelIndexMaintainedByIndexer(t *testing.T) {
 	must(idx.Add(widget("ns", "b", map[string]string{"app": "db"}, nil)))
 	must(idx.Update(widget("ns", "a", map[string]string{"app": "db", "tier": "x"}, nil)))
 	keys := func(v string) []string {
-		k, err := idx.IndexKeys(LabelIndex, v)
+		k, err := idx.IndexKeys(labelindex.LabelIndex, v)
 		must(err)
 		return sorted(k)
 	}
-	if got := keys(LabelIndexValue("app", "web")); len(got) != 0 {
+	if got := keys(labelindex.LabelIndexValue("app", "web")); len(got) != 0 {
 		t.Errorf("app=web after relabel: %v", got)
 	}
-	if got := keys(LabelIndexValue("app", "db")); !reflect.DeepEqual(got, []string{"ns/a", "ns/b"}) {
+	if got := keys(labelindex.LabelIndexValue("app", "db")); !reflect.DeepEqual(got, []string{"ns/a", "ns/b"}) {
 		t.Errorf("app=db: %v", got)
 	}
 	must(idx.Delete(widget("ns", "a", nil, nil)))
@@ -225,7 +227,7 @@ func TestFieldIndexFunc(t *testing.T) {
 		"metadata.name":                   {"a"},
 	}
 	for path, want := range cases {
-		f, err := FieldIndexFunc(path)
+		f, err := fieldIndexFunc(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +239,7 @@ func TestFieldIndexFunc(t *testing.T) {
 			t.Errorf("%s: %v, want %v", path, got, want)
 		}
 	}
-	if _, err := FieldIndexFunc("spec..x"); !errors.Is(err, ErrInvalidFieldPath) {
+	if _, err := fieldIndexFunc("spec..x"); !errors.Is(err, ErrInvalidFieldPath) {
 		t.Errorf("malformed path: %v", err)
 	}
 	if _, err := FieldIndexers("spec.a", "b["); err == nil {
@@ -246,16 +248,18 @@ func TestFieldIndexFunc(t *testing.T) {
 
 	// Typed and metadata-only objects go through the converter.
 	p := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", OwnerReferences: u.GetOwnerReferences()}}
-	f, _ := FieldIndexFunc("metadata.ownerReferences[*].uid")
+	f, _ := fieldIndexFunc("metadata.ownerReferences[*].uid")
 	for name, obj := range map[string]interface{}{"unstructured": u, "partial": p} {
 		generic, _ := f(obj)
-		fast, _ := OwnerUIDIndexFunc(obj)
+		fast, _ := ownerUIDIndexFunc(obj)
 		if !reflect.DeepEqual(sorted(generic), []string{"u1", "u2"}) || !reflect.DeepEqual(sorted(fast), []string{"u1", "u2"}) {
 			t.Errorf("%s: owner UIDs generic %v fast %v", name, generic, fast)
 		}
 	}
-	if OwnerUIDIndex != FieldIndexName(OwnerUIDPath) {
-		t.Errorf("OwnerUIDIndex %q is not the field index of %q", OwnerUIDIndex, OwnerUIDPath)
+	// FieldIndexers of the owner path installs the fast function.
+	fi, err := FieldIndexers(ownerUIDPath)
+	if err != nil || len(fi) != 1 || fi[fieldIndexName(ownerUIDPath)] == nil {
+		t.Fatalf("FieldIndexers(%q) = %v, %v", ownerUIDPath, fi, err)
 	}
 }
 
@@ -264,21 +268,14 @@ func TestFieldIndexersInIndexer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := MergeIndexers(fi, OwnerUIDIndexers(), LabelIndexers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := MergeIndexers(LabelIndexers(), LabelIndexers()); err == nil {
-		t.Error("MergeIndexers accepted a duplicate")
-	}
-	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, all)
+	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, fi)
 	for i := 0; i < 10; i++ {
 		u := widget("ns", fmt.Sprint("w", i), nil, map[string]interface{}{"nodeName": fmt.Sprint("node-", i%3)})
 		if err := idx.Add(u); err != nil {
 			t.Fatal(err)
 		}
 	}
-	keys, err := idx.IndexKeys(FieldIndexName("spec.nodeName"), "node-1")
+	keys, err := idx.IndexKeys(fieldIndexName("spec.nodeName"), "node-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +466,7 @@ func TestProject(t *testing.T) {
 
 func TestMutationDetector(t *testing.T) {
 	d := NewMutationDetector()
-	idx := d.WrapIndexer(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, LabelIndexers()))
+	idx := d.WrapIndexer(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, labelindex.LabelIndexers()))
 	a := widget("ns", "a", map[string]string{"app": "web"}, nil)
 	b := widget("ns", "b", nil, nil)
 	for _, o := range []interface{}{a, b} {

@@ -21,8 +21,8 @@ import (
 // namespace and label indexes, the owner index and label selectors read.
 // It is several times smaller than the decoded *unstructured.Unstructured
 // (see docs/PERFORMANCE.md) and lossless: Decode returns the whole object.
-// It is also a view of the object that reads without decoding it: its
-// metav1.Object getters answer as the decoded object's would, and
+// It is also a view of the object that reads without decoding it: the
+// getters of its GetObjectMeta answer as the decoded object's would, and
 // NestedField reads any field from the encoding (genericlister's
 // ListCompact and GetCompact hand out such views).
 //
@@ -31,7 +31,7 @@ import (
 // genericlister and DecodingHandler read them through Shared and
 // SharedInList, which keep decoded objects of the Compactor's working set,
 // so readers keep seeing *unstructured.Unstructured. A Compact is
-// immutable once built: its metadata fields must not be changed.
+// immutable: the setters of its metadata and kind panic.
 type Compact struct {
 	// The metadata below is all keys, the namespace, label and owner
 	// indexes and label selectors read; everything else is only in enc.
@@ -55,7 +55,7 @@ type Compact struct {
 }
 
 var _ runtime.Object = &Compact{}
-var _ metav1.Object = &Compact{}
+var _ metav1.ObjectMetaAccessor = &Compact{}
 
 // DeepCopyObject implements runtime.Object. The encoding, which is never
 // modified, and the decoded form are shared.
@@ -77,59 +77,67 @@ func (c *Compact) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// GetObjectKind implements runtime.Object.
-func (c *Compact) GetObjectKind() schema.ObjectKind { return c }
+// GetObjectKind implements runtime.Object: the object's apiVersion and
+// kind. Its SetGroupVersionKind panics (a Compact is immutable).
+func (c *Compact) GetObjectKind() schema.ObjectKind { return compactKind{c} }
 
-// GroupVersionKind implements schema.ObjectKind.
-func (c *Compact) GroupVersionKind() schema.GroupVersionKind {
-	return schema.FromAPIVersionAndKind(c.apiVersion, c.kind)
+// GetObjectMeta implements metav1.ObjectMetaAccessor: the object's
+// metadata, as the decoded object's getters would answer, read without
+// decoding (meta.Accessor, client-go's key functions and indexes read a
+// Compact through it). GetLabels and GetOwnerReferences return values
+// shared with every reader, which must not be modified; the other getters
+// return values the caller owns. A Compact is immutable: every setter of
+// the returned metav1.Object panics with an error wrapping
+// ErrCachedObjectMutated. Decode returns an object to change.
+func (c *Compact) GetObjectMeta() metav1.Object { return compactObjectMeta{c} }
+
+// compactKind is the schema.ObjectKind of a Compact.
+type compactKind struct{ c *Compact }
+
+func (k compactKind) GroupVersionKind() schema.GroupVersionKind {
+	return schema.FromAPIVersionAndKind(k.c.apiVersion, k.c.kind)
 }
 
-// SetGroupVersionKind implements schema.ObjectKind.
-func (c *Compact) SetGroupVersionKind(gvk schema.GroupVersionKind) {
-	c.apiVersion, c.kind = gvk.ToAPIVersionAndKind()
+func (k compactKind) SetGroupVersionKind(schema.GroupVersionKind) { immutable("SetGroupVersionKind") }
+
+// immutable panics: a setter was called on a Compact.
+func immutable(setter string) {
+	panic(fmt.Errorf("%w: %s called on a *cache.Compact, which is immutable (Decode returns a copy to change)", ErrCachedObjectMutated, setter))
 }
 
-// The metav1.Object methods below let client-go's key functions, indexes
-// and meta.Accessor read a Compact. They read the metadata a Compact
-// keeps; the getters of other metadata read the encoding (see
-// compactview.go). GetLabels and GetOwnerReferences return the Compact's
-// own values, shared with every reader: they must not be modified; the
-// getters that read the encoding return fresh values the caller owns. A
-// Compact in a cache must not be changed through any setter: a setter of
-// kept metadata changes only that copy, not the encoding, and the others
-// do nothing.
+// compactObjectMeta is the metav1.Object of a Compact (GetObjectMeta). The
+// metadata a Compact keeps costs a field load; the rest is read from the
+// encoding (see compactview.go).
+type compactObjectMeta struct{ c *Compact }
 
-func (c *Compact) GetNamespace() string                { return c.namespace }
-func (c *Compact) SetNamespace(v string)               { c.namespace = v }
-func (c *Compact) GetName() string                     { return c.name }
-func (c *Compact) SetName(v string)                    { c.name = v }
-func (c *Compact) GetUID() types.UID                   { return c.uid }
-func (c *Compact) SetUID(v types.UID)                  { c.uid = v }
-func (c *Compact) GetResourceVersion() string          { return c.resourceVersion }
-func (c *Compact) SetResourceVersion(v string)         { c.resourceVersion = v }
-func (c *Compact) GetGeneration() int64                { return c.generation }
-func (c *Compact) SetGeneration(v int64)               { c.generation = v }
-func (c *Compact) GetDeletionTimestamp() *metav1.Time  { return c.deletionTimestamp }
-func (c *Compact) SetDeletionTimestamp(v *metav1.Time) { c.deletionTimestamp = v }
-func (c *Compact) GetLabels() map[string]string        { return c.labels }
-func (c *Compact) SetLabels(v map[string]string)       { c.labels = v }
-func (c *Compact) GetOwnerReferences() []metav1.OwnerReference {
-	return c.ownerReferences
-}
-func (c *Compact) SetOwnerReferences(v []metav1.OwnerReference) {
-	c.ownerReferences = v
+func (m compactObjectMeta) GetNamespace() string               { return m.c.namespace }
+func (m compactObjectMeta) GetName() string                    { return m.c.name }
+func (m compactObjectMeta) GetUID() types.UID                  { return m.c.uid }
+func (m compactObjectMeta) GetResourceVersion() string         { return m.c.resourceVersion }
+func (m compactObjectMeta) GetGeneration() int64               { return m.c.generation }
+func (m compactObjectMeta) GetDeletionTimestamp() *metav1.Time { return m.c.deletionTimestamp }
+func (m compactObjectMeta) GetLabels() map[string]string       { return m.c.labels }
+func (m compactObjectMeta) GetOwnerReferences() []metav1.OwnerReference {
+	return m.c.ownerReferences
 }
 
-// Raw returns the object's JSON encoding, built on each call; the caller
-// owns it.
-func (c *Compact) Raw() ([]byte, error) {
-	u, err := c.Decode()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(u.Object)
+func (compactObjectMeta) SetNamespace(string)                        { immutable("SetNamespace") }
+func (compactObjectMeta) SetName(string)                             { immutable("SetName") }
+func (compactObjectMeta) SetUID(types.UID)                           { immutable("SetUID") }
+func (compactObjectMeta) SetResourceVersion(string)                  { immutable("SetResourceVersion") }
+func (compactObjectMeta) SetGeneration(int64)                        { immutable("SetGeneration") }
+func (compactObjectMeta) SetDeletionTimestamp(*metav1.Time)          { immutable("SetDeletionTimestamp") }
+func (compactObjectMeta) SetLabels(map[string]string)                { immutable("SetLabels") }
+func (compactObjectMeta) SetOwnerReferences([]metav1.OwnerReference) { immutable("SetOwnerReferences") }
+func (compactObjectMeta) SetGenerateName(string)                     { immutable("SetGenerateName") }
+func (compactObjectMeta) SetSelfLink(string)                         { immutable("SetSelfLink") }
+func (compactObjectMeta) SetCreationTimestamp(metav1.Time)           { immutable("SetCreationTimestamp") }
+func (compactObjectMeta) SetDeletionGracePeriodSeconds(*int64) {
+	immutable("SetDeletionGracePeriodSeconds")
 }
+func (compactObjectMeta) SetAnnotations(map[string]string)             { immutable("SetAnnotations") }
+func (compactObjectMeta) SetFinalizers([]string)                       { immutable("SetFinalizers") }
+func (compactObjectMeta) SetManagedFields([]metav1.ManagedFieldsEntry) { immutable("SetManagedFields") }
 
 // Decode returns a new *unstructured.Unstructured decoded from the
 // encoding; the caller owns it and may modify it. (Its strings share

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -8,7 +9,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 func TestCompactRoundTrip(t *testing.T) {
@@ -35,13 +39,13 @@ func TestCompactRoundTrip(t *testing.T) {
 	if k, _ := toolscache.MetaNamespaceKeyFunc(c); k != "ns/a" {
 		t.Errorf("key %q", k)
 	}
-	if v, _ := LabelIndexFunc(c); !reflect.DeepEqual(sorted(v), []string{"app", "app=web"}) {
+	if v, _ := labelindex.LabelIndexFunc(c); !reflect.DeepEqual(sorted(v), []string{"app", "app=web"}) {
 		t.Errorf("label index %v", v)
 	}
-	if v, _ := OwnerUIDIndexFunc(c); !reflect.DeepEqual(v, []string{"o"}) {
+	if v, _ := ownerUIDIndexFunc(c); !reflect.DeepEqual(v, []string{"o"}) {
 		t.Errorf("owner index %v", v)
 	}
-	f, _ := FieldIndexFunc("status.phase")
+	f, _ := fieldIndexFunc("status.phase")
 	if v, _ := f(c); !reflect.DeepEqual(v, []string{"Running"}) {
 		t.Errorf("field index %v", v)
 	}
@@ -127,8 +131,26 @@ func TestMutationDetectorOnCompact(t *testing.T) {
 	if err := d.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	c.SetName("mutated")
+	c.name = "mutated"
 	if err := d.Verify(); err == nil {
 		t.Error("mutation of a Compact not detected")
 	}
+	// A setter panics: a Compact is immutable.
+	func() {
+		defer func() {
+			err, _ := recover().(error)
+			if !errors.Is(err, ErrCachedObjectMutated) {
+				t.Errorf("SetName on a Compact: recovered %v, want an error wrapping ErrCachedObjectMutated", err)
+			}
+		}()
+		c.GetObjectMeta().SetName("x")
+	}()
+	func() {
+		defer func() {
+			if err, _ := recover().(error); !errors.Is(err, ErrCachedObjectMutated) {
+				t.Errorf("SetGroupVersionKind on a Compact: recovered %v", err)
+			}
+		}()
+		c.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Kind: "Other"})
+	}()
 }

@@ -130,8 +130,8 @@ func sameCompact(t testing.TB, data []byte, got, old *Compact, want map[string]i
 		Labels, Owners, Deletion, Owner interface{}
 	}
 	of := func(c *Compact) meta {
-		return meta{c.GroupVersionKind(), c.GetName(), c.GetNamespace(), string(c.GetUID()), c.GetResourceVersion(),
-			c.GetGeneration(), c.GetLabels(), c.GetOwnerReferences(), c.GetDeletionTimestamp(), c.owner}
+		return meta{c.GetObjectKind().GroupVersionKind(), c.GetObjectMeta().GetName(), c.GetObjectMeta().GetNamespace(), string(c.GetObjectMeta().GetUID()), c.GetObjectMeta().GetResourceVersion(),
+			c.GetObjectMeta().GetGeneration(), c.GetObjectMeta().GetLabels(), c.GetObjectMeta().GetOwnerReferences(), c.GetObjectMeta().GetDeletionTimestamp(), c.owner}
 	}
 	if g, w := of(got), of(old); !reflect.DeepEqual(g, w) {
 		t.Fatalf("%q: metadata\n%+v\nwant\n%+v", clip(data), g, w)

@@ -113,7 +113,7 @@ func TestCompactNormalizesNonJSONValues(t *testing.T) {
 	if !reflect.DeepEqual(got.Object["spec"], want) {
 		t.Errorf("spec %#v", got.Object["spec"])
 	}
-	raw, err := c.Raw()
+	raw, err := rawJSON(c)
 	if err != nil || string(raw) != `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a","namespace":"ns"},"spec":{"l":["x"],"n":3}}` {
 		t.Errorf("Raw %s, %v", raw, err)
 	}
@@ -413,12 +413,12 @@ func TestCompactMetadata(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.GetName() != u.GetName() || c.GetNamespace() != u.GetNamespace() || c.GetUID() != u.GetUID() ||
-			c.GetResourceVersion() != u.GetResourceVersion() || c.GetGeneration() != u.GetGeneration() ||
-			c.GroupVersionKind() != u.GroupVersionKind() {
+		if c.GetObjectMeta().GetName() != u.GetName() || c.GetObjectMeta().GetNamespace() != u.GetNamespace() || c.GetObjectMeta().GetUID() != u.GetUID() ||
+			c.GetObjectMeta().GetResourceVersion() != u.GetResourceVersion() || c.GetObjectMeta().GetGeneration() != u.GetGeneration() ||
+			c.GetObjectKind().GroupVersionKind() != u.GroupVersionKind() {
 			t.Errorf("%s: metadata differs", u.GetName())
 		}
-		if got, want := c.GetLabels(), u.GetLabels(); len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+		if got, want := c.GetObjectMeta().GetLabels(), u.GetLabels(); len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
 			t.Errorf("%s: labels %v, want %v", u.GetName(), got, want)
 		}
 	}
@@ -439,7 +439,7 @@ func TestCompactDecodeOwned(t *testing.T) {
 	delete(spec, "field01")
 	u.SetLabels(map[string]string{"x": "y"})
 	again, _ := c.Decode()
-	if !reflect.DeepEqual(again.Object, want.Object) || c.GetLabels()["app"] != "app-3" {
+	if !reflect.DeepEqual(again.Object, want.Object) || c.GetObjectMeta().GetLabels()["app"] != "app-3" {
 		t.Error("changing a decoded object changed the Compact")
 	}
 	if s, ok := again.Object["spec"].(map[string]interface{})["field00"].(string); !ok || s != "value-000003-00" {

@@ -10,8 +10,9 @@ import (
 
 // A Compact is also a view of its object that reads without decoding it:
 // the metadata it keeps (name, namespace, uid, resourceVersion,
-// generation, labels, ownerReferences, deletionTimestamp) costs a field
-// load, and any other field is read from the encoding by NestedField,
+// generation, labels, ownerReferences, deletionTimestamp; see
+// GetObjectMeta) costs a field load, and any other field is read from the
+// encoding by NestedField,
 // which skips over everything off its path and decodes only the value it
 // returns. genericlister's ListCompact and GetCompact return such views;
 // Decode or Shared give the whole object.
@@ -61,34 +62,6 @@ func (c *Compact) NestedField(fields ...string) (interface{}, bool, error) {
 	return v, true, nil
 }
 
-// NestedString returns the string at the path fields, as
-// unstructured.NestedString would on the decoded object.
-func (c *Compact) NestedString(fields ...string) (string, bool, error) {
-	v, found, err := c.NestedField(fields...)
-	if !found || err != nil {
-		return "", found, err
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", false, fmt.Errorf("%v accessor error: %v is of the type %T, expected string", jsonPath(fields), v, v)
-	}
-	return s, true, nil
-}
-
-// NestedInt64 returns the integer at the path fields, as
-// unstructured.NestedInt64 would on the decoded object.
-func (c *Compact) NestedInt64(fields ...string) (int64, bool, error) {
-	v, found, err := c.NestedField(fields...)
-	if !found || err != nil {
-		return 0, found, err
-	}
-	i, ok := v.(int64)
-	if !ok {
-		return 0, false, fmt.Errorf("%v accessor error: %v is of the type %T, expected int64", jsonPath(fields), v, v)
-	}
-	return i, true, nil
-}
-
 // jsonPath is how unstructured's accessor errors name a path.
 func jsonPath(fields []string) string { return "." + strings.Join(fields, ".") }
 
@@ -114,9 +87,9 @@ func (r *treeReader) seekLast(key string) (bool, error) {
 // object (nothing when the object has no such field or its metadata is
 // not a map), so that the getters below answer exactly as the decoded
 // object's would.
-func (c *Compact) metadata(name string) *unstructured.Unstructured {
+func (m compactObjectMeta) metadata(name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
-	if v, found, err := c.NestedField("metadata", name); found && err == nil {
+	if v, found, err := m.c.NestedField("metadata", name); found && err == nil {
 		u.Object["metadata"] = map[string]interface{}{name: v}
 	}
 	return u
@@ -124,28 +97,22 @@ func (c *Compact) metadata(name string) *unstructured.Unstructured {
 
 // The metav1.Object getters of metadata a Compact does not keep read the
 // field from the encoding (see NestedField): they answer what the decoded
-// object's getters answer, at the cost of a scan. Their setters do
-// nothing: a Compact is immutable.
+// object's getters answer, at the cost of a scan.
 
-func (c *Compact) GetGenerateName() string { return c.metadata("generateName").GetGenerateName() }
-func (c *Compact) SetGenerateName(string)  {}
-func (c *Compact) GetSelfLink() string     { return c.metadata("selfLink").GetSelfLink() }
-func (c *Compact) SetSelfLink(string)      {}
-func (c *Compact) GetCreationTimestamp() metav1.Time {
-	return c.metadata("creationTimestamp").GetCreationTimestamp()
+func (m compactObjectMeta) GetGenerateName() string {
+	return m.metadata("generateName").GetGenerateName()
 }
-func (c *Compact) SetCreationTimestamp(metav1.Time) {}
-func (c *Compact) GetDeletionGracePeriodSeconds() *int64 {
-	return c.metadata("deletionGracePeriodSeconds").GetDeletionGracePeriodSeconds()
+func (m compactObjectMeta) GetSelfLink() string { return m.metadata("selfLink").GetSelfLink() }
+func (m compactObjectMeta) GetCreationTimestamp() metav1.Time {
+	return m.metadata("creationTimestamp").GetCreationTimestamp()
 }
-func (c *Compact) SetDeletionGracePeriodSeconds(*int64) {}
-func (c *Compact) GetAnnotations() map[string]string {
-	return c.metadata("annotations").GetAnnotations()
+func (m compactObjectMeta) GetDeletionGracePeriodSeconds() *int64 {
+	return m.metadata("deletionGracePeriodSeconds").GetDeletionGracePeriodSeconds()
 }
-func (c *Compact) SetAnnotations(map[string]string) {}
-func (c *Compact) GetFinalizers() []string          { return c.metadata("finalizers").GetFinalizers() }
-func (c *Compact) SetFinalizers([]string)           {}
-func (c *Compact) GetManagedFields() []metav1.ManagedFieldsEntry {
-	return c.metadata("managedFields").GetManagedFields()
+func (m compactObjectMeta) GetAnnotations() map[string]string {
+	return m.metadata("annotations").GetAnnotations()
 }
-func (c *Compact) SetManagedFields([]metav1.ManagedFieldsEntry) {}
+func (m compactObjectMeta) GetFinalizers() []string { return m.metadata("finalizers").GetFinalizers() }
+func (m compactObjectMeta) GetManagedFields() []metav1.ManagedFieldsEntry {
+	return m.metadata("managedFields").GetManagedFields()
+}

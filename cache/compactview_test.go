@@ -55,12 +55,12 @@ func sameView(t testing.TB, what string, c *Compact, want map[string]interface{}
 			(gotErr != nil && gotErr.Error() != expErr.Error()) {
 			t.Fatalf("%s: NestedField(%q) = %#v, %v, %v; want %#v, %v, %v", what, p, got, gotFound, gotErr, exp, expFound, expErr)
 		}
-		gs, gsFound, gsErr := c.NestedString(p...)
+		gs, gsFound, gsErr := nestedString(c, p...)
 		es, esFound, esErr := unstructured.NestedString(want, p...)
 		if gs != es || gsFound != esFound || (gsErr == nil) != (esErr == nil) || (gsErr != nil && gsErr.Error() != esErr.Error()) {
 			t.Fatalf("%s: NestedString(%q) = %q, %v, %v; want %q, %v, %v", what, p, gs, gsFound, gsErr, es, esFound, esErr)
 		}
-		gi, giFound, giErr := c.NestedInt64(p...)
+		gi, giFound, giErr := nestedInt64(c, p...)
 		ei, eiFound, eiErr := unstructured.NestedInt64(want, p...)
 		if gi != ei || giFound != eiFound || (giErr == nil) != (eiErr == nil) || (giErr != nil && giErr.Error() != eiErr.Error()) {
 			t.Fatalf("%s: NestedInt64(%q) = %d, %v, %v; want %d, %v, %v", what, p, gi, giFound, giErr, ei, eiFound, eiErr)
@@ -82,7 +82,7 @@ func sameView(t testing.TB, what string, c *Compact, want map[string]interface{}
 			o.GetGeneration(), o.GetCreationTimestamp(), o.GetDeletionTimestamp(), o.GetDeletionGracePeriodSeconds(),
 			o.GetLabels(), o.GetAnnotations(), o.GetFinalizers(), o.GetOwnerReferences(), o.GetManagedFields()}
 	}
-	g, w := of(c), of(u)
+	g, w := of(c.GetObjectMeta()), of(u)
 	if !reflect.DeepEqual(g, w) {
 		t.Fatalf("%s: metadata of the view\n%+v\nwant\n%+v", what, g, w)
 	}
@@ -147,7 +147,7 @@ func TestCompactViewReadsWithoutDecoding(t *testing.T) {
 	}
 	decodeAllocs := testing.AllocsPerRun(20, func() { _, _ = c.Decode() })
 	var s string
-	fieldAllocs := testing.AllocsPerRun(20, func() { s, _, _ = c.NestedString("spec", "template", "spec", "serviceAccountName") })
+	fieldAllocs := testing.AllocsPerRun(20, func() { s, _, _ = nestedString(c, "spec", "template", "spec", "serviceAccountName") })
 	if s == "" {
 		t.Fatal("the workload object has no spec.template.spec.serviceAccountName")
 	}
@@ -197,11 +197,11 @@ func BenchmarkCompactView(b *testing.B) {
 		read func(c *Compact) bool
 	}{
 		{"NestedString-spec", func(c *Compact) bool {
-			s, ok, _ := c.NestedString("spec", "template", "spec", "serviceAccountName")
+			s, ok, _ := nestedString(c, "spec", "template", "spec", "serviceAccountName")
 			return ok && s != ""
 		}},
-		{"GetAnnotations", func(c *Compact) bool { return c.GetAnnotations() != nil }},
-		{"GetLabels", func(c *Compact) bool { return c.GetLabels() != nil }},
+		{"GetAnnotations", func(c *Compact) bool { return c.GetObjectMeta().GetAnnotations() != nil }},
+		{"GetLabels", func(c *Compact) bool { return c.GetObjectMeta().GetLabels() != nil }},
 		{"Decode", func(c *Compact) bool { u, err := c.Decode(); return err == nil && u != nil }},
 	} {
 		b.Run(r.name, func(b *testing.B) {
@@ -252,7 +252,7 @@ func TestFieldIndexOnCompactSameAsDecoded(t *testing.T) {
 			paths = append(paths, b.String())
 		}
 		for _, path := range paths {
-			f, err := FieldIndexFunc(path)
+			f, err := fieldIndexFunc(path)
 			if err != nil {
 				continue // a key the path syntax cannot spell
 			}

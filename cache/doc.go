@@ -6,19 +6,13 @@
 // # Indexes
 //
 // Label indexes turn client-go's linear scan for a label selector into work
-// proportional to the matches; genericlister uses them automatically. Two
-// kinds answer the same queries:
-//
-//   - Per-key indexes (LabelKeyIndexers, LabelKeyIndexName): one index per
-//     label key, one value per object. Nearly free on writes, because
-//     client-go skips an index whose single value did not change. With the
-//     AutoLabelKeyIndex marker (AutoLabelKeyIndexers, informerkit's
-//     factory default), listers add the index of a key the first time a
-//     selector needs it (EnsureLabelKeyIndex, at most MaxAutoLabelKeys).
-//   - The inverted index over every label (LabelIndexers, LabelIndex):
-//     every object under each of its keys and key=value pairs. It answers
-//     any key at once, but client-go re-indexes every label of an object on
-//     each update, which halves write throughput (docs/PERFORMANCE.md).
+// proportional to the matches; genericlister uses them automatically. The
+// way to index labels is per key: dynamicinformer's WithAutoLabelIndex (on
+// by default) installs the AutoLabelKeyIndex marker (AutoLabelKeyIndexers),
+// with which listers add the index of a key the first time a selector
+// needs it; WithLabelIndexKeys (LabelKeyIndexers) builds some up front.
+// One value per object per key, so nearly free on writes: client-go skips
+// an index whose single value did not change.
 //
 // Use HasIndex, not GetIndexers, to ask whether a running informer's
 // indexer has an index: client-go returns its own map from GetIndexers
@@ -26,11 +20,10 @@
 //
 // FieldIndexers builds indexes from field paths ("spec.nodeName",
 // "status.phase", "metadata.ownerReferences[*].uid") so that callers write
-// no IndexFunc; genericlister's ByField queries them. OwnerUIDIndexers is
-// the owner index ready to use. All index functions read objects in place
-// and never modify them.
+// no IndexFunc; genericlister's ByField queries them. All index functions
+// read objects in place and never modify them.
 //
-//	indexers, err := ikcache.MergeIndexers(ikcache.LabelIndexers(), ikcache.OwnerUIDIndexers())
+//	indexers, err := ikcache.FieldIndexers("spec.nodeName", "metadata.ownerReferences[*].uid")
 //	informer.AddIndexers(indexers)
 //
 // # Transforms
@@ -68,9 +61,9 @@
 // compacting) and hands the Compactor an envelope to finish (see
 // Compactor).
 //
-// A Compact also reads without being decoded: its metav1.Object getters
-// answer as the decoded object's would, and NestedField, NestedString
-// and NestedInt64 read one field from the encoding (large maps and lists
+// A Compact also reads without being decoded: the getters of its
+// GetObjectMeta answer as the decoded object's would, and NestedField
+// reads one field from the encoding (large maps and lists
 // in it carry their length, so a read skips them). genericlister's
 // ListCompact and GetCompact return such views, so listing a compact
 // cache costs what listing a normal one does, and field indexes over
@@ -80,8 +73,8 @@
 //
 // Objects in an informer cache are shared by every lister, every event
 // handler and the informer itself; nothing may modify them. Readers that
-// need to change an object deep-copy it first (genericlister's ListCopy and
-// GetCopy do). The decoded objects of compact mode follow the same rule:
+// need to change an object deep-copy it first. A Compact is immutable (its
+// setters panic); Decode returns a copy to change. The decoded objects of compact mode follow the same rule:
 // a Compactor hands the same decoded object to every reader.
 // MutationDetector catches violations in tests.
 package cache

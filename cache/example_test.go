@@ -6,9 +6,13 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	ikcache "github.com/informerkit/informerkit/cache"
+
+	"github.com/informerkit/informerkit/genericlister"
 )
 
 func pod(name, node string, labels map[string]interface{}) *unstructured.Unstructured {
@@ -28,18 +32,9 @@ func pod(name, node string, labels map[string]interface{}) *unstructured.Unstruc
 	}}
 }
 
-// The label index maps "key" and "key=value" to the objects that have
-// them; genericlister uses it for label selectors.
-func ExampleLabelIndexFunc() {
-	vals, _ := ikcache.LabelIndexFunc(pod("web-1", "n1", map[string]interface{}{"app": "web", "tier": "front"}))
-	sort.Strings(vals)
-	fmt.Println(vals)
-	// Output: [app app=web tier tier=front]
-}
-
 // Per-key label indexes: one for "app" up front, and one for "tier" added
-// on demand through the AutoLabelKeyIndex marker (genericlister's List
-// calls EnsureLabelKeyIndex itself).
+// on demand through the AutoLabelKeyIndex marker, by genericlister's List
+// the first time a selector needs it.
 func ExampleLabelKeyIndexers() {
 	indexers := ikcache.LabelKeyIndexers("app")
 	for k, v := range ikcache.AutoLabelKeyIndexers() {
@@ -52,14 +47,14 @@ func ExampleLabelKeyIndexers() {
 	web, _ := indexer.IndexKeys(ikcache.LabelKeyIndexName("app"), "web")
 	fmt.Println(web)
 	fmt.Println(ikcache.HasIndex(indexer, ikcache.LabelKeyIndexName("tier")))
-	fmt.Println(ikcache.EnsureLabelKeyIndex(indexer, "tier"))
-	back, _ := indexer.IndexKeys(ikcache.LabelKeyIndexName("tier"), "back")
-	fmt.Println(back)
+	back, _ := genericlister.New(indexer, schema.GroupResource{Resource: "pods"}).List(labels.SelectorFromSet(labels.Set{"tier": "back"}))
+	fmt.Println(ikcache.HasIndex(indexer, ikcache.LabelKeyIndexName("tier")))
+	fmt.Println(back[0].GetName())
 	// Output:
 	// [default/web-1]
 	// false
 	// true
-	// [default/db-1]
+	// db-1
 }
 
 // Field indexes come from a field path; no IndexFunc to write.
@@ -72,10 +67,14 @@ func ExampleFieldIndexers() {
 	for i, node := range []string{"n1", "n2", "n1"} {
 		_ = indexer.Add(pod(fmt.Sprint("p", i), node, nil))
 	}
-	keys, _ := indexer.IndexKeys(ikcache.FieldIndexName("spec.nodeName"), "n1")
-	sort.Strings(keys)
-	fmt.Println(keys)
-	// Output: [default/p0 default/p2]
+	onN1, _ := genericlister.New(indexer, schema.GroupResource{Resource: "pods"}).ByField("spec.nodeName", "n1")
+	var names []string
+	for _, p := range onN1 {
+		names = append(names, p.GetName())
+	}
+	sort.Strings(names)
+	fmt.Println(names)
+	// Output: [p0 p2]
 }
 
 // Transforms compose with Chain and go to SharedIndexInformer.SetTransform;
@@ -131,20 +130,19 @@ func ExampleCompactor() {
 }
 
 // A Compact reads fields from its encoding without decoding the object:
-// metadata through the metav1.Object getters, anything else with
-// NestedField, NestedString or NestedInt64.
-func ExampleCompact_NestedString() {
+// metadata through GetObjectMeta, anything else with NestedField.
+func ExampleCompact_NestedField() {
 	c, err := ikcache.NewCompact(pod("web-0", "node-a", map[string]interface{}{"app": "web"}))
 	if err != nil {
 		panic(err)
 	}
-	node, found, err := c.NestedString("spec", "nodeName")
+	node, found, err := c.NestedField("spec", "nodeName")
 	fmt.Println(node, found, err)
-	_, found, err = c.NestedString("spec", "missing")
+	_, found, err = c.NestedField("spec", "missing")
 	fmt.Println(found, err)
-	_, _, err = c.NestedString("spec", "nodeName", "deeper")
+	_, _, err = c.NestedField("spec", "nodeName", "deeper")
 	fmt.Println(err)
-	fmt.Println(c.GetName(), c.GetLabels()["app"], len(c.GetManagedFields()))
+	fmt.Println(c.GetObjectMeta().GetName(), c.GetObjectMeta().GetLabels()["app"], len(c.GetObjectMeta().GetManagedFields()))
 	// Output:
 	// node-a true <nil>
 	// false <nil>

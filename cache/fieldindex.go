@@ -1,8 +1,6 @@
 package cache
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,36 +11,58 @@ import (
 // fieldIndexPrefix starts the name of every field index.
 const fieldIndexPrefix = "field:"
 
-// FieldIndexName returns the name of the index that FieldIndexers builds
-// for path: "field:" + path. The path is used as written, so index and
-// query must spell it the same way.
-func FieldIndexName(path string) string {
+// fieldIndexName is the name of the index FieldIndexers builds for path:
+// "field:" + path, the path used as written.
+func fieldIndexName(path string) string {
 	return fieldIndexPrefix + path
 }
 
-// FieldIndexFunc returns a client-go IndexFunc that indexes an object by the
-// value(s) at a field path, so that callers need not write one.
+// FieldIndexers returns one index per path, ready for
+// dynamicinformer.WithIndexers, toolscache.NewIndexer or
+// SharedIndexInformer.AddIndexers; genericlister's ByField(path, value)
+// uses the index of path when the indexer has it (and scans otherwise,
+// with the same answer). It fails on the first malformed path, with an
+// error wrapping ErrInvalidFieldPath.
 //
 // Paths are dot-separated field names with optional selectors: [*] (every
 // element of a list), [n] (element n) and ['name'] or ["name"] (a field
 // whose name contains dots or brackets), with an optional leading dot:
 // "spec.nodeName", "status.phase", "metadata.ownerReferences[*].uid",
 // "spec.containers[*].image", "metadata.labels['app.kubernetes.io/name']".
-// A malformed path is an error wrapping ErrInvalidFieldPath.
+// An index is found by the path as written, so index and query must spell
+// it the same way.
 //
 // Index values are the scalars the path reaches, formatted as strings:
-// strings as they are, booleans as "true"/"false", numbers in their shortest
-// decimal form (an integer 3 is "3"). Missing fields, null, objects and
-// lists give no value, so such objects are simply not in the index; [*]
-// gives one value per element (duplicates removed).
+// strings as they are, booleans as "true"/"false", numbers in their
+// shortest decimal form (an integer 3 is "3"). Missing fields, null,
+// objects and lists give no value, so such objects are simply not in the
+// index; [*] gives one value per element (duplicates removed).
 //
-// The function reads *unstructured.Unstructured in place. Any other
-// runtime.Object (for example *metav1.PartialObjectMetadata in a
-// metadata-only informer, where only "metadata..." paths can match) is
+// The index functions read *unstructured.Unstructured and *Compact in
+// place; any other runtime.Object (for example *metav1.PartialObjectMetadata
+// in a metadata-only informer, where only "metadata..." paths can match) is
 // first converted with runtime.DefaultUnstructuredConverter, which is
-// slower; OwnerUIDIndexers has a fast path for the common owner case.
-// The function never modifies obj and is safe for concurrent use.
-func FieldIndexFunc(path string) (toolscache.IndexFunc, error) {
+// slower, except for the owner path "metadata.ownerReferences[*].uid",
+// which reads any object's metadata directly. They never modify objects and
+// are safe for concurrent use.
+func FieldIndexers(paths ...string) (toolscache.Indexers, error) {
+	out := make(toolscache.Indexers, len(paths))
+	for _, path := range paths {
+		f, err := fieldIndexFunc(path)
+		if err != nil {
+			return nil, err
+		}
+		out[fieldIndexName(path)] = f
+	}
+	return out, nil
+}
+
+// fieldIndexFunc is the IndexFunc of the field index of path (see
+// FieldIndexers).
+func fieldIndexFunc(path string) (toolscache.IndexFunc, error) {
+	if path == ownerUIDPath {
+		return ownerUIDIndexFunc, nil
+	}
 	p, err := parseFieldPath(path)
 	if err != nil {
 		return nil, err
@@ -119,33 +139,15 @@ func jsonRoot(obj interface{}) (map[string]interface{}, bool) {
 	return nil, false
 }
 
-// FieldIndexers returns one index per path, named FieldIndexName(path) and
-// built by FieldIndexFunc(path), ready for toolscache.NewIndexer or
-// SharedIndexInformer.AddIndexers. It fails on the first malformed path.
-func FieldIndexers(paths ...string) (toolscache.Indexers, error) {
-	out := make(toolscache.Indexers, len(paths))
-	for _, path := range paths {
-		f, err := FieldIndexFunc(path)
-		if err != nil {
-			return nil, err
-		}
-		out[FieldIndexName(path)] = f
-	}
-	return out, nil
-}
+// ownerUIDPath is the field path of the owners' UIDs, whose index reads
+// any object's metadata directly (ownerUIDIndexFunc).
+const ownerUIDPath = "metadata.ownerReferences[*].uid"
 
-// OwnerUIDPath is the field path of the owners' UIDs.
-const OwnerUIDPath = "metadata.ownerReferences[*].uid"
-
-// OwnerUIDIndex is the name of the index of objects by the UID of each of
-// their owners. It is the field index of OwnerUIDPath, so
-// genericlister's ByField(cache.OwnerUIDPath, uid) uses it too.
-const OwnerUIDIndex = fieldIndexPrefix + OwnerUIDPath
-
-// OwnerUIDIndexFunc indexes an object by the UIDs of its ownerReferences.
-// It reads Unstructured in place and any other object through
-// meta.Accessor (so PartialObjectMetadata and typed objects are cheap).
-func OwnerUIDIndexFunc(obj interface{}) ([]string, error) {
+// ownerUIDIndexFunc indexes an object by the UIDs of its ownerReferences,
+// as the generic field index of ownerUIDPath would. It reads Unstructured
+// in place and any other object through meta.Accessor (so
+// PartialObjectMetadata, Compact and typed objects are cheap).
+func ownerUIDIndexFunc(obj interface{}) ([]string, error) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
 		md, _ := o.Object["metadata"].(map[string]interface{})
@@ -191,24 +193,4 @@ func containsString(l []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// OwnerUIDIndexers returns {OwnerUIDIndex: OwnerUIDIndexFunc}.
-func OwnerUIDIndexers() toolscache.Indexers {
-	return toolscache.Indexers{OwnerUIDIndex: OwnerUIDIndexFunc}
-}
-
-// MergeIndexers returns one Indexers holding all of sets, or an error
-// naming the first index name that two sets define.
-func MergeIndexers(sets ...toolscache.Indexers) (toolscache.Indexers, error) {
-	out := toolscache.Indexers{}
-	for _, s := range sets {
-		for name, f := range s {
-			if _, dup := out[name]; dup {
-				return nil, fmt.Errorf("index %q defined twice", name)
-			}
-			out[name] = f
-		}
-	}
-	return out, nil
 }

@@ -164,12 +164,12 @@ func Chain(fns ...toolscache.TransformFunc) toolscache.TransformFunc {
 	}
 }
 
-// ProjectedMetadataFields are the fields of metadata that Project always
+// projectedMetadataFields are the fields of metadata that Project always
 // keeps: what keys, listers, label and owner indexes, finalizer-aware and
 // generation-aware controllers need. Project drops the rest of metadata
 // (managedFields, selfLink, and any field a future API adds) unless a path
 // names it.
-var ProjectedMetadataFields = []string{
+var projectedMetadataFields = []string{
 	"name", "generateName", "namespace", "uid", "resourceVersion",
 	"generation", "creationTimestamp", "deletionTimestamp",
 	"deletionGracePeriodSeconds", "labels", "annotations",
@@ -177,16 +177,18 @@ var ProjectedMetadataFields = []string{
 }
 
 // Project returns a TransformFunc that keeps, of each
-// *unstructured.Unstructured, only apiVersion, kind, the metadata fields in
-// ProjectedMetadataFields and the listed field paths; everything else is
-// dropped. Paths use the syntax of FieldIndexFunc except that [n] is not
+// *unstructured.Unstructured, only apiVersion, kind, the metadata fields
+// name, generateName, namespace, uid, resourceVersion, generation,
+// creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds, labels,
+// annotations, ownerReferences and finalizers, and the listed field paths;
+// everything else is dropped. Paths use the syntax of FieldIndexers except that [n] is not
 // allowed: "spec.nodeName", "status.conditions", "spec.containers[*].image"
 // (keeps spec.containers as a list of objects that have only "image").
 // A path that reaches an object or list keeps all of it; a path missing
 // from an object adds nothing. When one path is a prefix of another the
 // shorter one wins.
 //
-// For *metav1.PartialObjectMetadata it keeps ProjectedMetadataFields plus
+// For *metav1.PartialObjectMetadata it keeps those metadata fields plus
 // any top-level metadata field a path names ("metadata.managedFields") and
 // clears the others; other types pass through. The projection of an
 // Unstructured is a new object that shares kept values with the input (the
@@ -218,7 +220,7 @@ func ProjectPaths(paths ...string) (toolscache.TransformFunc, error) {
 		}
 		parsed = append(parsed, p)
 	}
-	for _, f := range ProjectedMetadataFields {
+	for _, f := range projectedMetadataFields {
 		parsed = append(parsed, fieldPath{{kind: stepField, name: "metadata"}, {kind: stepField, name: f}})
 	}
 	parsed = append(parsed, fieldPath{{kind: stepField, name: "apiVersion"}}, fieldPath{{kind: stepField, name: "kind"}})

@@ -96,10 +96,10 @@ type subscriptionSource struct {
 // runs until Run.
 func New(factory *dynamicinformer.Factory, r Reconciler, opts Options) (*Controller, error) {
 	if factory == nil {
-		return nil, ErrNilFactory
+		return nil, fmt.Errorf("%w: informer factory", ErrNilArgument)
 	}
 	if r == nil {
-		return nil, ErrNilReconciler
+		return nil, fmt.Errorf("%w: reconciler", ErrNilArgument)
 	}
 	opts = opts.defaults()
 	return &Controller{
@@ -116,11 +116,11 @@ func New(factory *dynamicinformer.Factory, r Reconciler, opts Options) (*Control
 
 // Watch adds an informer (from the controller's factory: ForResource or
 // ForName) whose events queue keys. The controller does not release it.
-// It fails with ErrStarted once Run has been called, and ErrNilHandle for
+// It fails with ErrStarted once Run has been called, and ErrNilArgument for
 // a nil handle.
 func (c *Controller) Watch(h *dynamicinformer.InformerHandle) error {
 	if h == nil {
-		return ErrNilHandle
+		return fmt.Errorf("%w: informer handle", ErrNilArgument)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -178,7 +178,7 @@ func (c *Controller) Stats() Stats {
 // stopped, keys still queued are dropped (a later run relists them), and
 // reconciles already running get Options.DrainTimeout to finish. Run
 // returns nil when they all finished in time; otherwise it cancels their
-// context and returns a *DrainTimeoutError (errors.Is ErrDrainTimeout)
+// context and returns a *DrainTimeoutError (errors.As)
 // without waiting for them further. A second Run returns ErrStarted.
 func (c *Controller) Run(ctx context.Context) error {
 	c.mu.Lock()

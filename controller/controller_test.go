@@ -55,17 +55,17 @@ func synced(t *testing.T, n int) (*dynamicinformer.Factory, *dynamicinformer.Inf
 func TestNewAndWatchErrors(t *testing.T) {
 	f, h := synced(t, 1)
 	noop := controller.ReconcilerFunc(func(context.Context, controller.Request) error { return nil })
-	if _, err := controller.New(nil, noop, controller.Options{}); !errors.Is(err, controller.ErrNilFactory) {
+	if _, err := controller.New(nil, noop, controller.Options{}); !errors.Is(err, controller.ErrNilArgument) {
 		t.Errorf("nil factory: %v", err)
 	}
-	if _, err := controller.New(f, nil, controller.Options{}); !errors.Is(err, controller.ErrNilReconciler) {
+	if _, err := controller.New(f, nil, controller.Options{}); !errors.Is(err, controller.ErrNilArgument) {
 		t.Errorf("nil reconciler: %v", err)
 	}
 	c, err := controller.New(f, noop, controller.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Watch(nil); !errors.Is(err, controller.ErrNilHandle) {
+	if err := c.Watch(nil); !errors.Is(err, controller.ErrNilArgument) {
 		t.Errorf("Watch of a foreign informer: %v", err)
 	}
 	if err := c.Watch(h); err != nil {

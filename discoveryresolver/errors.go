@@ -37,8 +37,8 @@ var (
 // errors.As rather than comparing Err.
 type ResolveError struct {
 	// Ref is the reference as the caller gave it: the string passed to
-	// Resolve, or the String() of the GroupVersionResource or
-	// GroupVersionKind passed to ResolveGVR or ResolveGVK.
+	// Resolve, or the String() of the GroupVersionResource passed to
+	// ResolveGVR.
 	Ref string
 	// Err is the cause.
 	Err error

@@ -17,14 +17,14 @@ type options struct {
 	newTimer           func(d time.Duration) (c <-chan time.Time, stop func()) // for tests
 }
 
-// DefaultMinRefreshInterval is the default of WithMinRefreshInterval.
-const DefaultMinRefreshInterval = time.Second
+// defaultMinRefreshInterval is the default of WithMinRefreshInterval.
+const defaultMinRefreshInterval = time.Second
 
 // defaultOptions is the one place where defaults are set.
 func defaultOptions() options {
 	return options{
 		logger:             logr.Discard(),
-		minRefreshInterval: DefaultMinRefreshInterval,
+		minRefreshInterval: defaultMinRefreshInterval,
 		now:                time.Now,
 		newTimer: func(d time.Duration) (<-chan time.Time, func()) {
 			t := time.NewTimer(d)
@@ -42,7 +42,7 @@ func WithLogger(l logr.Logger) Option {
 
 // WithMinRefreshInterval sets the minimum time between the start of a
 // discovery round and the start of the next one triggered by a miss or by
-// RefreshIfStale (default DefaultMinRefreshInterval). A miss within the
+// RefreshIfStale (default one second). A miss within the
 // interval waits for its end (bounded by its ctx) and shares the round that
 // starts then, so that a typo resolved in a loop cannot hammer the API
 // server. Refresh, and the first round after Invalidate, are not

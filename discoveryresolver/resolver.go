@@ -64,7 +64,7 @@ type listener struct {
 // client implements discovery.CachedDiscoveryInterface, the resolver calls
 // its Invalidate before every round.
 //
-// Defaults: logr.Discard(), DefaultMinRefreshInterval, ambiguous among
+// Defaults: logr.Discard(), a minimum refresh interval of one second, ambiguous among
 // non-core groups (see WithServerGroupOrder).
 func New(client discovery.DiscoveryInterface, opts ...Option) *Resolver {
 	o := defaultOptions()
@@ -119,12 +119,12 @@ func (r *Resolver) ResolveGVR(ctx context.Context, gvr schema.GroupVersionResour
 	return r.lookupOrRefresh(ctx, gvr.String, func(s *snapshot) result { return s.resolveGVR(gvr) })
 }
 
-// ResolveGVK returns the resource whose kind is gvk. An empty Version means
+// resolveGVK returns the resource whose kind is gvk. An empty Version means
 // the preferred version that serves the kind. The kind is matched exactly
 // first, then ignoring case. If several resources of one group-version
 // share the kind, the error is an *AmbiguousError. Errors are otherwise as
 // for Resolve, with Ref set to gvk.String().
-func (r *Resolver) ResolveGVK(ctx context.Context, gvk schema.GroupVersionKind) (Resource, error) {
+func (r *Resolver) resolveGVK(ctx context.Context, gvk schema.GroupVersionKind) (Resource, error) {
 	return r.lookupOrRefresh(ctx, gvk.String, func(s *snapshot) result { return s.resolveGVK(gvk) })
 }
 
@@ -153,8 +153,8 @@ func (r *Resolver) Resources(ctx context.Context) ([]Resource, error) {
 	return r.Match(ctx, Filter{})
 }
 
-// AllVersions is Resources over every served version of every resource.
-func (r *Resolver) AllVersions(ctx context.Context) ([]Resource, error) {
+// allVersions is Resources over every served version of every resource.
+func (r *Resolver) allVersions(ctx context.Context) ([]Resource, error) {
 	s, err := r.current(ctx)
 	if s == nil {
 		return nil, err
@@ -175,7 +175,7 @@ func (r *Resolver) Match(ctx context.Context, f Filter) ([]Resource, error) {
 	}
 	out := make([]Resource, 0, len(s.order))
 	for _, i := range s.order {
-		if f.Matches(s.entries[i].res) {
+		if f.matches(s.entries[i].res) {
 			out = append(out, s.entries[i].res.clone())
 		}
 	}
@@ -194,7 +194,7 @@ func (r *Resolver) FailedGroups() map[schema.GroupVersion]error {
 }
 
 // Invalidate marks the cached discovery as outdated: the next Resolve*,
-// Resources, AllVersions, Match or RefreshIfStale call runs a round first
+// Resources, Match or RefreshIfStale call runs a round first
 // (or joins the one in flight), without waiting for the minimum refresh
 // interval; if that round fails as a whole, answers come from the previous
 // data. Call it when something suggests the served

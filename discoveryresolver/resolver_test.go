@@ -265,15 +265,15 @@ func TestResolveGVRAndGVK(t *testing.T) {
 		{schema.GroupVersionKind{Group: "stable.example.com", Version: "v1beta1", Kind: "CronTab"}, gvr("stable.example.com", "v1beta1", "crontabs")},
 		{schema.GroupVersionKind{Group: "events.k8s.io", Kind: "Event"}, gvr("events.k8s.io", "v1", "events")},
 	} {
-		got, err := r.ResolveGVK(ctx, tc.in)
+		got, err := r.resolveGVK(ctx, tc.in)
 		if err != nil || got.GVR != tc.want {
-			t.Errorf("ResolveGVK(%v) = %v, %v; want %v", tc.in, got.GVR, err, tc.want)
+			t.Errorf("resolveGVK(%v) = %v, %v; want %v", tc.in, got.GVR, err, tc.want)
 		}
 	}
-	_, err := r.ResolveGVK(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Scale"})
+	_, err := r.resolveGVK(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Scale"})
 	var re *ResolveError
 	if !errors.Is(err, ErrNotFound) || !errors.As(err, &re) || re.Ref != "apps/v1, Kind=Scale" {
-		t.Errorf("ResolveGVK(Scale) = %v, want ErrNotFound naming the GVK (subresource kinds are not resources)", err)
+		t.Errorf("resolveGVK(Scale) = %v, want ErrNotFound naming the GVK (subresource kinds are not resources)", err)
 	}
 }
 
@@ -712,7 +712,7 @@ func TestReturnedValuesAreCopies(t *testing.T) {
 		list[i].Verbs = nil
 		list[i].GVR.Resource = "MUTATED"
 	}
-	all, _ := r.AllVersions(ctx)
+	all, _ := r.allVersions(ctx)
 	for i := range all {
 		if len(all[i].Verbs) > 0 {
 			all[i].Verbs[0] = "MUTATED"
@@ -756,9 +756,9 @@ func TestResourcesAndMatch(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Fatalf("Resources =\n%v\nwant\n%v", names, want)
 	}
-	all, _ := r.AllVersions(ctx)
+	all, _ := r.allVersions(ctx)
 	if len(all) != len(want)+3 { // hpa v1, flowschemas v1beta3, crontabs v1beta1
-		t.Fatalf("AllVersions has %d, want %d", len(all), len(want)+3)
+		t.Fatalf("allVersions has %d, want %d", len(all), len(want)+3)
 	}
 	no := false
 	for _, tc := range []struct {
@@ -802,7 +802,7 @@ func TestFilterMatches(t *testing.T) {
 		{Filter{Namespaced: &yes}, true},
 		{Filter{Namespaced: &no}, false},
 	} {
-		if got := tc.f.Matches(pod); got != tc.want {
+		if got := tc.f.matches(pod); got != tc.want {
 			t.Errorf("%+v.Matches(pod) = %v, want %v", tc.f, got, tc.want)
 		}
 	}

@@ -76,8 +76,8 @@ type Filter struct {
 	Namespaced *bool
 }
 
-// Matches reports whether r passes every condition of f.
-func (f Filter) Matches(r Resource) bool {
+// matches reports whether r passes every condition of f.
+func (f Filter) matches(r Resource) bool {
 	if len(f.Groups) > 0 && !slices.Contains(f.Groups, r.GVR.Group) {
 		return false
 	}

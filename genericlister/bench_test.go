@@ -11,6 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	ikcache "github.com/informerkit/informerkit/cache"
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 // benchIndexer returns an informer-like indexer (namespace index plus the
@@ -73,7 +74,7 @@ func BenchmarkList(b *testing.B) {
 		{"ns+all", "", "ns-7"},
 	}
 	for _, n := range []int{10000, 100000} {
-		idx := benchIndexer(n, ikcache.LabelIndexers())
+		idx := benchIndexer(n, labelindex.LabelIndexers())
 		keyIdx := benchIndexer(n, ikcache.AutoLabelKeyIndexers())
 		for _, s := range selectors {
 			sel, err := labels.Parse(s.sel)

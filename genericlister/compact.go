@@ -17,8 +17,8 @@ import (
 var ErrNotCompact = errors.New("genericlister: the cache holds an object that is not compact")
 
 // ListCompact is List for a compact-mode cache that does not decode: it
-// returns the cache's *cache.Compact objects themselves. A Compact answers
-// its metav1.Object getters (name, namespace, labels, owners … at the
+// returns the cache's *cache.Compact objects themselves. A Compact
+// answers metadata through GetObjectMeta (name, namespace, labels, owners … at the
 // cost of a field load; other metadata read from its encoding) and reads
 // any other field with NestedField without decoding the object; Shared
 // and Decode give the whole object. Listing therefore costs what it costs

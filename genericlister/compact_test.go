@@ -42,7 +42,7 @@ func TestCompactReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	g2, _ := l.Namespace("ns").Get("w1")
-	gg, _ := l.Generic().ByNamespace("ns").Get("w1")
+	gg, _ := NewGeneric(l.indexer, l.resource).ByNamespace("ns").Get("w1")
 	if g1 != g2 || gg != g1 {
 		t.Error("Get of a kept object is not the shared object")
 	}
@@ -72,7 +72,7 @@ func TestCompactReads(t *testing.T) {
 	for _, get := range []func() (*unstructured.Unstructured, error){
 		func() (*unstructured.Unstructured, error) { return l.Namespace("ns").Get("w1") },
 		func() (*unstructured.Unstructured, error) {
-			o, err := l.Generic().ByNamespace("ns").Get("w1")
+			o, err := NewGeneric(l.indexer, l.resource).ByNamespace("ns").Get("w1")
 			if err != nil {
 				return nil, err
 			}
@@ -102,10 +102,10 @@ func TestCompactReads(t *testing.T) {
 	}
 
 	// Copies are private.
-	cp, _ := l.Namespace("ns").GetCopy("w3")
+	cp, _ := deepCopy(l.Namespace("ns").Get("w3"))
 	cp.SetLabels(map[string]string{"app": "changed"})
 	cp.Object["spec"].(map[string]interface{})["size"] = int64(-1)
-	lc, _ := l.ListCopy(nil)
+	lc, _ := deepCopies(l.List(nil))
 	for _, u := range lc {
 		u.SetName("changed")
 	}
@@ -151,11 +151,11 @@ func TestCompactViews(t *testing.T) {
 	names := func(objs []*ikcache.Compact) map[string]int64 {
 		m := map[string]int64{}
 		for _, o := range objs {
-			size, found, err := o.NestedInt64("spec", "size")
+			size, found, err := nestedInt64(o, "spec", "size")
 			if !found || err != nil {
-				t.Fatalf("%s: spec.size %v %v", o.GetName(), found, err)
+				t.Fatalf("%s: spec.size %v %v", o.GetObjectMeta().GetName(), found, err)
 			}
-			m[o.GetNamespace()+"/"+o.GetName()] = size
+			m[o.GetObjectMeta().GetNamespace()+"/"+o.GetObjectMeta().GetName()] = size
 		}
 		return m
 	}
@@ -206,7 +206,7 @@ func TestCompactViews(t *testing.T) {
 		}
 	}
 	v, err := l.Namespace("ns2").GetCompact("w5")
-	if err != nil || v.GetName() != "w5" || v.GetNamespace() != "ns2" {
+	if err != nil || v.GetObjectMeta().GetName() != "w5" || v.GetObjectMeta().GetNamespace() != "ns2" {
 		t.Fatalf("GetCompact = %v, %v", v, err)
 	}
 	if u, err := v.Shared(); err != nil || u.GetName() != "w5" {

@@ -1,11 +1,10 @@
 // Package genericlister reads a shared informer's cache of
 // *unstructured.Unstructured objects: Get, List and namespace-scoped views,
-// queries by field and by index, an adapter to client-go's
-// cache.GenericLister, and a typed view that converts cached objects to a
-// Go struct.
+// queries by field and by index, and an adapter to client-go's
+// cache.GenericLister (NewGeneric).
 //
-// Lists use informerkit's label indexes (per-key indexes, see
-// cache.LabelKeyIndexName, or the inverted cache.LabelIndex) and client-go's
+// Lists use informerkit's per-key label indexes (cache.LabelKeyIndexName)
+// and client-go's
 // namespace index whenever the indexer has them: a selector such as
 // "app=web" or "app in (a,b),tier" is answered from index sets, in time
 // proportional to the matching objects rather than to the cache size. When
@@ -22,8 +21,7 @@
 //
 //   - Shared results: objects returned by List, Get, ByField and ByIndex are
 //     the cache's own objects, shared with other readers and with event
-//     handlers. Never modify them; use ListCopy/GetCopy (or DeepCopy) to get
-//     objects you own. The typed view (For) always returns fresh values.
+//     handlers. Never modify them; DeepCopy one to get an object you own.
 //   - No order: lists come in no particular order.
 //   - Concurrency: listers are safe for concurrent use and read while the
 //     informer writes.
@@ -34,7 +32,7 @@
 //     cache.Compactor, which keeps the decoded objects that are read and
 //     shares them like cached objects (same rule: never modify them).
 //     ListCompact and GetCompact return the Compacts themselves, without
-//     decoding: metadata getters and Compact.NestedField read them, so
+//     decoding: Compact.GetObjectMeta and Compact.NestedField read them, so
 //     listing a compact cache costs what listing a normal one does.
 //     NewGeneric returns other objects as they are; Lister converts
 //     anything else that is not Unstructured to a fresh Unstructured on

@@ -12,6 +12,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/genericlister"
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 var deployments = schema.GroupResource{Group: "apps", Resource: "deployments"}
@@ -31,7 +32,7 @@ func deployment(ns, name, app string, replicas int64) *unstructured.Unstructured
 // newIndexer builds what an informer holds (informer.GetIndexer()) with
 // the namespace and label indexes.
 func newIndexer() toolscache.Indexer {
-	indexers := ikcache.LabelIndexers()
+	indexers := labelindex.LabelIndexers()
 	indexers[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
 	_ = idx.Add(deployment("prod", "web", "web", 3))
@@ -50,7 +51,7 @@ func names(objs []*unstructured.Unstructured) []string {
 }
 
 // List answers label selectors from the label index; the objects are
-// shared with the cache (use ListCopy to modify them).
+// shared with the cache (DeepCopy one to modify it).
 func ExampleLister_List() {
 	lister := genericlister.New(newIndexer(), deployments)
 	sel, _ := labels.Parse("app in (web,cache)")
@@ -58,7 +59,8 @@ func ExampleLister_List() {
 	prod, _ := lister.Namespace("prod").List(sel)
 	fmt.Println(names(all), names(prod))
 
-	d, _ := lister.Namespace("prod").GetCopy("web") // a private copy
+	web, _ := lister.Namespace("prod").Get("web")
+	d := web.DeepCopy() // a private copy
 	d.SetLabels(nil)
 	_, err := lister.Namespace("prod").Get("nope")
 	fmt.Println(err)
@@ -81,7 +83,7 @@ func ExampleLister_ByField() {
 // NewGeneric serves code written for client-go's GenericLister, also over
 // the *metav1.PartialObjectMetadata of a metadata-only informer.
 func ExampleNewGeneric() {
-	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, ikcache.LabelIndexers())
+	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, labelindex.LabelIndexers())
 	_ = idx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "web", Labels: map[string]string{"app": "web"}}})
 	_ = idx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "db", Labels: map[string]string{"app": "db"}}})
 	var lister toolscache.GenericLister = genericlister.NewGeneric(idx, deployments)
@@ -90,25 +92,6 @@ func ExampleNewGeneric() {
 		fmt.Printf("%T %s\n", o, o.(metav1.Object).GetName())
 	}
 	// Output: *v1.PartialObjectMetadata db
-}
-
-// Deployment is the part of apps/v1 Deployment this program reads.
-type Deployment struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              struct {
-		Replicas int32 `json:"replicas"`
-	} `json:"spec"`
-}
-
-// For gives a typed view; every value is a fresh conversion the caller owns.
-func ExampleFor() {
-	typed := genericlister.For[Deployment](genericlister.New(newIndexer(), deployments))
-	d, _ := typed.Namespace("prod").Get("web")
-	d.Spec.Replicas = 10 // does not touch the cache
-	again, _ := typed.Namespace("prod").Get("web")
-	fmt.Println(d.Name, d.Spec.Replicas, again.Spec.Replicas)
-	// Output: web 10 3
 }
 
 // In compact mode ListCompact lists the cache's Compacts without decoding
@@ -123,10 +106,10 @@ func ExampleLister_ListCompact() {
 		_ = idx.Add(c)
 	}
 	views, _ := genericlister.New(idx, deployments).Namespace("prod").ListCompact(labels.Everything())
-	sort.Slice(views, func(i, j int) bool { return views[i].GetName() < views[j].GetName() })
+	sort.Slice(views, func(i, j int) bool { return views[i].GetObjectMeta().GetName() < views[j].GetObjectMeta().GetName() })
 	for _, v := range views {
-		replicas, _, _ := v.NestedInt64("spec", "replicas")
-		fmt.Println(v.GetName(), v.GetLabels()["app"], replicas)
+		replicas, _, _ := v.NestedField("spec", "replicas")
+		fmt.Println(v.GetObjectMeta().GetName(), v.GetObjectMeta().GetLabels()["app"], replicas)
 	}
 	fmt.Println("decoded objects kept:", compactor.Stats().Held)
 	// Output:

@@ -14,8 +14,8 @@ import (
 // *unstructured.Unstructured, *metav1.PartialObjectMetadata from a
 // metadata-only informer, or typed objects. Code written against client-go's
 // dynamicinformer GenericInformer.Lister() compiles and behaves unchanged,
-// with label selectors answered from cache.LabelIndex when the indexer has
-// it (see Lister.List).
+// with label selectors answered from the label indexes when the indexer has
+// them (see Lister.List).
 //
 // The objects returned are the cached objects themselves (no conversion;
 // the decoded form of a compact-mode *cache.Compact, see Lister), shared

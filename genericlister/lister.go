@@ -12,6 +12,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	ikcache "github.com/informerkit/informerkit/cache"
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 // Lister reads *unstructured.Unstructured objects from an informer's
@@ -19,9 +20,8 @@ import (
 //
 // Sharing: List, Get, ByField and ByIndex return the very objects the cache
 // holds, shared with every other reader and with event handlers. They must
-// not be modified; call DeepCopy first, or use ListCopy and GetCopy, which
-// return private copies. (cache.MutationDetector catches violations in
-// tests.) A compact-mode indexer (*cache.Compact objects) is read through
+// not be modified: call DeepCopy on a result to change it.
+// (cache.MutationDetector catches violations in tests.) A compact-mode indexer (*cache.Compact objects) is read through
 // the objects' cache.Compactor: Get keeps the decoded object and returns
 // it shared, List, ByField and ByIndex return kept objects shared and
 // decode the others (keeping those read a second time); either way the
@@ -54,21 +54,15 @@ func New(indexer toolscache.Indexer, resource schema.GroupResource) *Lister {
 	return &Lister{indexer: indexer, resource: resource}
 }
 
-// Resource returns the resource given to New.
-func (l *Lister) Resource() schema.GroupResource { return l.resource }
-
-// Indexer returns the indexer the Lister reads.
-func (l *Lister) Indexer() toolscache.Indexer { return l.indexer }
-
 // List returns the objects, in all namespaces, whose labels match selector
 // (nil means everything), shared with the cache and unordered.
 //
 // The requirements "key=value", "key==value", "key in (v1,v2)" and "key"
 // are answered from an index when one covers the key: the key's per-key
-// index (cache.LabelKeyIndexName), else cache.LabelIndex, else a per-key
-// index that List adds when the indexer allows it
-// (cache.AutoLabelKeyIndex, cache.EnsureLabelKeyIndex; adding one indexes
-// every object once, under the indexer's write lock). From the indexes,
+// index (cache.LabelKeyIndexName), else a per-key index that List adds
+// when the indexer allows it (the cache.AutoLabelKeyIndex marker, which
+// dynamicinformer installs by default; adding one indexes every object
+// once, under the indexer's write lock). From the indexes,
 // the candidate sets of the indexable requirements are compared and only
 // the smallest is examined, against the whole selector (so "!=", "notin",
 // "!key", "gt" and "lt" requirements are checked on that narrowed set). A
@@ -76,11 +70,6 @@ func (l *Lister) Indexer() toolscache.Indexer { return l.indexer }
 // the cache, as it does without the index; so does labels.Everything().
 func (l *Lister) List(selector labels.Selector) ([]*unstructured.Unstructured, error) {
 	return list(l.indexer, "", selector)
-}
-
-// ListCopy is List returning deep copies that the caller owns.
-func (l *Lister) ListCopy(selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	return deepCopies(l.List(selector))
 }
 
 // Get returns the object stored under key name — the name of a
@@ -91,44 +80,32 @@ func (l *Lister) Get(name string) (*unstructured.Unstructured, error) {
 	return get(l.indexer, l.resource, name, name)
 }
 
-// GetCopy is Get returning a deep copy that the caller owns.
-func (l *Lister) GetCopy(name string) (*unstructured.Unstructured, error) {
-	return deepCopy(l.Get(name))
-}
-
 // Namespace returns a lister restricted to namespace ns.
 func (l *Lister) Namespace(ns string) *NamespaceLister {
 	return &NamespaceLister{indexer: l.indexer, resource: l.resource, namespace: ns}
 }
 
 // ByField returns the objects whose field at path has value (see
-// cache.FieldIndexFunc for the path syntax and how values are formatted),
-// shared with the cache and unordered. It uses the index
-// cache.FieldIndexName(path) when the indexer has it (add it with
-// cache.FieldIndexers(path)), and otherwise scans the cache evaluating the
-// path on every object, with the same result. A malformed path is an error
-// wrapping cache.ErrInvalidFieldPath.
+// cache.FieldIndexers for the path syntax and how values are formatted),
+// shared with the cache and unordered. It uses the index of path when the
+// indexer has it (add it with cache.FieldIndexers(path), which also gives
+// the path syntax and how values are formatted), and otherwise scans the
+// cache evaluating the path on every object, with the same result. A
+// malformed path is an error wrapping cache.ErrInvalidFieldPath.
 func (l *Lister) ByField(path, value string) ([]*unstructured.Unstructured, error) {
 	return byField(l.indexer, "", path, value)
 }
 
 // ByIndex returns the objects that the named index maps to value, shared
 // with the cache and unordered. It is an error if the indexer has no such
-// index. cache.LabelIndex, cache.OwnerUIDIndex and the indexes of
-// cache.FieldIndexers are such indexes, as is any the caller added.
+// index: the indexes the caller added (dynamicinformer.WithIndexers), or
+// toolscache.NamespaceIndex.
 func (l *Lister) ByIndex(indexName, value string) ([]*unstructured.Unstructured, error) {
 	objs, err := l.indexer.ByIndex(indexName, value)
 	if err != nil {
 		return nil, err
 	}
 	return toUnstructuredList(objs, "")
-}
-
-// Generic returns a client-go toolscache.GenericLister over the same
-// indexer (see NewGeneric), for code written against client-go's
-// dynamicinformer Lister().
-func (l *Lister) Generic() toolscache.GenericLister {
-	return NewGeneric(l.indexer, l.resource)
 }
 
 // NamespaceLister reads the objects of one namespace. Its results follow
@@ -141,27 +118,17 @@ type NamespaceLister struct {
 }
 
 // List returns the objects of the namespace whose labels match selector
-// (nil means everything). It combines cache.LabelIndex with
+// (nil means everything). It combines the label indexes with
 // toolscache.NamespaceIndex when the indexer has them, examining the
 // smallest candidate set (see Lister.List).
 func (l *NamespaceLister) List(selector labels.Selector) ([]*unstructured.Unstructured, error) {
 	return list(l.indexer, l.namespace, selector)
 }
 
-// ListCopy is List returning deep copies that the caller owns.
-func (l *NamespaceLister) ListCopy(selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	return deepCopies(l.List(selector))
-}
-
 // Get returns the object name of the namespace, shared with the cache, or
 // an error that apierrors.IsNotFound recognises.
 func (l *NamespaceLister) Get(name string) (*unstructured.Unstructured, error) {
 	return get(l.indexer, l.resource, l.namespace+"/"+name, name)
-}
-
-// GetCopy is Get returning a deep copy that the caller owns.
-func (l *NamespaceLister) GetCopy(name string) (*unstructured.Unstructured, error) {
-	return deepCopy(l.Get(name))
 }
 
 // ByField is Lister.ByField restricted to the namespace.
@@ -225,17 +192,23 @@ func getAs[T any](indexer toolscache.Indexer, resource schema.GroupResource, key
 }
 
 func byField(indexer toolscache.Indexer, namespace, path, value string) ([]*unstructured.Unstructured, error) {
-	indexName := ikcache.FieldIndexName(path)
-	if ikcache.HasIndex(indexer, indexName) {
+	// FieldIndexers names the index of path and builds its function (the
+	// one way to index a field), so the lister uses exactly what it
+	// installs.
+	fi, err := ikcache.FieldIndexers(path)
+	if err != nil {
+		return nil, err
+	}
+	var indexName string
+	var f toolscache.IndexFunc
+	for indexName, f = range fi {
+	}
+	if labelindex.HasIndex(indexer, indexName) {
 		objs, err := indexer.ByIndex(indexName, value)
 		if err != nil {
 			return nil, err
 		}
 		return toUnstructuredList(objs, namespace)
-	}
-	f, err := ikcache.FieldIndexFunc(path)
-	if err != nil {
-		return nil, err
 	}
 	var out []*unstructured.Unstructured
 	for _, obj := range indexer.List() {
@@ -316,22 +289,4 @@ func materialize(obj runtime.Object, inList bool) (runtime.Object, error) {
 		return c.SharedInList()
 	}
 	return c.Shared()
-}
-
-func deepCopies(objs []*unstructured.Unstructured, err error) ([]*unstructured.Unstructured, error) {
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*unstructured.Unstructured, len(objs))
-	for i, o := range objs {
-		out[i] = o.DeepCopy()
-	}
-	return out, nil
-}
-
-func deepCopy(obj *unstructured.Unstructured, err error) (*unstructured.Unstructured, error) {
-	if err != nil {
-		return nil, err
-	}
-	return obj.DeepCopy(), nil
 }

@@ -16,6 +16,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	ikcache "github.com/informerkit/informerkit/cache"
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 var widgets = schema.GroupResource{Group: "example.com", Resource: "widgets"}
@@ -140,15 +141,15 @@ func indexerVariants() map[string]toolscache.Indexer {
 		return out
 	}
 	ns := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
-	both := merge(ikcache.LabelIndexers(), ns)
+	both := merge(labelindex.LabelIndexers(), ns)
 	someKeys := ikcache.LabelKeyIndexers("k0", "k2", "k5", "empty")
 	return map[string]toolscache.Indexer{
 		"label+namespace": toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, both),
 		"compact":         toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, both),
-		"label":           toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, ikcache.LabelIndexers()),
+		"label":           toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, labelindex.LabelIndexers()),
 		"keys":            toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, someKeys),
 		"keys+namespace":  toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, merge(someKeys, ns)),
-		"keys+label":      toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, merge(someKeys, ikcache.LabelIndexers())),
+		"keys+label":      toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, merge(someKeys, labelindex.LabelIndexers())),
 		"auto+namespace":  toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, merge(ikcache.AutoLabelKeyIndexers(), ns)),
 		"auto+compact":    toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, merge(ikcache.AutoLabelKeyIndexers(), ns)),
 		"namespace":       toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, ns),
@@ -206,12 +207,12 @@ func TestListMatchesBruteForce(t *testing.T) {
 				if ns == "" {
 					got, err = l.List(sel)
 					if err == nil {
-						gotGeneric, err = l.Generic().List(sel)
+						gotGeneric, err = NewGeneric(l.indexer, l.resource).List(sel)
 					}
 				} else {
 					got, err = l.Namespace(ns).List(sel)
 					if err == nil {
-						gotGeneric, err = l.Generic().ByNamespace(ns).List(sel)
+						gotGeneric, err = NewGeneric(l.indexer, l.resource).ByNamespace(ns).List(sel)
 					}
 				}
 				if err != nil {
@@ -271,7 +272,7 @@ func TestListMatchesBruteForce(t *testing.T) {
 // fills it.
 func TestGenericListerPartialObjectMetadata(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 8))
-	both := ikcache.LabelIndexers()
+	both := labelindex.LabelIndexers()
 	both[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, both)
 	w := world{}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	ikcache "github.com/informerkit/informerkit/cache"
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 // smallCandidateSet is the size below which the planner stops fetching
@@ -23,7 +23,7 @@ const namespaceSetThreshold = 1024
 // selectObjects calls appendFn for every object in indexer that is in
 // namespace (all namespaces when "") and matches selector, in no particular
 // order. It narrows with the label indexes (per-key, see
-// cache.LabelKeyIndexName, or the inverted cache.LabelIndex) and
+// labelindex.LabelKeyIndexName, or the inverted labelindex.LabelIndex) and
 // toolscache.NamespaceIndex when the indexer has them, adding per-key
 // indexes on demand where the indexer allows it (cache.AutoLabelKeyIndex),
 // and otherwise scans. Every object passed to appendFn has been checked
@@ -40,7 +40,7 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 	if labels.MatchesNothing(selector) {
 		return nil
 	}
-	hasNS := namespace != "" && ikcache.HasIndex(indexer, toolscache.NamespaceIndex)
+	hasNS := namespace != "" && labelindex.HasIndex(indexer, toolscache.NamespaceIndex)
 
 	matches := func(obj interface{}) bool {
 		if namespace != "" && objectNamespace(obj) != namespace {
@@ -49,7 +49,7 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 		if selector.Empty() {
 			return true
 		}
-		l, ok := ikcache.ObjectLabels(obj)
+		l, ok := labelindex.ObjectLabels(obj)
 		return ok && selector.Matches(l)
 	}
 
@@ -77,7 +77,7 @@ func selectObjects(indexer toolscache.Indexer, namespace string, selector labels
 		for _, obj := range items {
 			if selector.Empty() {
 				appendFn(obj)
-			} else if l, ok := ikcache.ObjectLabels(obj); ok && selector.Matches(l) {
+			} else if l, ok := labelindex.ObjectLabels(obj); ok && selector.Matches(l) {
 				appendFn(obj)
 			}
 		}
@@ -105,28 +105,28 @@ type indexQuery struct {
 
 // labelIndexes finds, per label key, the index that answers requirements on
 // it: the key's own index (cache.LabelKeyIndexName), else the inverted
-// cache.LabelIndex, else a per-key index added on demand
-// (cache.EnsureLabelKeyIndex).
+// labelindex.LabelIndex, else a per-key index added on demand
+// (labelindex.EnsureLabelKeyIndex).
 type labelIndexes struct {
 	indexer toolscache.Indexer
-	full    *bool // whether the indexer has cache.LabelIndex; asked once, when needed
+	full    *bool // whether the indexer has labelindex.LabelIndex; asked once, when needed
 }
 
 // forKey returns the index name for key and whether it is a per-key index,
 // or "" when no index can answer.
 func (li *labelIndexes) forKey(key string) (name string, perKey bool) {
-	keyIndex := ikcache.LabelKeyIndexName(key)
-	if ikcache.HasIndex(li.indexer, keyIndex) {
+	keyIndex := labelindex.LabelKeyIndexName(key)
+	if labelindex.HasIndex(li.indexer, keyIndex) {
 		return keyIndex, true
 	}
 	if li.full == nil {
-		has := ikcache.HasIndex(li.indexer, ikcache.LabelIndex)
+		has := labelindex.HasIndex(li.indexer, labelindex.LabelIndex)
 		li.full = &has
 	}
 	if *li.full {
-		return ikcache.LabelIndex, false
+		return labelindex.LabelIndex, false
 	}
-	if ikcache.EnsureLabelKeyIndex(li.indexer, key) {
+	if labelindex.EnsureLabelKeyIndex(li.indexer, key) {
 		return keyIndex, true
 	}
 	return "", false
@@ -176,7 +176,7 @@ func selectByLabelIndex(indexer toolscache.Indexer, namespace string, hasNS bool
 			if perKey {
 				iv = append(iv, v)
 			} else {
-				iv = append(iv, ikcache.LabelIndexValue(r.Key(), v))
+				iv = append(iv, labelindex.LabelIndexValue(r.Key(), v))
 			}
 		}
 		equal = append(equal, indexQuery{index: index, vals: iv})

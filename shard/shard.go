@@ -118,7 +118,7 @@ func Split(field Field, i, n int) (Shard, error) {
 	if n < 1 || i < 0 || i >= n {
 		return Shard{}, fmt.Errorf("%w: member %d of %d (want 0 <= i < n)", ErrInvalid, i, n)
 	}
-	return New(field, Bounds(i, n))
+	return New(field, bounds(i, n))
 }
 
 // Static is Split over UID: this replica is member i of n.
@@ -136,11 +136,11 @@ func ParseStatic(s string) (Shard, error) {
 	return Static(i, n)
 }
 
-// Bounds returns range i of n contiguous, equal ranges of the hash space
+// bounds returns range i of n contiguous, equal ranges of the hash space
 // (0 <= i < n; it panics otherwise).
-func Bounds(i, n int) Range {
+func bounds(i, n int) Range {
 	if n < 1 || i < 0 || i >= n {
-		panic(fmt.Sprintf("shard.Bounds(%d, %d)", i, n))
+		panic(fmt.Sprintf("shard: bounds(%d, %d)", i, n))
 	}
 	r := Range{Start: boundary(uint64(i), uint64(n)), Last: math.MaxUint64}
 	if i+1 < n {

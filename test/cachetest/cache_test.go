@@ -153,7 +153,7 @@ func TestDynamicInformerTransformsAndLabelIndex(t *testing.T) {
 	)); err != nil {
 		t.Fatal(err)
 	}
-	if err := inf.AddIndexers(ikcache.LabelIndexers()); err != nil {
+	if err := inf.AddIndexers(ikcache.AutoLabelKeyIndexers()); err != nil {
 		t.Fatal(err)
 	}
 	detector := ikcache.NewMutationDetector()
@@ -202,7 +202,7 @@ func TestDynamicInformerTransformsAndLabelIndex(t *testing.T) {
 		return names(objs), err
 	}
 	waitEqual(t, f, list)
-	generic := lister.Generic()
+	generic := genericlister.NewGeneric(inf.GetIndexer(), f.gvr.GroupResource())
 	waitEqual(t, f, func(sel labels.Selector) ([]string, error) {
 		objs, err := generic.ByNamespace(f.ns).List(sel)
 		return objectNames(objs), err
@@ -230,7 +230,7 @@ func TestMetadataInformerGenericLister(t *testing.T) {
 	if err := inf.SetTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration)); err != nil {
 		t.Fatal(err)
 	}
-	if err := inf.AddIndexers(ikcache.LabelIndexers()); err != nil {
+	if err := inf.AddIndexers(ikcache.AutoLabelKeyIndexers()); err != nil {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())

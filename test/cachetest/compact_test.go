@@ -31,7 +31,7 @@ func TestCompactMode(t *testing.T) {
 	if err := inf.SetTransform(ikcache.Chain(ikcache.StripManagedFields, ikcache.NewCompactor(ikcache.CompactorOptions{}).Transform)); err != nil {
 		t.Fatal(err)
 	}
-	if err := inf.AddIndexers(ikcache.LabelIndexers()); err != nil {
+	if err := inf.AddIndexers(ikcache.AutoLabelKeyIndexers()); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex

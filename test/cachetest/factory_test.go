@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -28,8 +29,8 @@ type lastSeen struct {
 func newLastSeen() *lastSeen { return &lastSeen{objs: map[string]interface{}{}} }
 
 func (s *lastSeen) record(obj interface{}) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
+	m, err := apimeta.Accessor(obj) // *cache.Compact is a metav1.ObjectMetaAccessor
+	if err != nil {
 		return
 	}
 	s.mu.Lock()
@@ -236,7 +237,10 @@ func TestFactoryReducedObjects(t *testing.T) {
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		for _, s := range seen {
 			obj, ok := s.snapshot()[relabeled]
-			if !ok || obj.(metav1.Object).GetLabels()["app"] != "cache" {
+			if !ok {
+				return false, nil
+			}
+			if m, err := apimeta.Accessor(obj); err != nil || m.GetLabels()["app"] != "cache" {
 				return false, nil
 			}
 		}

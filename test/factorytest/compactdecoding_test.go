@@ -39,7 +39,7 @@ func (s decodedStore) List() []interface{} {
 		}
 		u, err := c.Decode()
 		if err != nil {
-			s.t.Errorf("Decode of %s/%s: %v", c.GetNamespace(), c.GetName(), err)
+			s.t.Errorf("Decode of %s/%s: %v", c.GetObjectMeta().GetNamespace(), c.GetObjectMeta().GetName(), err)
 			continue
 		}
 		out = append(out, u)
@@ -144,7 +144,7 @@ type viewGroup struct {
 
 // sameViews checks, once the stores agree, that every object ListCompact
 // returns reads, without decoding, as client-go's object: every
-// metav1.Object getter, and NestedField of every field path (to depth 6)
+// metav1.Object getter of its GetObjectMeta, and NestedField of every field path (to depth 6)
 // and of paths that are absent or go through a scalar.
 func sameViews(t *testing.T, when string, groups []viewGroup) {
 	t.Helper()
@@ -157,7 +157,7 @@ func sameViews(t *testing.T, when string, groups []viewGroup) {
 			t.Fatalf("%s %s: no objects", g.name, when)
 		}
 		for _, v := range views {
-			key := v.GetNamespace() + "/" + v.GetName()
+			key := v.GetObjectMeta().GetNamespace() + "/" + v.GetObjectMeta().GetName()
 			obj, ok, err := g.reference.GetByKey(key)
 			if err != nil || !ok {
 				t.Fatalf("%s %s: %s is not in client-go's store (%v)", g.name, when, key, err)
@@ -178,7 +178,7 @@ func sameViews(t *testing.T, when string, groups []viewGroup) {
 					o.GetGeneration(), o.GetCreationTimestamp(), o.GetDeletionTimestamp(), o.GetLabels(), o.GetAnnotations(),
 					o.GetFinalizers(), o.GetOwnerReferences(), o.GetManagedFields()}
 			}
-			if got, exp := of(v), of(want); !reflect.DeepEqual(got, exp) {
+			if got, exp := of(v.GetObjectMeta()), of(want); !reflect.DeepEqual(got, exp) {
 				t.Fatalf("%s %s: %s: metadata of the view\n%+v\nwant\n%+v", g.name, when, key, got, exp)
 			}
 			for _, p := range fieldPaths(want.Object, nil, 6) {

@@ -1,4 +1,4 @@
-package cache
+package labelindex
 
 import (
 	"fmt"
@@ -19,12 +19,15 @@ func labelled(ns, name string, labels map[string]interface{}) *unstructured.Unst
 	return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": md}}
 }
 
+// metaOnly is an object read only through metav1.ObjectMetaAccessor, as
+// *cache.Compact is.
+type metaOnly struct{ m *metav1.ObjectMeta }
+
+func (o metaOnly) GetObjectMeta() metav1.Object { return o.m }
+
 func TestLabelKeyIndexFunc(t *testing.T) {
 	f := LabelKeyIndexFunc("app")
-	compact, err := NewCompact(labelled("ns", "c", map[string]interface{}{"app": "db"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	compact := metaOnly{&metav1.ObjectMeta{Name: "c", Namespace: "ns", Labels: map[string]string{"app": "db"}}}
 	for _, c := range []struct {
 		name string
 		obj  interface{}
@@ -38,7 +41,7 @@ func TestLabelKeyIndexFunc(t *testing.T) {
 		{"non-string value of the key", labelled("ns", "a", map[string]interface{}{"app": int64(1)}), nil},
 		{"non-string value of another key (listers filter)", labelled("ns", "a", map[string]interface{}{"app": "web", "n": int64(1)}), []string{"web"}},
 		{"partial metadata", &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "api"}}}, []string{"api"}},
-		{"compact", compact, []string{"db"}},
+		{"metadata accessor (as *cache.Compact)", compact, []string{"db"}},
 		{"not an object", "a string", nil},
 	} {
 		got, err := f(c.obj)

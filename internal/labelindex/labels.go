@@ -1,4 +1,4 @@
-package cache
+package labelindex
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,8 +25,8 @@ func ObjectLabels(obj interface{}) (labels.Labels, bool) {
 		return unstructuredLabels(unstructuredLabelMap(o.Object)), true
 	case *metav1.PartialObjectMetadata:
 		return labels.Set(o.Labels), true
-	case *Compact:
-		return labels.Set(o.labels), true
+	case metav1.ObjectMetaAccessor: // *cache.Compact
+		return labels.Set(o.GetObjectMeta().GetLabels()), true
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
