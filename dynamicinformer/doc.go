@@ -68,7 +68,7 @@
 //
 // Every informer has a Status (Pending, Syncing, Synced, Removed, Failed,
 // Stopped) with a typed error: errors.Is(st.Err, ErrForbidden),
-// ErrNotServed, ErrInvalidSelector, ErrNamespaceOnClusterScoped, ...
+// ErrNotServed, ErrInvalid, ErrInvalid, ...
 // ContactErr and LastContact say whether the API server can be reached.
 // Errors come from the reflector's watch-error handler, the liveness
 // layer and the gate, never from parsing logs. The factory lists all
@@ -138,7 +138,7 @@
 // that starting informers for 200 CRDs does not send 200 lists at once.
 // A first sync that streams (watch-list) holds its slot until its initial
 // events are in. Relists are not bounded. An informer waiting for a slot
-// is Pending with Status.Reason WaitingForSlotReason.
+// is Pending with Status.Reason "waiting for an initial-list slot".
 //
 // # Access check (RBAC pre-flight)
 //
@@ -203,8 +203,8 @@
 // for its own write: InformerHandle.WaitForObject with the object the
 // write returned, or WaitForResourceVersion with a resourceVersion,
 // returns once the cache has caught up (the lister sees the write), or
-// with a typed error (ErrInformerRemoved, ErrInformerFailed,
-// ErrInformerStopped, ErrResourceVersionNotComparable, or the context's).
+// with a typed error (ErrNotServed, ErrInformerFailed,
+// ErrStopped, ErrResourceVersionNotComparable, or the context's).
 //
 // # Goroutines and blocking
 //

@@ -3,6 +3,7 @@ package dynamicinformer
 import (
 	"context"
 	"errors"
+	"github.com/informerkit/informerkit/genericlister"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -171,7 +172,7 @@ func TestInvalidSelectorIsAStatusNotAPanic(t *testing.T) {
 	defer f.Shutdown()
 	h := f.ForResource(widgets, WithLabelSelector("a in ("))
 	st := h.Status()
-	if st.State != Failed || !errors.Is(st.Err, ErrInvalidSelector) {
+	if st.State != Failed || !errors.Is(st.Err, ErrInvalid) {
 		t.Fatalf("status %+v", st)
 	}
 	h.Release()
@@ -233,7 +234,7 @@ func TestReferenceCountingAndLifecycle(t *testing.T) {
 	if !h3.Informer().IsStopped() {
 		t.Fatal("Shutdown left an informer running")
 	}
-	if st := f.ForResource(widgets).Status(); st.State != Stopped || !errors.Is(st.Err, ErrShutdown) {
+	if st := f.ForResource(widgets).Status(); st.State != Stopped || !errors.Is(st.Err, ErrStopped) {
 		t.Fatalf("ForResource after Shutdown: %+v", st)
 	}
 	checkNoLeaks(t, before)
@@ -327,7 +328,7 @@ func TestLabelIndexOptions(t *testing.T) {
 		t.Fatal("per-key index present before any selector List")
 	}
 	for _, h := range []*InformerHandle{def, off} {
-		objs, err := h.UnstructuredLister().List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
+		objs, err := genericlister.New(h.Informer().GetIndexer(), h.GVR().GroupResource()).List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -101,20 +101,20 @@ func defaults(defaultResync time.Duration) factoryConfig {
 		logger:      klog.Background(),
 		followCRDs:  true,
 		rediscovery: 30 * time.Second,
-		watchIdle:   DefaultWatchIdleTimeout,
+		watchIdle:   defaultWatchIdleTimeout,
 		metrics:     nil, // WithMetrics: none, at no cost
-		maxInitial:  DefaultMaxConcurrentInitialLists,
+		maxInitial:  defaultMaxConcurrentInitialLists,
 	}
 }
 
-// DefaultWatchIdleTimeout is the default of WithWatchIdleTimeout: three
+// defaultWatchIdleTimeout is the default of WithWatchIdleTimeout: three
 // times the API server's bookmark interval. kube-apiserver's watch cache
 // sends each watch that asked for bookmarks (client-go's reflector does) one
 // about every minute once the resource's revision has moved past the
 // watch's (a 1.37 server did so every 60 s on a resource nobody wrote to;
 // one gap was 120 s), and one 2 s before the watch's timeout (5 to 10 min
 // for client-go's reflector).
-const DefaultWatchIdleTimeout = 3 * time.Minute
+const defaultWatchIdleTimeout = 3 * time.Minute
 
 // WithWatchIdleTimeout sets the informers' liveness bound: when nothing
 // has come from the server for d — no event or bookmark on the open watch,
@@ -135,7 +135,8 @@ const DefaultWatchIdleTimeout = 3 * time.Minute
 //
 // A healthy resource costs one list per d only if its watch receives no
 // bookmark for d (servers whose watch cache does not advance on a quiet
-// resource). Default DefaultWatchIdleTimeout; zero or negative turns it
+// resource). Default 3 minutes (three times the API server's bookmark
+// interval); zero or negative turns it
 // off. Informers over several namespaces do not use it (their merged
 // watch asks for no bookmarks); each of their watch restarts relists, in
 // pages, which meets the same server error once the server closes the
@@ -198,7 +199,7 @@ func WithDefaults(opts ...ResourceOption) Option {
 // WithNamespaces() undoes a factory-wide default). With several
 // namespaces the informer lists and watches each and merges them (see the
 // package documentation for the cost). On a cluster-scoped resource it is
-// ErrNamespaceOnClusterScoped: from ForName, and in the Status of a
+// ErrInvalid: from ForName, and in the Status of a
 // ForResource informer (Failed) as soon as discovery or the server tells.
 func WithNamespaces(ns ...string) ResourceOption {
 	return func(c *resourceConfig) {
@@ -208,7 +209,7 @@ func WithNamespaces(ns ...string) ResourceOption {
 
 // WithLabelSelector restricts the informer to objects matching selector
 // (label selector syntax; an invalid one is reported by ForResource's
-// status and by ForName as ErrInvalidSelector).
+// status and by ForName as ErrInvalid).
 func WithLabelSelector(selector string) ResourceOption {
 	return func(c *resourceConfig) { c.labelSelector = selector }
 }
@@ -380,7 +381,7 @@ func WithShard(s shard.Shard) ResourceOption {
 //
 // Informers given the same src share one informer. A source needs an
 // informer over one namespace or all of them: with several namespaces the
-// informer is Failed with ErrInvalidSelector. WithShard and
+// informer is Failed with ErrInvalid. WithShard and
 // WithShardSource replace each other; nil undoes a factory-wide default.
 func WithShardSource(src shard.Source) ResourceOption {
 	return func(c *resourceConfig) { c.shard, c.shardSource = shard.Shard{}, src }
@@ -428,13 +429,13 @@ func (f factoryConfig) merge(opts []ResourceOption) resourceConfig {
 
 func (c resourceConfig) validate() error {
 	if _, err := labels.Parse(c.labelSelector); err != nil {
-		return fmt.Errorf("%w: label selector %q: %v", ErrInvalidSelector, c.labelSelector, err)
+		return fmt.Errorf("%w: label selector %q: %v", ErrInvalid, c.labelSelector, err)
 	}
 	if _, err := fields.ParseSelector(c.fieldSelector); err != nil {
-		return fmt.Errorf("%w: field selector %q: %v", ErrInvalidSelector, c.fieldSelector, err)
+		return fmt.Errorf("%w: field selector %q: %v", ErrInvalid, c.fieldSelector, err)
 	}
 	if c.shardSource != nil && len(c.namespaces) > 1 {
-		return fmt.Errorf("%w: a shard source needs one namespace or all, not %v", ErrInvalidSelector, c.namespaces)
+		return fmt.Errorf("%w: a shard source needs one namespace or all, not %v", ErrInvalid, c.namespaces)
 	}
 	return c.projection.validate()
 }

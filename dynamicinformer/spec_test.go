@@ -143,7 +143,7 @@ func TestResyncPeriodPerHandle(t *testing.T) {
 	bad.Release()
 	var resyncs [3]atomic.Int64
 	for i, h := range []*InformerHandle{h1, h2, h3} {
-		if _, err := h.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, _ interface{}) { resyncs[i].Add(1) }}); err != nil {
+		if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, _ interface{}) { resyncs[i].Add(1) }}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,14 +182,14 @@ func TestOptionConflictFromForName(t *testing.T) {
 	if again, err := f.ForName(ctx, "widgets.v1.example.com", WithResyncPeriod(2*time.Minute)); err != nil || again.Informer().GetIndexer() != h.Informer().GetIndexer() {
 		t.Fatalf("a longer period: %v", err)
 	}
-	if _, err := f.ForName(ctx, "widgets", WithProjection(Projection{Fields: "spec..x"})); !errors.Is(err, ErrInvalidProjection) {
+	if _, err := f.ForName(ctx, "widgets", WithProjection(Projection{Fields: "spec..x"})); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("invalid projection: %v", err)
 	}
 	if h.Status().Err != nil {
 		t.Fatalf("shared informer: %+v", h.Status())
 	}
 	if st := f.ForResource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"},
-		WithProjection(Projection{Compact: true, MetadataOnly: true})).Status(); st.State != Failed || !errors.Is(st.Err, ErrInvalidProjection) {
+		WithProjection(Projection{Compact: true, MetadataOnly: true})).Status(); st.State != Failed || !errors.Is(st.Err, ErrInvalid) {
 		t.Fatalf("invalid projection status: %+v", st)
 	}
 }

@@ -90,12 +90,12 @@ func (f *Factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter
 		return nil, ErrNoResolver
 	}
 	if handler == nil {
-		return nil, ErrNilHandler
+		return nil, ErrInvalid
 	}
 	f.mu.Lock()
 	if f.shutdown {
 		f.mu.Unlock()
-		return nil, ErrShutdown
+		return nil, ErrStopped
 	}
 	// Counted under f.mu so Shutdown's Wait cannot race this Add; released
 	// by the goroutine below, or at once if the first reconcile fails.
@@ -220,7 +220,7 @@ func (s *Subscription) reconcile(ctx context.Context) error {
 			continue // shut down or invalid options: nothing to watch
 		}
 		m := &member{handle: h, seen: map[string]interface{}{}}
-		reg, err := h.AddEventHandler(s.adapter(gvr, m))
+		reg, err := h.addEventHandler(s.adapter(gvr, m), toolscache.HandlerOptions{})
 		if err != nil {
 			h.Release()
 			continue
