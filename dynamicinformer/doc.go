@@ -68,7 +68,7 @@
 //
 // Every informer has a Status (Pending, Syncing, Synced, Removed, Failed,
 // Stopped) with a typed error: errors.Is(st.Err, ErrForbidden),
-// ErrNotServed, ErrInvalid, ErrInvalid, ...
+// ErrNotServed, ErrInvalid, ...
 // ContactErr and LastContact say whether the API server can be reached.
 // Errors come from the reflector's watch-error handler, the liveness
 // layer and the gate, never from parsing logs. The factory lists all
@@ -104,9 +104,8 @@
 // client-go gives each handler its own goroutine and an unbounded buffer:
 // a slow handler never delays another, but its buffer grows with every
 // event it has not consumed, and a panicking handler crashes the process.
-// There is one way to add a handler to an informer: through its handle,
-// with InformerHandle.AddEventHandler or the handle's
-// Informer().AddEventHandler, which is the same call. Such handlers'
+// There is one way to add a handler to an informer: through its handle's
+// Informer() (AddEventHandler and its variants). Such handlers'
 // panics are recovered and counted in Status (HandlerPanics,
 // LastHandlerPanic), and Release removes them, while other handles keep
 // the informer running. Subscribe is a different thing: one handler for

@@ -65,7 +65,7 @@ type InformerMetrics interface {
 	// bound, the resource's removal or a version switch); the informer
 	// watches or lists again.
 	WatchRestart()
-	// HandlerPanic: a handler added with InformerHandle.AddEventHandler
+	// HandlerPanic: a handler added through InformerHandle.Informer()
 	// panicked; the panic was recovered.
 	HandlerPanic()
 	// QueuedItems, ProcessingLatency and StoreResourceVersion come from

@@ -47,7 +47,7 @@ type Projection struct {
 // WithProjection sets what the informer's cache holds (see Projection).
 // Informers with different projections are different informers.
 //
-// With Compact, listers (Lister, UnstructuredLister) return decoded
+// With Compact, listers (Lister, genericlister.New) return decoded
 // *unstructured.Unstructured objects, kept and shared by the informer's
 // Compactor for the objects being read; event handlers receive
 // *cache.Compact unless wrapped in cache.DecodingHandler. On the fast

@@ -87,7 +87,7 @@ type Status struct {
 	// OnStatusChange reports both transitions.
 	ContactErr error
 	// HandlerPanics counts panics recovered from handlers added with
-	// InformerHandle.AddEventHandler; LastHandlerPanic is the last one
+	// InformerHandle.Informer(); LastHandlerPanic is the last one
 	// (an *eventhandler.PanicError, errors.Is eventhandler.ErrPanic), nil
 	// if none.
 	// A panic does not change State: the informer itself is healthy.
