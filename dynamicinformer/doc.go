@@ -35,7 +35,6 @@
 //	WithTweakListOptions(k,f) distinct by key; equal keys run the first handle's f; "" is the handle's own
 //	WithIndexers              merged: union by name; a name present keeps its function
 //	WithLabelIndexKeys        merged: as WithIndexers
-//	WithAutoLabelIndex        merged: on if any handle asks
 //	WithRelistPeriod          merged: the shortest asked, applied to a running informer too
 //	WithAccessCheck           merged: on if any handle asks before the informer starts
 //	WithResyncPeriod          per handle (its AddEventHandler); shorter than the first handle's: ErrOptionConflict

@@ -48,7 +48,6 @@ type resourceConfig struct {
 	transform     keyedTransform
 	indexers      toolscache.Indexers
 	resync        *time.Duration
-	labelIndex    *bool
 	sharingKey    string
 	own           uint64        // nonzero: an informer of its own (set by merge)
 	accessCheck   bool          // WithAccessCheck
@@ -92,11 +91,9 @@ type factoryConfig struct {
 
 // defaults is the one place where every default is set.
 func defaults(defaultResync time.Duration) factoryConfig {
-	on := true
 	return factoryConfig{
 		resource: resourceConfig{
-			resync:     &defaultResync,
-			labelIndex: &on,
+			resync: &defaultResync,
 		},
 		logger:      klog.Background(),
 		followCRDs:  true,
@@ -266,21 +263,12 @@ func WithResyncPeriod(d time.Duration) ResourceOption {
 	return func(c *resourceConfig) { c.resync = &d }
 }
 
-// WithAutoLabelIndex turns label indexing on demand on or off (default
-// on; on a shared informer: on if any handle asks). On, the first
-// label-selector List through a Lister that needs an index for label key
-// k adds a per-key index of k (cache.LabelKeyIndexName, at most
-// cache.MaxAutoLabelKeys keys), and later selector Lists on k use it. Off,
-// selector Lists scan, as client-go's do, unless an index was added
-// explicitly (WithLabelIndexKeys, or WithIndexers with
-// cache.LabelIndexers()).
-func WithAutoLabelIndex(on bool) ResourceOption {
-	return func(c *resourceConfig) { c.labelIndex = &on }
-}
-
-// WithLabelIndexKeys adds per-key label indexes for keys up front
-// (cache.LabelKeyIndexers), so the first selector List on them is indexed
-// too. It merges as WithIndexers does.
+// WithLabelIndexKeys adds per-key label indexes for keys up front, so the
+// first selector List on them is indexed too. It merges as WithIndexers
+// does. Without it, every informer indexes labels on demand: the first
+// label-selector List through a lister (Lister, genericlister.New) that
+// needs an index for label key k adds a per-key index of k (at most 16
+// keys), and later selector Lists on k use it.
 func WithLabelIndexKeys(keys ...string) ResourceOption {
 	return WithIndexers(ikcache.LabelKeyIndexers(keys...))
 }
@@ -453,10 +441,8 @@ func (c resourceConfig) resyncPeriod() time.Duration {
 // marker unless turned off, and the caller's.
 func (c resourceConfig) allIndexers() toolscache.Indexers {
 	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
-	if c.labelIndex == nil || *c.labelIndex {
-		for k, v := range ikcache.AutoLabelKeyIndexers() {
-			indexers[k] = v
-		}
+	for k, v := range ikcache.AutoLabelKeyIndexers() {
+		indexers[k] = v
 	}
 	for k, v := range c.indexers {
 		indexers[k] = v

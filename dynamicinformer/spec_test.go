@@ -92,18 +92,15 @@ func TestAccessCheckOnIfAnyAsks(t *testing.T) {
 }
 
 // TestIndexersAndAutoLabelIndexMerge: indexers are the union by name (a
-// name the informer has keeps its function), and the auto label index is
-// on if any handle asks.
+// name the informer has keeps its function), and the on-demand label index
+// is on for every informer.
 func TestIndexersAndAutoLabelIndexMerge(t *testing.T) {
 	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
 	defer f.Shutdown()
 	first := func(interface{}) ([]string, error) { return []string{"first"}, nil }
 	second := func(interface{}) ([]string, error) { return []string{"second"}, nil }
-	h1 := f.ForResource(widgets, WithAutoLabelIndex(false), WithIndexers(toolscache.Indexers{"x": first}))
+	h1 := f.ForResource(widgets, WithIndexers(toolscache.Indexers{"x": first}))
 	idx := h1.Informer().GetIndexer()
-	if ikcache.HasIndex(idx, ikcache.AutoLabelKeyIndex) {
-		t.Fatal("auto label index on though its only handle turned it off")
-	}
 	h2 := f.ForResource(widgets, WithIndexers(toolscache.Indexers{"x": second, "y": second}), WithLabelIndexKeys("app"))
 	if h2.Informer().GetIndexer() != h1.Informer().GetIndexer() {
 		t.Fatal("not shared")
