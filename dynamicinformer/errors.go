@@ -45,7 +45,8 @@ var (
 	// factory was shut down (the Status of a handle obtained after
 	// Shutdown, ForName and Subscribe after Shutdown).
 	ErrStopped = errors.New("informer stopped")
-	// ErrNoResolver: ForName needs WithResolver or WithDiscovery.
+	// ErrNoResolver: ForName and Subscribe need a resolver: WithResolver,
+	// or NewForConfig (which builds one).
 	ErrNoResolver = errors.New("no discovery resolver configured")
 	// ErrDynamicClientMissing: the factory was given no dynamic client and
 	// the informer's projection is not MetadataOnly.

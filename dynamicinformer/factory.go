@@ -68,7 +68,7 @@ type Factory struct {
 // NewSharedInformerFactory returns a factory on client (which may be nil
 // if every informer's projection is MetadataOnly; CRDs are then not tracked).
 // defaultResync is the default handler resync period (0: none). Without
-// WithDiscovery or WithResolver, ForName and Subscribe return
+// WithResolver, ForName and Subscribe return
 // ErrNoResolver and presence relies on CRDs and 404 answers. Contact with
 // the API server (Status.ContactErr) is followed as for NewForConfig,
 // from the informers' requests and a probe (see docs/DESIGN.md).
@@ -131,7 +131,7 @@ func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
-	all := append([]Option{WithDiscovery(disc), WithMetadataClient(md), withDecodingClients(clients)}, opts...)
+	all := append([]Option{withDiscovery(disc), WithMetadataClient(md), withDecodingClients(clients)}, opts...)
 	return newFactory(dyn, monitor, defaultResync, all), nil
 }
 

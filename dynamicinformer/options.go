@@ -149,16 +149,18 @@ func WithWatchIdleTimeout(d time.Duration) Option {
 // V(0). Pass logr.Discard() for silence.
 func WithLogger(l logr.Logger) Option { return func(c *factoryConfig) { c.logger = l } }
 
-// WithResolver makes ForName and CRD-lifecycle tracking use r. Without it
-// (and without WithDiscovery) ForName returns ErrNoResolver and informers
+// WithResolver makes ForName, Subscribe and presence tracking use r
+// (discoveryresolver.New(discoveryClient) for a client of your own;
+// NewForConfig builds one from its config unless given r). Without it a
+// NewSharedInformerFactory's ForName returns ErrNoResolver and informers
 // of resources that are not served wait in Pending until their CRD appears.
 func WithResolver(r *discoveryresolver.Resolver) Option {
 	return func(c *factoryConfig) { c.resolver = r }
 }
 
-// WithDiscovery builds a discoveryresolver.Resolver on d for the factory
-// (see WithResolver).
-func WithDiscovery(d discovery.DiscoveryInterface) Option {
+// withDiscovery builds a discoveryresolver.Resolver on d for the factory
+// unless WithResolver gives one (NewForConfig).
+func withDiscovery(d discovery.DiscoveryInterface) Option {
 	return func(c *factoryConfig) { c.discovery = d }
 }
 

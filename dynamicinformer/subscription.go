@@ -84,7 +84,7 @@ type member struct {
 // served, the handler receives a Deleted event for every object it last saw
 // of it. A panic in handler is recovered: that event is skipped and
 // counted (Subscription.Panics). The subscription runs until ctx ends,
-// Stop, or Shutdown; it needs a resolver (WithDiscovery / NewForConfig).
+// Stop, or Shutdown; it needs a resolver (WithResolver / NewForConfig).
 func (f *Factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter, handler func(Event), opts ...ResourceOption) (*Subscription, error) {
 	if f.cfg.resolver == nil {
 		return nil, ErrNoResolver
