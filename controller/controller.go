@@ -279,7 +279,7 @@ func (c *Controller) register(ctx context.Context, handles []*handleSource, subs
 		src.cur = r
 		// Through the handle, so the handler goes with it (Release); the
 		// controller counts its own panics (Stats) before the handle would.
-		reg, err := src.h.AddEventHandler(eventhandler.RecoverPanics(c.handleEvents(src), c.handlerPanic))
+		reg, err := src.h.Informer().AddEventHandler(eventhandler.RecoverPanics(c.handleEvents(src), c.handlerPanic))
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", src.h.GVR(), err)
 		}

@@ -7,11 +7,6 @@ import (
 	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
 )
 
-// WaitingForSlotReason is Status.Reason of a Pending informer whose first
-// list waits for one of the factory's initial-list slots
-// (WithMaxConcurrentInitialLists).
-const WaitingForSlotReason = "waiting for an initial-list slot"
-
 // accessCheck returns the gate's Access func for WithAccessCheck (nil:
 // no check). It blocks the informer's first list until its user may list
 // and watch its resource in its namespaces.

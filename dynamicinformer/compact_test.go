@@ -2,6 +2,7 @@ package dynamicinformer
 
 import (
 	"context"
+	"github.com/informerkit/informerkit/genericlister"
 	"runtime"
 	"testing"
 	"time"
@@ -58,11 +59,11 @@ func TestCompactProjection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g2, _ := h.UnstructuredLister().Namespace("a").Get("w1")
+	g2, _ := genericlister.New(h.Informer().GetIndexer(), h.GVR().GroupResource()).Namespace("a").Get("w1")
 	if g1 != g2 || g2.GetLabels()["tier"] != "web" {
 		t.Errorf("Get: %v, kept and shared: %v", g2, g1 == g2)
 	}
-	objs, err := h.UnstructuredLister().List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
+	objs, err := genericlister.New(h.Informer().GetIndexer(), h.GVR().GroupResource()).List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
 	if err != nil || len(objs) != 1 || objs[0] != g2 {
 		t.Errorf("selector List: %v, %v", objs, err)
 	}

@@ -109,7 +109,7 @@ func TestPlanFollowsTheProjection(t *testing.T) {
 }
 
 // TestProjectionValidation: projections that cannot be built are
-// ErrInvalidProjection; Fields are canonical (order and repeats do not
+// ErrInvalid; Fields are canonical (order and repeats do not
 // matter) and split at commas outside brackets.
 func TestProjectionValidation(t *testing.T) {
 	for _, p := range []Projection{

@@ -74,7 +74,7 @@ func TestReleaseFromOwnHandler(t *testing.T) {
 	h := f.ForResource(widgets)
 	released := make(chan struct{})
 	var once sync.Once
-	if _, err := h.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) {
+	if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) {
 		once.Do(func() {
 			h.Release()
 			close(released)
@@ -107,8 +107,8 @@ func TestStateSyncedWhenWaitForCacheSyncReturns(t *testing.T) {
 		if !f.WaitForCacheSync(ctx)[widgets] {
 			t.Fatal("not synced")
 		}
-		if st := h.Status(); st.State != Synced || !h.HasSynced() {
-			t.Fatalf("run %d: WaitForCacheSync returned true, state %s, HasSynced %v", i, st.State, h.HasSynced())
+		if st := h.Status(); st.State != Synced || !h.Informer().HasSynced() {
+			t.Fatalf("run %d: WaitForCacheSync returned true, state %s, HasSynced %v", i, st.State, h.Informer().HasSynced())
 		}
 		cancel()
 		f.Shutdown()
@@ -200,7 +200,7 @@ func TestUnreachableServerSetsContactErr(t *testing.T) {
 
 // TestClusterScopedInNamespaceIsAConfigError (issue 20, defect 10, the
 // unit half): a namespace asked of a resource discovery knows to be
-// cluster-scoped is Failed with ErrNamespaceOnClusterScoped, and no
+// cluster-scoped is Failed with ErrInvalid, and no
 // request is sent.
 func TestClusterScopedInNamespaceIsAConfigError(t *testing.T) {
 	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -224,8 +224,8 @@ func TestClusterScopedInNamespaceIsAConfigError(t *testing.T) {
 	defer cancel()
 	f.Start(ctx)
 	waitFor(t, func() bool { return h.Status().State == Failed })
-	if st := h.Status(); !errors.Is(st.Err, ErrNamespaceOnClusterScoped) {
-		t.Fatalf("status %s %v: want ErrNamespaceOnClusterScoped", st.State, st.Err)
+	if st := h.Status(); !errors.Is(st.Err, ErrInvalid) {
+		t.Fatalf("status %s %v: want ErrInvalid", st.State, st.Err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	if n := requests.Load(); n != 0 {

@@ -35,7 +35,6 @@
 //	WithTweakListOptions(k,f) distinct by key; equal keys run the first handle's f; "" is the handle's own
 //	WithIndexers              merged: union by name; a name present keeps its function
 //	WithLabelIndexKeys        merged: as WithIndexers
-//	WithAutoLabelIndex        merged: on if any handle asks
 //	WithRelistPeriod          merged: the shortest asked, applied to a running informer too
 //	WithAccessCheck           merged: on if any handle asks before the informer starts
 //	WithResyncPeriod          per handle (its AddEventHandler); shorter than the first handle's: ErrOptionConflict
@@ -68,7 +67,7 @@
 //
 // Every informer has a Status (Pending, Syncing, Synced, Removed, Failed,
 // Stopped) with a typed error: errors.Is(st.Err, ErrForbidden),
-// ErrNotServed, ErrInvalidSelector, ErrNamespaceOnClusterScoped, ...
+// ErrNotServed, ErrInvalid, ...
 // ContactErr and LastContact say whether the API server can be reached.
 // Errors come from the reflector's watch-error handler, the liveness
 // layer and the gate, never from parsing logs. The factory lists all
@@ -104,9 +103,8 @@
 // client-go gives each handler its own goroutine and an unbounded buffer:
 // a slow handler never delays another, but its buffer grows with every
 // event it has not consumed, and a panicking handler crashes the process.
-// There is one way to add a handler to an informer: through its handle,
-// with InformerHandle.AddEventHandler or the handle's
-// Informer().AddEventHandler, which is the same call. Such handlers'
+// There is one way to add a handler to an informer: through its handle's
+// Informer() (AddEventHandler and its variants). Such handlers'
 // panics are recovered and counted in Status (HandlerPanics,
 // LastHandlerPanic), and Release removes them, while other handles keep
 // the informer running. Subscribe is a different thing: one handler for
@@ -138,7 +136,7 @@
 // that starting informers for 200 CRDs does not send 200 lists at once.
 // A first sync that streams (watch-list) holds its slot until its initial
 // events are in. Relists are not bounded. An informer waiting for a slot
-// is Pending with Status.Reason WaitingForSlotReason.
+// is Pending with Status.Reason "waiting for an initial-list slot".
 //
 // # Access check (RBAC pre-flight)
 //
@@ -203,8 +201,8 @@
 // for its own write: InformerHandle.WaitForObject with the object the
 // write returned, or WaitForResourceVersion with a resourceVersion,
 // returns once the cache has caught up (the lister sees the write), or
-// with a typed error (ErrInformerRemoved, ErrInformerFailed,
-// ErrInformerStopped, ErrResourceVersionNotComparable, or the context's).
+// with a typed error (ErrNotServed, ErrInformerFailed,
+// ErrStopped, ErrResourceVersionNotComparable, or the context's).
 //
 // # Goroutines and blocking
 //

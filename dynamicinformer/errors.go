@@ -15,31 +15,38 @@ import (
 // returned by ForName wrap them; where the API server answered, the
 // *apierrors.StatusError is wrapped too (errors.As works for it).
 var (
-	// ErrForbidden: the API server refused list or watch (RBAC), or the
-	// access check (WithAccessCheck) found them not allowed: then the
-	// error names the missing verbs and namespaces and wraps an error
-	// that is not an *apierrors.StatusError (no request was refused).
+	// ErrForbidden: the API server refused list or watch (RBAC: 403) or
+	// rejected the credentials (401), or the access check
+	// (WithAccessCheck) found them not allowed: then the error names the
+	// missing verbs and namespaces and wraps an error that is not an
+	// *apierrors.StatusError (no request was refused). The server's
+	// answer, where there is one, is wrapped (errors.As
+	// *apierrors.StatusError gives the code).
 	ErrForbidden = errors.New("forbidden")
-	// ErrUnauthorized: the credentials were rejected.
-	ErrUnauthorized = errors.New("unauthorized")
-	// ErrNotServed: the resource is not served (yet, or any more).
+	// ErrNotServed: the resource is not served (yet, or any more); the
+	// Wait methods return it for a Removed informer that had not caught
+	// up.
 	ErrNotServed = errors.New("resource not served")
-	// ErrInvalidSelector: a label or field selector does not parse, or the
-	// server rejected it.
-	ErrInvalidSelector = errors.New("invalid selector")
-	// ErrInvalidProjection: a Projection that cannot be built (a field
-	// path that does not parse, Compact with MetadataOnly).
-	ErrInvalidProjection = errors.New("invalid projection")
+	// ErrInvalid: an option or argument no informer can honour; the error
+	// names it: a label or field selector that does not parse or that the
+	// server rejected, a Projection that cannot be built (a field path
+	// that does not parse, Compact with MetadataOnly), a namespace asked
+	// of a cluster-scoped resource, a shard source with several
+	// namespaces, a nil event handler. No retry cures it.
+	ErrInvalid = presence.ErrInvalid
 	// ErrOptionConflict: a handle asked a shared informer for what it
-	// cannot honour; the error names the option. The handle is Failed,
-	// the shared informer and its other handles are unaffected.
+	// cannot honour, or asked a handle's Informer() for a setting the
+	// factory owns (transform, watch error handler); the error names the
+	// option. A handle that cannot join is Failed; the shared informer
+	// and its other handles are unaffected.
 	ErrOptionConflict = errors.New("option conflicts with the shared informer")
-	// ErrNamespaceOnClusterScoped: a namespace option was given for a
-	// cluster-scoped resource.
-	ErrNamespaceOnClusterScoped = presence.ErrNamespaceOnClusterScoped
-	// ErrShutdown: the factory has been shut down.
-	ErrShutdown = errors.New("informer factory is shut down")
-	// ErrNoResolver: ForName needs WithResolver or WithDiscovery.
+	// ErrStopped: the informer does not run for this caller any more: its
+	// handle was released (adding a handler, the Wait methods) or the
+	// factory was shut down (the Status of a handle obtained after
+	// Shutdown, ForName and Subscribe after Shutdown).
+	ErrStopped = errors.New("informer stopped")
+	// ErrNoResolver: ForName and Subscribe need a resolver: WithResolver,
+	// or NewForConfig (which builds one).
 	ErrNoResolver = errors.New("no discovery resolver configured")
 	// ErrDynamicClientMissing: the factory was given no dynamic client and
 	// the informer's projection is not MetadataOnly.
@@ -49,14 +56,10 @@ var (
 	ErrMetadataClientMissing = errors.New("metadata-only informer needs WithMetadataClient")
 	// ErrStoreRead: the API server cannot read some objects of the resource
 	// from its storage (stored bytes that do not decode or decrypt), so it
-	// fails every LIST of the resource (500, reason StorageReadError, the
-	// storage keys in the message and the status causes) and no informer of
-	// it can resync until those objects are removed, e.g. by a delete with
-	// ignoreStoreReadErrorWithClusterBreakingPotential. An informer whose
-	// watch was open sees nothing until its liveness bound runs out
-	// (WithWatchIdleTimeout); then it keeps the objects it had, its state
-	// is Failed, it retries at the reflector's backoff and recovers by
-	// itself. See docs/DESIGN.md.
+	// fails every LIST of the resource (500, reason StorageReadError) and
+	// no informer of it can resync until those objects are removed. The
+	// informer keeps the objects it had, is Failed, retries at the
+	// reflector's backoff and recovers by itself. See docs/DESIGN.md.
 	ErrStoreRead = errors.New("server cannot read objects from its storage")
 	// ErrNoContact: the API server cannot be reached (connection refused,
 	// reset, timed out, DNS, TLS). It is the Kind of Status.ContactErr.
@@ -64,15 +67,6 @@ var (
 	// ErrWatch: any other error the reflector saw (decode errors, server
 	// errors, connection failures); the cause is wrapped.
 	ErrWatch = errors.New("list/watch error")
-
-	// ErrNilHandler: a nil event handler was given.
-	ErrNilHandler = errors.New("nil handler")
-	// ErrReleased: a handler was added through a released InformerHandle.
-	ErrReleased = errors.New("informer handle released")
-	// ErrFactoryOwned: a setting of the shared informer that the factory
-	// owns (transform, watch error handler) was asked of a handle's
-	// Informer().
-	ErrFactoryOwned = errors.New("set by the informer factory")
 )
 
 // classify maps an error seen by list or watch to one of the package's
@@ -83,16 +77,14 @@ func classify(gvr schema.GroupVersionResource, err error) error {
 	}
 	var kind error
 	switch {
-	case apierrors.IsForbidden(err):
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
 		kind = ErrForbidden
-	case apierrors.IsUnauthorized(err):
-		kind = ErrUnauthorized
 	case apierrors.IsNotFound(err):
 		kind = ErrNotServed
 	case apierrors.IsStoreReadError(err):
 		kind = ErrStoreRead
 	case apierrors.IsBadRequest(err) || apierrors.IsInvalid(err):
-		kind = ErrInvalidSelector
+		kind = ErrInvalid
 	case listwatch.IsConnectionError(err):
 		kind = ErrNoContact
 	default:

@@ -24,9 +24,9 @@ func TestClassify(t *testing.T) {
 		want error
 	}{
 		{apierrors.NewForbidden(gr, "", errors.New("no")), ErrForbidden},
-		{apierrors.NewUnauthorized("no"), ErrUnauthorized},
+		{apierrors.NewUnauthorized("no"), ErrForbidden},
 		{apierrors.NewNotFound(gr, ""), ErrNotServed},
-		{apierrors.NewBadRequest("bad selector"), ErrInvalidSelector},
+		{apierrors.NewBadRequest("bad selector"), ErrInvalid},
 		// The reflector wraps list errors with %w.
 		{fmt.Errorf("failed to list widgets: %w", storeRead), ErrStoreRead},
 		{apierrors.NewInternalError(errors.New("boom")), ErrWatch},

@@ -40,7 +40,7 @@ func ExampleInformerHandle_WaitForObject() {
 		panic(err)
 	}
 	if err := crontabs.WaitForObject(ctx, created); err != nil {
-		panic(err) // context.DeadlineExceeded, ErrInformerRemoved, ErrInformerFailed, ErrInformerStopped, ...
+		panic(err) // context.DeadlineExceeded, ErrNotServed, ErrInformerFailed, ErrStopped, ...
 	}
 	cached, err := crontabs.Lister().ByNamespace("team-a").Get("nightly")
 	fmt.Println(cached.(metav1.Object).GetName(), err)

@@ -2,7 +2,6 @@ package dynamicinformer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -69,7 +68,7 @@ type Factory struct {
 // NewSharedInformerFactory returns a factory on client (which may be nil
 // if every informer's projection is MetadataOnly; CRDs are then not tracked).
 // defaultResync is the default handler resync period (0: none). Without
-// WithDiscovery or WithResolver, ForName and Subscribe return
+// WithResolver, ForName and Subscribe return
 // ErrNoResolver and presence relies on CRDs and 404 answers. Contact with
 // the API server (Status.ContactErr) is followed as for NewForConfig,
 // from the informers' requests and a probe (see docs/DESIGN.md).
@@ -132,7 +131,7 @@ func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
-	all := append([]Option{WithDiscovery(disc), WithMetadataClient(md), withDecodingClients(clients)}, opts...)
+	all := append([]Option{withDiscovery(disc), WithMetadataClient(md), withDecodingClients(clients)}, opts...)
 	return newFactory(dyn, monitor, defaultResync, all), nil
 }
 
@@ -148,7 +147,7 @@ func (f *Factory) Resolver() *discoveryresolver.Resolver { return f.cfg.resolver
 // forbidden, a namespace asked of a cluster-scoped resource, an option
 // the shared informer cannot honour) show in the handle's Status. After
 // Shutdown it returns a handle whose informer never runs and whose Status
-// says Stopped with ErrShutdown.
+// says Stopped with ErrStopped.
 func (f *Factory) ForResource(gvr schema.GroupVersionResource, opts ...ResourceOption) *InformerHandle {
 	h, _ := f.forResource(gvr, f.cfg.merge(opts), false)
 	return h
@@ -165,7 +164,7 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 	f.mu.Lock()
 	if f.shutdown {
 		f.mu.Unlock()
-		return f.deadHandle(gvr, cfg, ErrShutdown), ErrShutdown
+		return f.deadHandle(gvr, cfg, ErrStopped), ErrStopped
 	}
 	if e, ok := f.informers[key]; ok {
 		err := e.join(cfg, e.cancel != nil)
@@ -180,11 +179,7 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 	}
 	f.mu.Unlock()
 	if err := cfg.validate(); err != nil {
-		kind := ErrInvalidSelector
-		if errors.Is(err, ErrInvalidProjection) {
-			kind = ErrInvalidProjection
-		}
-		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: kind, Err: err}), err
+		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: ErrInvalid, Err: err}), err
 	}
 	e, err := f.newEntry(key, gvr, cfg, resolve(cfg, f.fastDecoding()))
 	if err != nil {
@@ -194,7 +189,7 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {
-		return f.deadHandle(gvr, cfg, ErrShutdown), ErrShutdown
+		return f.deadHandle(gvr, cfg, ErrStopped), ErrStopped
 	}
 	if other, ok := f.informers[key]; ok { // created meanwhile by another caller
 		e.metrics.end(0)
@@ -334,7 +329,7 @@ func (f *Factory) deadHandle(gvr schema.GroupVersionResource, cfg resourceConfig
 		Watch: func(context.Context, string, metav1.ListOptions) (watch.Interface, error) { return nil, err },
 	}
 	e, _ := newEntry(spec{}, gvr, cfg, plan{indexers: cfg.allIndexers()}, nop, listwatch.UnstructuredLists(func() schema.GroupVersionResource { return gvr }), true, deps)
-	e.neverRuns(err, err == ErrShutdown)
+	e.neverRuns(err, err == ErrStopped)
 	close(e.done)
 	return newHandle(e, nil)
 }
@@ -353,8 +348,8 @@ func (f *Factory) deadHandle(gvr schema.GroupVersionResource, cfg resourceConfig
 // and subresources are discoveryresolver errors (errors.Is ErrNotFound,
 // ErrNotWatchable, ErrSubresource; errors.As *AmbiguousError); a
 // namespace option on a cluster-scoped resource is
-// ErrNamespaceOnClusterScoped; a selector that does not parse is
-// ErrInvalidSelector, a projection ErrInvalidProjection; an option the
+// ErrInvalid; a selector that does not parse is
+// ErrInvalid, a projection ErrInvalid; an option the
 // shared informer cannot honour is ErrOptionConflict. Without a resolver it returns ErrNoResolver.
 func (f *Factory) ForName(ctx context.Context, ref string, opts ...ResourceOption) (*InformerHandle, error) {
 	if f.cfg.resolver == nil {
@@ -366,7 +361,7 @@ func (f *Factory) ForName(ctx context.Context, ref string, opts ...ResourceOptio
 	}
 	cfg := f.cfg.merge(opts)
 	if !res.Namespaced && len(cfg.namespaces) > 0 {
-		return nil, fmt.Errorf("%w: %s is cluster-scoped, namespaces %v given", ErrNamespaceOnClusterScoped, res.GVR.GroupResource(), cfg.namespaces)
+		return nil, fmt.Errorf("%w: %s is cluster-scoped, namespaces %v given", ErrInvalid, res.GVR.GroupResource(), cfg.namespaces)
 	}
 	h, err := f.forResource(res.GVR, cfg, !versionPinned(ref, res.GVR))
 	if err != nil {

@@ -3,6 +3,7 @@ package dynamicinformer
 import (
 	"context"
 	"errors"
+	"github.com/informerkit/informerkit/genericlister"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -91,7 +92,6 @@ func TestSharingIdentity(t *testing.T) {
 		{"resync does not split", []ResourceOption{WithResyncPeriod(0)}, true},
 		{"relist does not split", []ResourceOption{WithRelistPeriod(time.Hour)}, true},
 		{"access check does not split", []ResourceOption{WithAccessCheck(true)}, true},
-		{"auto label index does not split", []ResourceOption{WithAutoLabelIndex(false)}, true},
 		{"full-object projection", []ResourceOption{WithProjection(Projection{})}, true},
 		{"namespace", []ResourceOption{WithNamespaces("a")}, false},
 		{"label selector", []ResourceOption{WithLabelSelector("a=b")}, false},
@@ -171,7 +171,7 @@ func TestInvalidSelectorIsAStatusNotAPanic(t *testing.T) {
 	defer f.Shutdown()
 	h := f.ForResource(widgets, WithLabelSelector("a in ("))
 	st := h.Status()
-	if st.State != Failed || !errors.Is(st.Err, ErrInvalidSelector) {
+	if st.State != Failed || !errors.Is(st.Err, ErrInvalid) {
 		t.Fatalf("status %+v", st)
 	}
 	h.Release()
@@ -233,7 +233,7 @@ func TestReferenceCountingAndLifecycle(t *testing.T) {
 	if !h3.Informer().IsStopped() {
 		t.Fatal("Shutdown left an informer running")
 	}
-	if st := f.ForResource(widgets).Status(); st.State != Stopped || !errors.Is(st.Err, ErrShutdown) {
+	if st := f.ForResource(widgets).Status(); st.State != Stopped || !errors.Is(st.Err, ErrStopped) {
 		t.Fatalf("ForResource after Shutdown: %+v", st)
 	}
 	checkNoLeaks(t, before)
@@ -308,8 +308,7 @@ func TestVersionPinned(t *testing.T) {
 // TestLabelIndexOptions: by default a selector List through the handle's
 // Lister adds the per-key index of the selected key and answers from it;
 // LabelIndexKeys adds indexes up front (also to an informer already shared
-// and running); WithAutoLabelIndex(false) leaves selector Lists scanning with no
-// index added.
+// and running).
 func TestLabelIndexOptions(t *testing.T) {
 	before := runtime.NumGoroutine()
 	client := fakeClient(widget("a", "w1", map[string]string{"tier": "web", "app": "x"}), widget("a", "w2", nil), widget("b", "w3", map[string]string{"tier": "web"}))
@@ -317,7 +316,7 @@ func TestLabelIndexOptions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	def := f.ForResource(widgets)
-	off := f.ForResource(widgets, WithNamespaces("a"), WithAutoLabelIndex(false))
+	off := f.ForResource(widgets, WithNamespaces("a"))
 	f.Start(ctx)
 	waitFor(t, def.Informer().HasSynced)
 	waitFor(t, off.Informer().HasSynced)
@@ -327,7 +326,7 @@ func TestLabelIndexOptions(t *testing.T) {
 		t.Fatal("per-key index present before any selector List")
 	}
 	for _, h := range []*InformerHandle{def, off} {
-		objs, err := h.UnstructuredLister().List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
+		objs, err := genericlister.New(h.Informer().GetIndexer(), h.GVR().GroupResource()).List(labels.SelectorFromSet(labels.Set{"tier": "web"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,8 +344,8 @@ func TestLabelIndexOptions(t *testing.T) {
 	if keys, _ := def.Informer().GetIndexer().IndexKeys(tierIndex, "web"); len(keys) != 2 {
 		t.Fatalf("tier index holds %v, want 2 keys", keys)
 	}
-	if ikcache.HasIndex(off.Informer().GetIndexer(), tierIndex) || ikcache.HasIndex(off.Informer().GetIndexer(), ikcache.AutoLabelKeyIndex) {
-		t.Fatal("LabelIndex(false) informer got label indexing")
+	if !ikcache.HasIndex(off.Informer().GetIndexer(), tierIndex) {
+		t.Fatal("the namespace-a informer's selector List added no per-key index")
 	}
 
 	// Asking the shared, running default informer for more keys adds them.

@@ -18,10 +18,8 @@ import (
 // client-go's informers.GenericInformer method set (Informer, Lister) plus
 // status, handlers and Release. Methods are safe for concurrent use.
 //
-// Handlers are added through the handle: AddEventHandler, or
-// Informer().AddEventHandler, which is the same call. Either way the
-// handler's panics are recovered and counted in Status, and Release
-// removes it.
+// Handlers are added through the handle's Informer(): the handler's
+// panics are recovered and counted in Status, and Release removes it.
 type InformerHandle struct {
 	e       *entry
 	release func(*entry)
@@ -42,27 +40,22 @@ func newHandle(e *entry, release func(*entry)) *InformerHandle {
 // Informer is the shared informer as seen through this handle (the same
 // value on every call; handles sharing an informer return different
 // values with the same GetIndexer and GetStore). Its cache, indexer and
-// sync state are the shared informer's. Its handler methods are the handle's: AddEventHandler,
+// sync state are the shared informer's (HasSynced: the informer has been
+// Synced at least once). Its handler methods are the handle's: AddEventHandler,
 // AddEventHandlerWithResyncPeriod and AddEventHandlerWithOptions recover
-// panics and are removed by Release (ErrReleased after it);
+// panics and are removed by Release (ErrStopped after it);
 // RemoveEventHandler removes a handler of this handle. The factory runs
 // the informer: Run and RunWithContext start nothing, they block until
 // their stop channel or context ends or the informer has stopped.
 // SetTransform, SetWatchErrorHandler and SetWatchErrorHandlerWithContext
-// return ErrFactoryOwned (use WithTransform; errors are in Status).
+// return ErrOptionConflict (the factory owns them: use WithTransform;
+// errors are in Status).
 func (h *InformerHandle) Informer() toolscache.SharedIndexInformer { return h.inf }
 
 // Lister reads the informer's cache (client-go's GenericLister). Returned
 // objects are shared with the cache: do not mutate them.
 func (h *InformerHandle) Lister() toolscache.GenericLister {
 	return genericlister.NewGeneric(h.e.informer.GetIndexer(), h.e.currentGVR().GroupResource())
-}
-
-// UnstructuredLister returns informerkit's lister over the cache (label
-// indexes, field queries, typed views). For MetadataOnly projections it
-// reads *metav1.PartialObjectMetadata.
-func (h *InformerHandle) UnstructuredLister() *genericlister.Lister {
-	return genericlister.New(h.e.informer.GetIndexer(), h.e.currentGVR().GroupResource())
 }
 
 // GVR is the resource the informer watches. For an informer obtained by
@@ -73,10 +66,10 @@ func (h *InformerHandle) GVR() schema.GroupVersionResource { return h.e.currentG
 // Status is a snapshot of the informer's state.
 func (h *InformerHandle) Status() Status { return h.e.status() }
 
-// HasSynced reports whether the informer's state has been Synced at least
+// hasSynced reports whether the informer's state has been Synced at least
 // once: it turns true when the Synced status is recorded (so Status reads
 // Synced or a later state), and stays true (through Removed and back).
-func (h *InformerHandle) HasSynced() bool {
+func (h *InformerHandle) hasSynced() bool {
 	select {
 	case <-h.e.synced:
 		return true
@@ -92,8 +85,8 @@ func (h *InformerHandle) HasSynced() bool {
 // informer's goroutines (Factory.Shutdown does), so it may be called from
 // the informer's own event handler. Calling it again is a no-op.
 //
-// After Release, adding a handler returns ErrReleased, the Wait methods
-// return ErrInformerStopped, and reads (Status, Lister, the informer's
+// After Release, adding a handler returns ErrStopped, the Wait methods
+// return ErrStopped, and reads (Status, Lister, the informer's
 // store) keep working: they see the shared cache while other handles hold
 // the informer, and its last contents once it has stopped.
 func (h *InformerHandle) Release() {
@@ -114,23 +107,18 @@ func (h *InformerHandle) Release() {
 	}
 }
 
-// AddEventHandler adds handler to the shared informer for this handle.
-// Its panics are recovered: each is counted in Status.HandlerPanics, the
-// last one is Status.LastHandlerPanic (an *eventhandler.PanicError), the
-// first of each handler is logged, and the next event is delivered
-// normally. The registration is client-go's (HasSynced,
-// toolscache.ShutDownEventHandler work on it). A nil handler is
-// ErrNilHandler; after Release it is ErrReleased.
-func (h *InformerHandle) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return h.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{})
-}
-
-// AddEventHandlerWithOptions is AddEventHandler with client-go's handler
-// options (resync period, logger). Without a resync period in opts the
-// handle's (WithResyncPeriod) applies.
-func (h *InformerHandle) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+// addEventHandler adds handler to the shared informer for this handle
+// (Informer()'s AddEventHandler methods). Its panics are recovered: each
+// is counted in Status.HandlerPanics, the last one is
+// Status.LastHandlerPanic (an *eventhandler.PanicError), the first of each
+// handler is logged, and the next event is delivered normally. The
+// registration is client-go's (HasSynced, toolscache.ShutDownEventHandler
+// work on it). A nil handler is ErrInvalid; after Release it is
+// ErrStopped. Without a resync period in opts the handle's
+// (WithResyncPeriod) applies.
+func (h *InformerHandle) addEventHandler(handler toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
 	if handler == nil {
-		return nil, ErrNilHandler
+		return nil, fmt.Errorf("%w: nil event handler", ErrInvalid)
 	}
 	if opts.ResyncPeriod == nil {
 		d := h.resync
@@ -152,7 +140,7 @@ func (h *InformerHandle) AddEventHandlerWithOptions(handler toolscache.ResourceE
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released.Load() {
-		return nil, ErrReleased
+		return nil, ErrStopped
 	}
 	reg, err := e.informer.AddEventHandlerWithOptions(wrapped, opts)
 	if err != nil {
@@ -179,16 +167,20 @@ type handleInformer struct {
 }
 
 func (i *handleInformer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.h.AddEventHandler(handler)
+	return i.h.addEventHandler(handler, toolscache.HandlerOptions{})
 }
 
 func (i *handleInformer) AddEventHandlerWithResyncPeriod(handler toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.h.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{ResyncPeriod: &resync})
+	return i.h.addEventHandler(handler, toolscache.HandlerOptions{ResyncPeriod: &resync})
 }
 
 func (i *handleInformer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.h.AddEventHandlerWithOptions(handler, opts)
+	return i.h.addEventHandler(handler, opts)
 }
+
+// HasSynced reports whether the informer's state has been Synced at least
+// once (Status reads Synced or a later state); it stays true.
+func (i *handleInformer) HasSynced() bool { return i.h.hasSynced() }
 
 func (i *handleInformer) RemoveEventHandler(reg toolscache.ResourceEventHandlerRegistration) error {
 	return i.h.removeEventHandler(reg)
@@ -219,4 +211,6 @@ func (i *handleInformer) SetWatchErrorHandlerWithContext(toolscache.WatchErrorHa
 	return errFactoryOwned("SetWatchErrorHandlerWithContext (errors are in Status)")
 }
 
-func errFactoryOwned(what string) error { return fmt.Errorf("%w: %s", ErrFactoryOwned, what) }
+func errFactoryOwned(what string) error {
+	return fmt.Errorf("%w: %s is set by the informer factory", ErrOptionConflict, what)
+}

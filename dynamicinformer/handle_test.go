@@ -46,7 +46,7 @@ func (n *names) OnDelete(o any)      { n.on(o) }
 // TestReleaseRemovesHandlers: handlers added through a handle — with
 // AddEventHandler or with Informer().AddEventHandler — receive nothing
 // after Release while another handle keeps the shared informer running;
-// the released handle refuses new handlers (ErrReleased) and its reads
+// the released handle refuses new handlers (ErrStopped) and its reads
 // keep working. Nothing is left running after Shutdown.
 func TestReleaseRemovesHandlers(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
@@ -58,14 +58,14 @@ func TestReleaseRemovesHandlers(t *testing.T) {
 		t.Fatal("the two handles do not share one informer")
 	}
 	viaHandle, viaInformer, other := newNames(), newNames(), newNames()
-	if _, err := released.AddEventHandler(viaHandle); err != nil {
+	if _, err := released.Informer().AddEventHandler(viaHandle); err != nil {
 		t.Fatal(err)
 	}
 	regInf, err := released.Informer().AddEventHandler(viaInformer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kept.AddEventHandler(other); err != nil {
+	if _, err := kept.Informer().AddEventHandler(other); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -92,9 +92,9 @@ func TestReleaseRemovesHandlers(t *testing.T) {
 	}
 
 	for name, add := range map[string]func() error{
-		"AddEventHandler": func() error { _, err := released.AddEventHandler(newNames()); return err },
+		"AddEventHandler": func() error { _, err := released.Informer().AddEventHandler(newNames()); return err },
 		"AddEventHandlerWithOptions": func() error {
-			_, err := released.AddEventHandlerWithOptions(newNames(), toolscache.HandlerOptions{})
+			_, err := released.Informer().AddEventHandlerWithOptions(newNames(), toolscache.HandlerOptions{})
 			return err
 		},
 		"Informer().AddEventHandler": func() error { _, err := released.Informer().AddEventHandler(newNames()); return err },
@@ -107,8 +107,8 @@ func TestReleaseRemovesHandlers(t *testing.T) {
 			return err
 		},
 	} {
-		if err := add(); !errors.Is(err, ErrReleased) {
-			t.Errorf("%s on a released handle: %v, want ErrReleased", name, err)
+		if err := add(); !errors.Is(err, ErrStopped) {
+			t.Errorf("%s on a released handle: %v, want ErrStopped", name, err)
 		}
 	}
 	if err := released.Informer().RemoveEventHandler(regInf); err != nil {
@@ -207,11 +207,11 @@ func TestHandleInformerDoesNotRun(t *testing.T) {
 	if inf.IsStopped() || h.Status().State != Synced {
 		t.Fatalf("ending the handle informer's Run stopped the informer: %s", h.Status().State)
 	}
-	if err := inf.SetTransform(func(o any) (any, error) { return o, nil }); !errors.Is(err, ErrFactoryOwned) {
-		t.Errorf("SetTransform: %v, want ErrFactoryOwned", err)
+	if err := inf.SetTransform(func(o any) (any, error) { return o, nil }); !errors.Is(err, ErrOptionConflict) {
+		t.Errorf("SetTransform: %v, want ErrOptionConflict", err)
 	}
-	if err := inf.SetWatchErrorHandlerWithContext(nil); !errors.Is(err, ErrFactoryOwned) {
-		t.Errorf("SetWatchErrorHandlerWithContext: %v, want ErrFactoryOwned", err)
+	if err := inf.SetWatchErrorHandlerWithContext(nil); !errors.Is(err, ErrOptionConflict) {
+		t.Errorf("SetWatchErrorHandlerWithContext: %v, want ErrOptionConflict", err)
 	}
 
 	// Once the informer stops (its last handle released), Run returns.

@@ -63,16 +63,16 @@ func TestHandlersAreIsolated(t *testing.T) {
 	}
 	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
 	h := f.ForResource(widgets)
-	if _, err := h.AddEventHandler(nil); !errors.Is(err, ErrNilHandler) {
+	if _, err := h.Informer().AddEventHandler(nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("nil handler: %v", err)
 	}
 	fast, slow, panicky := &handlerProbe{}, &handlerProbe{gate: make(chan struct{})}, &handlerProbe{panics: true}
 	for _, p := range []*handlerProbe{fast, slow} {
-		if _, err := h.AddEventHandler(p); err != nil {
+		if _, err := h.Informer().AddEventHandler(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	reg, err := h.AddEventHandler(panicky)
+	reg, err := h.Informer().AddEventHandler(panicky)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -502,7 +502,7 @@ func (e *entry) notFound(err error) {
 	e.logger.V(2).Info("resource not found on the server; waiting for it to be served", "err", err.Error())
 	gvr := e.currentGVR()
 	if len(e.cfg.namespaces) > 0 && e.clusterScoped(gvr) {
-		e.configError(ErrNamespaceOnClusterScoped, fmt.Sprintf("%s is cluster-scoped; namespaces %v were given", gvr.GroupResource(), e.cfg.namespaces))
+		e.configError(ErrInvalid, fmt.Sprintf("%s is cluster-scoped; namespaces %v were given", gvr.GroupResource(), e.cfg.namespaces))
 		return
 	}
 	e.deps.notFound(gvr)

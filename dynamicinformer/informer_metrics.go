@@ -223,9 +223,7 @@ func (em *entryMetrics) outsideShard(n int) {
 	if em == nil {
 		return
 	}
-	if sm, ok := em.current().(ShardMetrics); ok {
-		sm.OutsideShard(n)
-	}
+	em.current().OutsideShard(n)
 }
 
 func (em *entryMetrics) handlerPanic() {
@@ -322,4 +320,5 @@ func (stoppedMetrics) HandlerPanic()                   {}
 func (stoppedMetrics) QueuedItems(int)                 {}
 func (stoppedMetrics) ProcessingLatency(time.Duration) {}
 func (stoppedMetrics) StoreResourceVersion(float64)    {}
+func (stoppedMetrics) OutsideShard(int)                {}
 func (stoppedMetrics) Stopped()                        {}

@@ -157,7 +157,7 @@ func TestCRDRemovalAndReturn(t *testing.T) {
 	h := f.ForResource(widgets)
 	var mu sync.Mutex
 	var events []string
-	_, err := h.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	_, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(o interface{}) {
 			mu.Lock()
 			events = append(events, "add:"+o.(metav1.Object).GetName())
@@ -175,7 +175,7 @@ func TestCRDRemovalAndReturn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.Start(ctx)
-	if !f.WaitForCacheSync(ctx)[widgets] || !h.HasSynced() {
+	if !f.WaitForCacheSync(ctx)[widgets] || !h.Informer().HasSynced() {
 		t.Fatal("not synced")
 	}
 	if st := h.Status(); st.State != Synced || st.Objects != 2 {
@@ -198,7 +198,7 @@ func TestCRDRemovalAndReturn(t *testing.T) {
 	if !slices.Equal(got, []string{"add:w1", "add:w2", "delete:w1", "delete:w2"}) {
 		t.Fatalf("events %v", got)
 	}
-	if !h.HasSynced() {
+	if !h.Informer().HasSynced() {
 		t.Fatal("HasSynced went false on removal")
 	}
 
@@ -224,7 +224,7 @@ func TestSubscriptionAddsNoDiscoveryRounds(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	d := newLockedDiscovery(widgetResources("widgets"))
 	c := lcClient(widget("a", "w1", nil), widget("a", "boom", nil))
-	f := NewSharedInformerFactory(c, 0, WithDiscovery(d), WithRediscoveryInterval(0), WithoutCRDTracking())
+	f := NewSharedInformerFactory(c, 0, WithResolver(discoveryresolver.New(d)), WithRediscoveryInterval(0), WithoutCRDTracking())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.Start(ctx)
@@ -290,11 +290,11 @@ func TestSubscriptionAddsNoDiscoveryRounds(t *testing.T) {
 	}
 	sub.Stop()
 	sub.Stop()
-	if _, err := f.Subscribe(ctx, discoveryresolver.Filter{}, nil); !errors.Is(err, ErrNilHandler) {
+	if _, err := f.Subscribe(ctx, discoveryresolver.Filter{}, nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("nil handler: %v", err)
 	}
 	f.Shutdown()
-	if _, err := f.Subscribe(ctx, discoveryresolver.Filter{}, func(Event) {}); !errors.Is(err, ErrShutdown) {
+	if _, err := f.Subscribe(ctx, discoveryresolver.Filter{}, func(Event) {}); !errors.Is(err, ErrStopped) {
 		t.Fatalf("after shutdown: %v", err)
 	}
 	noLeaks(t)
@@ -376,10 +376,10 @@ func TestNamespaceOnClusterScoped(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cw := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "clusterwidgets"}
-	if _, err := f.ForName(ctx, "clusterwidgets", WithNamespaces("a")); !errors.Is(err, ErrNamespaceOnClusterScoped) {
+	if _, err := f.ForName(ctx, "clusterwidgets", WithNamespaces("a")); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("ForName: %v", err)
 	}
-	if _, err := f.ForName(ctx, "widgets", WithLabelSelector("a in (")); !errors.Is(err, ErrInvalidSelector) {
+	if _, err := f.ForName(ctx, "widgets", WithLabelSelector("a in (")); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("ForName bad selector: %v", err)
 	}
 	if _, err := f.ForName(ctx, "nosuchthing"); !errors.Is(err, discoveryresolver.ErrNotFound) {
@@ -388,7 +388,7 @@ func TestNamespaceOnClusterScoped(t *testing.T) {
 	h := f.ForResource(cw, WithNamespaces("a"))
 	f.Start(ctx)
 	waitUntil(t, "Failed", 10*time.Second, func() bool { return h.Status().State == Failed })
-	if st := h.Status(); !errors.Is(st.Err, ErrNamespaceOnClusterScoped) {
+	if st := h.Status(); !errors.Is(st.Err, ErrInvalid) {
 		t.Fatalf("status %+v", st)
 	}
 	if n := countActions(c, "list", cw, ""); n != 0 {
@@ -398,7 +398,7 @@ func TestNamespaceOnClusterScoped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "widgets synced", 10*time.Second, byName.HasSynced)
+	waitUntil(t, "widgets synced", 10*time.Second, byName.Informer().HasSynced)
 	if byName.GVR() != widgets {
 		t.Fatalf("gvr %v", byName.GVR())
 	}
@@ -446,7 +446,7 @@ func TestForNameFollowsCRDVersions(t *testing.T) {
 	w1v2.SetAPIVersion("example.com/v2")
 	w2v2.SetAPIVersion("example.com/v2")
 	c := lcClient(widgetsCRD("v1"), widget("a", "w1", nil), w1v2, w2v2)
-	f := NewSharedInformerFactory(c, 0, WithDiscovery(d))
+	f := NewSharedInformerFactory(c, 0, WithResolver(discoveryresolver.New(d)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.Start(ctx)

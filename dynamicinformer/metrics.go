@@ -65,7 +65,7 @@ type InformerMetrics interface {
 	// bound, the resource's removal or a version switch); the informer
 	// watches or lists again.
 	WatchRestart()
-	// HandlerPanic: a handler added with InformerHandle.AddEventHandler
+	// HandlerPanic: a handler added through InformerHandle.Informer()
 	// panicked; the panic was recovered.
 	HandlerPanic()
 	// QueuedItems, ProcessingLatency and StoreResourceVersion come from
@@ -77,23 +77,16 @@ type InformerMetrics interface {
 	QueuedItems(n int)
 	ProcessingLatency(d time.Duration)
 	StoreResourceVersion(rv float64)
+	// OutsideShard: the server sent n objects (list items or watch
+	// events) outside a sharded informer's shard (WithShard,
+	// WithShardSource), and they were dropped before the cache. It is
+	// called only while the server ignores the shard selector (its
+	// ShardedListAndWatch feature gate is off); see Status.OutsideShard.
+	OutsideShard(n int)
 	// Stopped: the informer stopped (released, or its factory shut down)
 	// or moved to another version. No further call follows; an exporter
 	// drops what the informer added to its gauges.
 	Stopped()
-}
-
-// ShardMetrics is an optional interface of InformerMetrics for sharded
-// informers (WithShard, WithShardSource): the factory checks for it with a
-// type assertion, so exporters that do not implement it miss nothing
-// else. Same calling rules as InformerMetrics.
-type ShardMetrics interface {
-	// OutsideShard: the server sent n objects (list items or watch
-	// events) outside the informer's shard, and they were dropped before
-	// the cache. It is called only while the server ignores the shard
-	// selector (its ShardedListAndWatch feature gate is off); see
-	// Status.OutsideShard.
-	OutsideShard(n int)
 }
 
 // WithMetrics sends the factory's observations to m (see Metrics).

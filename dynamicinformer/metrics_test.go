@@ -146,7 +146,7 @@ func TestMetricsFollowAnInformer(t *testing.T) {
 	if got := rec.lastCounts(); got != [2]int{1, 0} {
 		t.Fatalf("after ForResource: wanted/running %v, want [1 0]", got)
 	}
-	if _, err := h.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, _ interface{}) { panic("boom") },
 	}); err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ func TestMetricsFollowAnInformer(t *testing.T) {
 	// The same informer again: a new InformerMetrics, client-go's metrics
 	// on for it too.
 	h2 := f.ForResource(widgets, WithNamespaces("a"))
-	waitFor(t, h2.HasSynced)
+	waitFor(t, h2.Informer().HasSynced)
 	recs = rec.all()
 	if len(recs) != 2 {
 		t.Fatalf("%d informers reported after re-creation, want 2", len(recs))
@@ -268,7 +268,7 @@ func TestMetricsRequestsByReason(t *testing.T) {
 	defer cancel()
 	h := f.ForResource(widgets)
 	f.Start(ctx)
-	waitFor(t, h.HasSynced)
+	waitFor(t, h.Informer().HasSynced)
 	ir := rec.all()[0]
 	// The server closes the watch.
 	watchers.Lock()
@@ -351,7 +351,7 @@ func TestMetricsFollowVersion(t *testing.T) {
 	defer cancel()
 	h := f.ForResource(widgets)
 	f.Start(ctx)
-	waitFor(t, h.HasSynced)
+	waitFor(t, h.Informer().HasSynced)
 	h.e.MoveTo("v2", "test")
 	waitFor(t, func() bool { return len(rec.all()) == 2 })
 	old, moved := rec.all()[0], rec.all()[1]

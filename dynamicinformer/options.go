@@ -48,7 +48,6 @@ type resourceConfig struct {
 	transform     keyedTransform
 	indexers      toolscache.Indexers
 	resync        *time.Duration
-	labelIndex    *bool
 	sharingKey    string
 	own           uint64        // nonzero: an informer of its own (set by merge)
 	accessCheck   bool          // WithAccessCheck
@@ -92,29 +91,27 @@ type factoryConfig struct {
 
 // defaults is the one place where every default is set.
 func defaults(defaultResync time.Duration) factoryConfig {
-	on := true
 	return factoryConfig{
 		resource: resourceConfig{
-			resync:     &defaultResync,
-			labelIndex: &on,
+			resync: &defaultResync,
 		},
 		logger:      klog.Background(),
 		followCRDs:  true,
 		rediscovery: 30 * time.Second,
-		watchIdle:   DefaultWatchIdleTimeout,
+		watchIdle:   defaultWatchIdleTimeout,
 		metrics:     nil, // WithMetrics: none, at no cost
-		maxInitial:  DefaultMaxConcurrentInitialLists,
+		maxInitial:  defaultMaxConcurrentInitialLists,
 	}
 }
 
-// DefaultWatchIdleTimeout is the default of WithWatchIdleTimeout: three
+// defaultWatchIdleTimeout is the default of WithWatchIdleTimeout: three
 // times the API server's bookmark interval. kube-apiserver's watch cache
 // sends each watch that asked for bookmarks (client-go's reflector does) one
 // about every minute once the resource's revision has moved past the
 // watch's (a 1.37 server did so every 60 s on a resource nobody wrote to;
 // one gap was 120 s), and one 2 s before the watch's timeout (5 to 10 min
 // for client-go's reflector).
-const DefaultWatchIdleTimeout = 3 * time.Minute
+const defaultWatchIdleTimeout = 3 * time.Minute
 
 // WithWatchIdleTimeout sets the informers' liveness bound: when nothing
 // has come from the server for d — no event or bookmark on the open watch,
@@ -135,7 +132,8 @@ const DefaultWatchIdleTimeout = 3 * time.Minute
 //
 // A healthy resource costs one list per d only if its watch receives no
 // bookmark for d (servers whose watch cache does not advance on a quiet
-// resource). Default DefaultWatchIdleTimeout; zero or negative turns it
+// resource). Default 3 minutes (three times the API server's bookmark
+// interval); zero or negative turns it
 // off. Informers over several namespaces do not use it (their merged
 // watch asks for no bookmarks); each of their watch restarts relists, in
 // pages, which meets the same server error once the server closes the
@@ -151,16 +149,18 @@ func WithWatchIdleTimeout(d time.Duration) Option {
 // V(0). Pass logr.Discard() for silence.
 func WithLogger(l logr.Logger) Option { return func(c *factoryConfig) { c.logger = l } }
 
-// WithResolver makes ForName and CRD-lifecycle tracking use r. Without it
-// (and without WithDiscovery) ForName returns ErrNoResolver and informers
+// WithResolver makes ForName, Subscribe and presence tracking use r
+// (discoveryresolver.New(discoveryClient) for a client of your own;
+// NewForConfig builds one from its config unless given r). Without it a
+// NewSharedInformerFactory's ForName returns ErrNoResolver and informers
 // of resources that are not served wait in Pending until their CRD appears.
 func WithResolver(r *discoveryresolver.Resolver) Option {
 	return func(c *factoryConfig) { c.resolver = r }
 }
 
-// WithDiscovery builds a discoveryresolver.Resolver on d for the factory
-// (see WithResolver).
-func WithDiscovery(d discovery.DiscoveryInterface) Option {
+// withDiscovery builds a discoveryresolver.Resolver on d for the factory
+// unless WithResolver gives one (NewForConfig).
+func withDiscovery(d discovery.DiscoveryInterface) Option {
 	return func(c *factoryConfig) { c.discovery = d }
 }
 
@@ -198,7 +198,7 @@ func WithDefaults(opts ...ResourceOption) Option {
 // WithNamespaces() undoes a factory-wide default). With several
 // namespaces the informer lists and watches each and merges them (see the
 // package documentation for the cost). On a cluster-scoped resource it is
-// ErrNamespaceOnClusterScoped: from ForName, and in the Status of a
+// ErrInvalid: from ForName, and in the Status of a
 // ForResource informer (Failed) as soon as discovery or the server tells.
 func WithNamespaces(ns ...string) ResourceOption {
 	return func(c *resourceConfig) {
@@ -208,7 +208,7 @@ func WithNamespaces(ns ...string) ResourceOption {
 
 // WithLabelSelector restricts the informer to objects matching selector
 // (label selector syntax; an invalid one is reported by ForResource's
-// status and by ForName as ErrInvalidSelector).
+// status and by ForName as ErrInvalid).
 func WithLabelSelector(selector string) ResourceOption {
 	return func(c *resourceConfig) { c.labelSelector = selector }
 }
@@ -265,21 +265,12 @@ func WithResyncPeriod(d time.Duration) ResourceOption {
 	return func(c *resourceConfig) { c.resync = &d }
 }
 
-// WithAutoLabelIndex turns label indexing on demand on or off (default
-// on; on a shared informer: on if any handle asks). On, the first
-// label-selector List through a Lister that needs an index for label key
-// k adds a per-key index of k (cache.LabelKeyIndexName, at most
-// cache.MaxAutoLabelKeys keys), and later selector Lists on k use it. Off,
-// selector Lists scan, as client-go's do, unless an index was added
-// explicitly (WithLabelIndexKeys, or WithIndexers with
-// cache.LabelIndexers()).
-func WithAutoLabelIndex(on bool) ResourceOption {
-	return func(c *resourceConfig) { c.labelIndex = &on }
-}
-
-// WithLabelIndexKeys adds per-key label indexes for keys up front
-// (cache.LabelKeyIndexers), so the first selector List on them is indexed
-// too. It merges as WithIndexers does.
+// WithLabelIndexKeys adds per-key label indexes for keys up front, so the
+// first selector List on them is indexed too. It merges as WithIndexers
+// does. Without it, every informer indexes labels on demand: the first
+// label-selector List through a lister (Lister, genericlister.New) that
+// needs an index for label key k adds a per-key index of k (at most 16
+// keys), and later selector Lists on k use it.
 func WithLabelIndexKeys(keys ...string) ResourceOption {
 	return WithIndexers(ikcache.LabelKeyIndexers(keys...))
 }
@@ -380,7 +371,7 @@ func WithShard(s shard.Shard) ResourceOption {
 //
 // Informers given the same src share one informer. A source needs an
 // informer over one namespace or all of them: with several namespaces the
-// informer is Failed with ErrInvalidSelector. WithShard and
+// informer is Failed with ErrInvalid. WithShard and
 // WithShardSource replace each other; nil undoes a factory-wide default.
 func WithShardSource(src shard.Source) ResourceOption {
 	return func(c *resourceConfig) { c.shard, c.shardSource = shard.Shard{}, src }
@@ -428,13 +419,13 @@ func (f factoryConfig) merge(opts []ResourceOption) resourceConfig {
 
 func (c resourceConfig) validate() error {
 	if _, err := labels.Parse(c.labelSelector); err != nil {
-		return fmt.Errorf("%w: label selector %q: %v", ErrInvalidSelector, c.labelSelector, err)
+		return fmt.Errorf("%w: label selector %q: %v", ErrInvalid, c.labelSelector, err)
 	}
 	if _, err := fields.ParseSelector(c.fieldSelector); err != nil {
-		return fmt.Errorf("%w: field selector %q: %v", ErrInvalidSelector, c.fieldSelector, err)
+		return fmt.Errorf("%w: field selector %q: %v", ErrInvalid, c.fieldSelector, err)
 	}
 	if c.shardSource != nil && len(c.namespaces) > 1 {
-		return fmt.Errorf("%w: a shard source needs one namespace or all, not %v", ErrInvalidSelector, c.namespaces)
+		return fmt.Errorf("%w: a shard source needs one namespace or all, not %v", ErrInvalid, c.namespaces)
 	}
 	return c.projection.validate()
 }
@@ -452,10 +443,8 @@ func (c resourceConfig) resyncPeriod() time.Duration {
 // marker unless turned off, and the caller's.
 func (c resourceConfig) allIndexers() toolscache.Indexers {
 	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
-	if c.labelIndex == nil || *c.labelIndex {
-		for k, v := range ikcache.AutoLabelKeyIndexers() {
-			indexers[k] = v
-		}
+	for k, v := range ikcache.AutoLabelKeyIndexers() {
+		indexers[k] = v
 	}
 	for k, v := range c.indexers {
 		indexers[k] = v

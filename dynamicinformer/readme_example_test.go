@@ -40,13 +40,13 @@ func readmeExample(ctx context.Context, restConfig *rest.Config) error {
 	if errors.Is(err, discoveryresolver.ErrNotFound) {
 		return fmt.Errorf("is the CronTab CRD installed? %w", err)
 	} else if err != nil {
-		return err // *discoveryresolver.AmbiguousError, ErrInvalidSelector, ...
+		return err // *discoveryresolver.AmbiguousError, ErrInvalid, ...
 	}
 	defer ct.Release()
 
 	// Handlers added through the handle have their panics recovered and
 	// counted in Status.
-	_, err = ct.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	_, err = ct.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			u := obj.(*unstructured.Unstructured) // shared with the cache: do not mutate
 			fmt.Println("added", u.GetNamespace(), u.GetName())

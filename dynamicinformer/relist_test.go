@@ -46,7 +46,7 @@ func TestRelistPeriodRepairsDrift(t *testing.T) {
 	h := f.ForResource(widgets, WithRelistPeriod(50*time.Millisecond))
 	plain := f.ForResource(widgets, WithSharingKey("no relist"))
 	d := &drift{added: map[string]int{}, deleted: map[string]int{}}
-	if _, err := h.AddEventHandler(d); err != nil {
+	if _, err := h.Informer().AddEventHandler(d); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -138,7 +138,7 @@ func TestShardHandlersSeeOnlyTheShard(t *testing.T) {
 	h := f.ForResource(widgets, WithShard(s))
 	var events []string
 	done := make(chan struct{}, 10)
-	if _, err := h.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(o interface{}) {
 			events = append(events, "add:"+o.(*unstructured.Unstructured).GetName())
 			done <- struct{}{}
@@ -187,7 +187,7 @@ func TestShardHandlersSeeOnlyTheShard(t *testing.T) {
 	}
 }
 
-// An exporter that implements ShardMetrics is told about every object
+// An exporter is told (InformerMetrics.OutsideShard) about every object
 // dropped outside the shard.
 func TestShardMetrics(t *testing.T) {
 	s, _ := shard.Static(0, 2)
@@ -325,7 +325,7 @@ func TestShardSourceSwitch(t *testing.T) {
 	}
 	var mu sync.Mutex
 	adds, deletes := map[string]int{}, map[string]int{}
-	if _, err := h.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(o interface{}) {
 			mu.Lock()
 			adds[o.(*unstructured.Unstructured).GetName()]++
@@ -433,7 +433,7 @@ func TestShardSourceSwitch(t *testing.T) {
 	// A source with several namespaces is a configuration error.
 	g := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
 	defer g.Shutdown()
-	if st := g.ForResource(widgets, WithShardSource(src), WithNamespaces("a", "b")).Status(); !errors.Is(st.Err, ErrInvalidSelector) {
+	if st := g.ForResource(widgets, WithShardSource(src), WithNamespaces("a", "b")).Status(); !errors.Is(st.Err, ErrInvalid) {
 		t.Fatalf("several namespaces with a source: %+v", st)
 	}
 }

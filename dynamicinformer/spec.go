@@ -47,7 +47,7 @@ type Projection struct {
 // WithProjection sets what the informer's cache holds (see Projection).
 // Informers with different projections are different informers.
 //
-// With Compact, listers (Lister, UnstructuredLister) return decoded
+// With Compact, listers (Lister, genericlister.New) return decoded
 // *unstructured.Unstructured objects, kept and shared by the informer's
 // Compactor for the objects being read; event handlers receive
 // *cache.Compact unless wrapped in cache.DecodingHandler. On the fast
@@ -143,18 +143,18 @@ func canonicalProjection(p Projection) Projection {
 // validate reports what no retry cures in a projection.
 func (p Projection) validate() error {
 	if p.MetadataOnly && p.Compact {
-		return fmt.Errorf("%w: Compact and MetadataOnly exclude each other", ErrInvalidProjection)
+		return fmt.Errorf("%w: Compact and MetadataOnly exclude each other", ErrInvalid)
 	}
 	if !p.Compact && p.CompactOptions != (ikcache.CompactorOptions{}) {
-		return fmt.Errorf("%w: CompactOptions without Compact", ErrInvalidProjection)
+		return fmt.Errorf("%w: CompactOptions without Compact", ErrInvalid)
 	}
 	if p.Fields != "" {
 		paths := fieldPaths(p.Fields)
 		if slices.Contains(paths, "") {
-			return fmt.Errorf("%w: empty field path in %q", ErrInvalidProjection, p.Fields)
+			return fmt.Errorf("%w: empty field path in %q", ErrInvalid, p.Fields)
 		}
 		if _, err := ikcache.ProjectPaths(paths...); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidProjection, err)
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
 	return nil

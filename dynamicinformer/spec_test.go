@@ -92,18 +92,15 @@ func TestAccessCheckOnIfAnyAsks(t *testing.T) {
 }
 
 // TestIndexersAndAutoLabelIndexMerge: indexers are the union by name (a
-// name the informer has keeps its function), and the auto label index is
-// on if any handle asks.
+// name the informer has keeps its function), and the on-demand label index
+// is on for every informer.
 func TestIndexersAndAutoLabelIndexMerge(t *testing.T) {
 	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
 	defer f.Shutdown()
 	first := func(interface{}) ([]string, error) { return []string{"first"}, nil }
 	second := func(interface{}) ([]string, error) { return []string{"second"}, nil }
-	h1 := f.ForResource(widgets, WithAutoLabelIndex(false), WithIndexers(toolscache.Indexers{"x": first}))
+	h1 := f.ForResource(widgets, WithIndexers(toolscache.Indexers{"x": first}))
 	idx := h1.Informer().GetIndexer()
-	if ikcache.HasIndex(idx, ikcache.AutoLabelKeyIndex) {
-		t.Fatal("auto label index on though its only handle turned it off")
-	}
 	h2 := f.ForResource(widgets, WithIndexers(toolscache.Indexers{"x": second, "y": second}), WithLabelIndexKeys("app"))
 	if h2.Informer().GetIndexer() != h1.Informer().GetIndexer() {
 		t.Fatal("not shared")
@@ -143,7 +140,7 @@ func TestResyncPeriodPerHandle(t *testing.T) {
 	bad.Release()
 	var resyncs [3]atomic.Int64
 	for i, h := range []*InformerHandle{h1, h2, h3} {
-		if _, err := h.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, _ interface{}) { resyncs[i].Add(1) }}); err != nil {
+		if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, _ interface{}) { resyncs[i].Add(1) }}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,14 +179,14 @@ func TestOptionConflictFromForName(t *testing.T) {
 	if again, err := f.ForName(ctx, "widgets.v1.example.com", WithResyncPeriod(2*time.Minute)); err != nil || again.Informer().GetIndexer() != h.Informer().GetIndexer() {
 		t.Fatalf("a longer period: %v", err)
 	}
-	if _, err := f.ForName(ctx, "widgets", WithProjection(Projection{Fields: "spec..x"})); !errors.Is(err, ErrInvalidProjection) {
+	if _, err := f.ForName(ctx, "widgets", WithProjection(Projection{Fields: "spec..x"})); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("invalid projection: %v", err)
 	}
 	if h.Status().Err != nil {
 		t.Fatalf("shared informer: %+v", h.Status())
 	}
 	if st := f.ForResource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"},
-		WithProjection(Projection{Compact: true, MetadataOnly: true})).Status(); st.State != Failed || !errors.Is(st.Err, ErrInvalidProjection) {
+		WithProjection(Projection{Compact: true, MetadataOnly: true})).Status(); st.State != Failed || !errors.Is(st.Err, ErrInvalid) {
 		t.Fatalf("invalid projection status: %+v", st)
 	}
 }

@@ -1,8 +1,8 @@
 package dynamicinformer
 
-// DefaultMaxConcurrentInitialLists is the default of
+// defaultMaxConcurrentInitialLists is the default of
 // WithMaxConcurrentInitialLists (the cap gitops-engine uses).
-const DefaultMaxConcurrentInitialLists = 50
+const defaultMaxConcurrentInitialLists = 50
 
 // WithMaxConcurrentInitialLists bounds how many of the factory's informers
 // send their first list at the same time, so that starting many informers
@@ -13,7 +13,7 @@ const DefaultMaxConcurrentInitialLists = 50
 // the stream ends. An informer over several namespaces takes one slot for
 // all of them. A first list that fails gives its slot back before the
 // retry's backoff. Later lists (relists, the refill of a resource that
-// returns) are not bounded. Default DefaultMaxConcurrentInitialLists; zero
+// returns) are not bounded. Default 50; zero
 // or negative: no bound.
 func WithMaxConcurrentInitialLists(n int) Option {
 	return func(c *factoryConfig) { c.maxInitial = n }

@@ -94,8 +94,8 @@ func TestMaxConcurrentInitialLists(t *testing.T) {
 }
 
 func TestDefaultMaxConcurrentInitialLists(t *testing.T) {
-	if got := defaults(0).maxInitial; got != DefaultMaxConcurrentInitialLists {
-		t.Fatalf("default cap %d, want DefaultMaxConcurrentInitialLists (%d)", got, DefaultMaxConcurrentInitialLists)
+	if got := defaults(0).maxInitial; got != defaultMaxConcurrentInitialLists {
+		t.Fatalf("default cap %d, want defaultMaxConcurrentInitialLists (%d)", got, defaultMaxConcurrentInitialLists)
 	}
 	if f := NewSharedInformerFactory(fakeClient(), 0); f.initialLists.Cap() != 50 {
 		t.Fatal("a factory without the option is not bounded at 50 first lists")
@@ -152,12 +152,12 @@ func TestWaitingForInitialListSlotStatus(t *testing.T) {
 	var waiting, listing Status
 	waitFor(t, func() bool {
 		s1, s2 := h1.Status(), h2.Status()
-		if s1.Reason == WaitingForSlotReason {
+		if s1.Reason == "waiting for an initial-list slot" {
 			waiting, listing = s1, s2
 		} else {
 			waiting, listing = s2, s1
 		}
-		return waiting.Reason == WaitingForSlotReason && listing.State == Syncing
+		return waiting.Reason == "waiting for an initial-list slot" && listing.State == Syncing
 	})
 	if waiting.State != Pending || waiting.Err != nil {
 		t.Fatalf("waiting informer: %+v, want Pending with no error", waiting)

@@ -34,7 +34,7 @@ const (
 	// shows in ContactErr;
 	// Status.Err says which. The informer keeps retrying with the
 	// reflector's backoff and moves on by itself if the cause goes away —
-	// except for ErrNamespaceOnClusterScoped, a configuration error no
+	// except for ErrInvalid, a configuration error no
 	// retry cures (no request is sent).
 	Failed State = "Failed"
 	// Stopped: released or shut down; it will not run again.
@@ -64,7 +64,7 @@ type Status struct {
 	// Failed, Pending (ErrNotServed) or Removed, or, with Synced, the
 	// namespaces of a several-namespace informer that are forbidden (the
 	// others are cached). It is an *InformerError: errors.Is(err,
-	// ErrForbidden), ErrNotServed, ErrInvalidSelector, ...; errors.As
+	// ErrForbidden), ErrNotServed, ErrInvalid, ...; errors.As
 	// reaches the server's *apierrors.StatusError where there is one. A
 	// failure the reflector recovers from by itself on a synced cache (a
 	// watch broken and resumed) does not set it.
@@ -87,7 +87,7 @@ type Status struct {
 	// OnStatusChange reports both transitions.
 	ContactErr error
 	// HandlerPanics counts panics recovered from handlers added with
-	// InformerHandle.AddEventHandler; LastHandlerPanic is the last one
+	// InformerHandle.Informer(); LastHandlerPanic is the last one
 	// (an *eventhandler.PanicError, errors.Is eventhandler.ErrPanic), nil
 	// if none.
 	// A panic does not change State: the informer itself is healthy.

@@ -26,9 +26,6 @@ func TestStatesAreTheMachines(t *testing.T) {
 			t.Errorf("state %q, the machine's %q", s, lifecycle.States[i])
 		}
 	}
-	if WaitingForSlotReason != lifecycle.WaitingForSlotReason {
-		t.Errorf("WaitingForSlotReason %q, the machine's %q", WaitingForSlotReason, lifecycle.WaitingForSlotReason)
-	}
 }
 
 // A status is published when it changes, not when presence says the same

@@ -84,18 +84,18 @@ type member struct {
 // served, the handler receives a Deleted event for every object it last saw
 // of it. A panic in handler is recovered: that event is skipped and
 // counted (Subscription.Panics). The subscription runs until ctx ends,
-// Stop, or Shutdown; it needs a resolver (WithDiscovery / NewForConfig).
+// Stop, or Shutdown; it needs a resolver (WithResolver / NewForConfig).
 func (f *Factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter, handler func(Event), opts ...ResourceOption) (*Subscription, error) {
 	if f.cfg.resolver == nil {
 		return nil, ErrNoResolver
 	}
 	if handler == nil {
-		return nil, ErrNilHandler
+		return nil, ErrInvalid
 	}
 	f.mu.Lock()
 	if f.shutdown {
 		f.mu.Unlock()
-		return nil, ErrShutdown
+		return nil, ErrStopped
 	}
 	// Counted under f.mu so Shutdown's Wait cannot race this Add; released
 	// by the goroutine below, or at once if the first reconcile fails.
@@ -220,7 +220,7 @@ func (s *Subscription) reconcile(ctx context.Context) error {
 			continue // shut down or invalid options: nothing to watch
 		}
 		m := &member{handle: h, seen: map[string]interface{}{}}
-		reg, err := h.AddEventHandler(s.adapter(gvr, m))
+		reg, err := h.addEventHandler(s.adapter(gvr, m), toolscache.HandlerOptions{})
 		if err != nil {
 			h.Release()
 			continue

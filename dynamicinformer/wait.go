@@ -16,14 +16,8 @@ import (
 // error returned wraps one of them (or the context's error) and, for a
 // Removed or Failed informer, its Status.Err.
 var (
-	// ErrInformerRemoved: the informer's resource stopped being served
-	// while the cache had not caught up (Removed).
-	ErrInformerRemoved = errors.New("informer removed: its resource is not served")
 	// ErrInformerFailed: the informer is Failed (Status.Err says why).
 	ErrInformerFailed = errors.New("informer failed")
-	// ErrInformerStopped: the informer was released or its factory shut
-	// down.
-	ErrInformerStopped = errors.New("informer stopped")
 	// ErrResourceVersionNotComparable: the resourceVersion waited for, or
 	// the cache's, is not an integer the API server's ordering applies to
 	// (resourceversion.CompareResourceVersion: e.g. an aggregated API
@@ -50,8 +44,8 @@ const (
 // last object, list or bookmark taken into the cache) is at least rv, in
 // the API server's order (resourceversion.CompareResourceVersion). While
 // the informer is Pending or Syncing it waits. It returns an error
-// wrapping ErrInformerRemoved, ErrInformerFailed or ErrInformerStopped
-// when the informer is in that state and not caught up (ErrInformerStopped
+// wrapping ErrNotServed, ErrInformerFailed or ErrStopped
+// when the informer is in that state and not caught up (ErrStopped
 // at once if this handle was released), the context's
 // error (errors.Is context.DeadlineExceeded or context.Canceled) when ctx
 // ends first, and ErrResourceVersionNotComparable for a resourceVersion
@@ -74,7 +68,7 @@ func (h *InformerHandle) WaitForResourceVersion(ctx context.Context, rv string) 
 		return fmt.Errorf("%w: %w", ErrResourceVersionNotComparable, err)
 	}
 	if h.released.Load() {
-		return fmt.Errorf("waiting for resourceVersion %s of %s: this handle was released: %w", rv, h.e.currentGVR(), ErrInformerStopped)
+		return fmt.Errorf("waiting for resourceVersion %s of %s: this handle was released: %w", rv, h.e.currentGVR(), ErrStopped)
 	}
 	if len(h.e.cfg.namespaces) > 1 {
 		return fmt.Errorf("%w: the informer merges %d namespaces", ErrResourceVersionNotComparable, len(h.e.cfg.namespaces))
@@ -95,7 +89,7 @@ func (h *InformerHandle) WaitForObject(ctx context.Context, obj metav1.Object) e
 		return fmt.Errorf("%w: %w", ErrResourceVersionNotComparable, err)
 	}
 	if h.released.Load() {
-		return fmt.Errorf("waiting for resourceVersion %s of %s: this handle was released: %w", rv, h.e.currentGVR(), ErrInformerStopped)
+		return fmt.Errorf("waiting for resourceVersion %s of %s: this handle was released: %w", rv, h.e.currentGVR(), ErrStopped)
 	}
 	key, err := toolscache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
@@ -137,11 +131,11 @@ func (e *entry) waitFor(ctx context.Context, rv string, reached func(string) (bo
 		}
 		switch state {
 		case Removed:
-			return fmt.Errorf("waiting for resourceVersion %s of %s: %w: %w", rv, e.currentGVR(), ErrInformerRemoved, stErr)
+			return fmt.Errorf("waiting for resourceVersion %s of %s: %w: %w", rv, e.currentGVR(), ErrNotServed, stErr)
 		case Failed:
 			return fmt.Errorf("waiting for resourceVersion %s of %s: %w: %w", rv, e.currentGVR(), ErrInformerFailed, stErr)
 		case Stopped:
-			return fmt.Errorf("waiting for resourceVersion %s of %s: %w", rv, e.currentGVR(), ErrInformerStopped)
+			return fmt.Errorf("waiting for resourceVersion %s of %s: %w", rv, e.currentGVR(), ErrStopped)
 		}
 		if t == nil {
 			t = time.NewTimer(poll)

@@ -67,12 +67,12 @@ func TestWaitForResourceVersion(t *testing.T) {
 	}
 
 	h.Release()
-	if err := h.WaitForResourceVersion(ctx, "50"); !errors.Is(err, ErrInformerStopped) {
-		t.Fatalf("released informer: %v, want ErrInformerStopped", err)
+	if err := h.WaitForResourceVersion(ctx, "50"); !errors.Is(err, ErrStopped) {
+		t.Fatalf("released informer: %v, want ErrStopped", err)
 	}
 	f.Shutdown()
-	if err := multi.WaitForObject(ctx, rvWidget("a", "w9", "99")); !errors.Is(err, ErrInformerStopped) {
-		t.Fatalf("after shutdown: %v, want ErrInformerStopped", err)
+	if err := multi.WaitForObject(ctx, rvWidget("a", "w9", "99")); !errors.Is(err, ErrStopped) {
+		t.Fatalf("after shutdown: %v, want ErrStopped", err)
 	}
 	checkNoLeaks(t, before)
 }

@@ -7,8 +7,8 @@
 //     pending entry per object (client-go buffers every event).
 //
 // Both wrap a toolscache.ResourceEventHandler and return one. Handlers
-// added to a dynamicinformer informer (InformerHandle.AddEventHandler, or
-// its Informer().AddEventHandler: the same call) are recovered and counted
+// added to a dynamicinformer informer (through its handle's
+// Informer().AddEventHandler) are recovered and counted
 // already; RecoverPanics is for code informerkit does not run — a
 // Coalescing handler's delegate, which runs on Coalescing's own goroutine,
 // or a handler on another library's informer.

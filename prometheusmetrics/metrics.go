@@ -54,9 +54,9 @@ type Metrics struct {
 }
 
 var (
-	_ dynamicinformer.Metrics      = (*Metrics)(nil)
-	_ dynamicinformer.ShardMetrics = (*informer)(nil)
-	_ prometheus.Collector         = (*Metrics)(nil)
+	_ dynamicinformer.Metrics         = (*Metrics)(nil)
+	_ dynamicinformer.InformerMetrics = (*informer)(nil)
+	_ prometheus.Collector            = (*Metrics)(nil)
 )
 
 // New returns a Metrics with no series yet.
@@ -273,7 +273,7 @@ func (in *informer) Request(verb, reason string) {
 func (in *informer) WatchRestart() { in.watchRestarts.Inc() }
 func (in *informer) HandlerPanic() { in.handlerPanics.Inc() }
 
-// OutsideShard implements dynamicinformer.ShardMetrics.
+// OutsideShard implements dynamicinformer.InformerMetrics.
 func (in *informer) OutsideShard(n int) { in.outsideShard.Add(float64(n)) }
 
 func (in *informer) QueuedItems(n int) {

@@ -277,12 +277,8 @@ func TestRequestErrorsByReason(t *testing.T) {
 func TestOutsideShard(t *testing.T) {
 	m := New()
 	in := m.NewInformer(dynamicinformer.Status{GVR: widgets, State: dynamicinformer.Pending})
-	sm, ok := in.(dynamicinformer.ShardMetrics)
-	if !ok {
-		t.Fatal("the informer metrics do not implement dynamicinformer.ShardMetrics")
-	}
-	sm.OutsideShard(3)
-	sm.OutsideShard(2)
+	in.OutsideShard(3)
+	in.OutsideShard(2)
 	got := testutil.ToFloat64(m.outsideShard.WithLabelValues(widgets.Group, widgets.Version, widgets.Resource))
 	if got != 5 {
 		t.Fatalf("informerkit_objects_outside_shard_total = %v, want 5", got)

@@ -96,7 +96,7 @@ func (a *audit) setup(ctx context.Context) error {
 			var amb *discoveryresolver.AmbiguousError
 			if errors.Is(err, discoveryresolver.ErrNotFound) || errors.Is(err, discoveryresolver.ErrNotWatchable) ||
 				errors.Is(err, discoveryresolver.ErrSubresource) || errors.As(err, &amb) ||
-				errors.Is(err, dynamicinformer.ErrNamespaceOnClusterScoped) {
+				errors.Is(err, dynamicinformer.ErrInvalid) {
 				return usagef("--resource %s: %v", name, err)
 			}
 			return fmt.Errorf("--resource %s: %w", name, err)

@@ -73,9 +73,7 @@ func resolveError(name string, err error, served []discoveryresolver.Resource) e
 		return usagef("resource %q cannot be watched (it does not support list and watch)", name)
 	case errors.Is(err, discoveryresolver.ErrSubresource):
 		return usagef("resource %q is a subresource; subresources cannot be watched", name)
-	case errors.Is(err, dynamicinformer.ErrNamespaceOnClusterScoped):
-		return usagef("resource %q is cluster-scoped; drop -n/--namespace for it", name)
-	case errors.Is(err, dynamicinformer.ErrInvalidSelector):
+	case errors.Is(err, dynamicinformer.ErrInvalid): // the message names the option (a namespace of a cluster-scoped resource, a selector)
 		return usagef("resource %q: %v", name, err)
 	}
 	return fmt.Errorf("resource %q: %w", name, err)

@@ -338,7 +338,7 @@ func isNameError(err error) bool {
 	var amb *discoveryresolver.AmbiguousError
 	return errors.As(err, &amb) || errors.Is(err, discoveryresolver.ErrNotFound) ||
 		errors.Is(err, discoveryresolver.ErrNotWatchable) || errors.Is(err, discoveryresolver.ErrSubresource) ||
-		errors.Is(err, dynamicinformer.ErrNamespaceOnClusterScoped) || errors.Is(err, dynamicinformer.ErrInvalidSelector)
+		errors.Is(err, dynamicinformer.ErrInvalid)
 }
 
 // serverError explains a failure to talk to the server during setup.

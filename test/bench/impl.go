@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/informerkit/informerkit/genericlister"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -194,12 +195,12 @@ func (i *ikInstance) Stop() { i.factory.Shutdown() }
 type ikViewInstance struct{ *ikInstance }
 
 func (i ikViewInstance) GetView(r Resource, ns, name string) error {
-	_, err := i.first(r).UnstructuredLister().Namespace(ns).GetCompact(name)
+	_, err := genericlister.New(i.first(r).Informer().GetIndexer(), i.first(r).GVR().GroupResource()).Namespace(ns).GetCompact(name)
 	return err
 }
 
 func (i ikViewInstance) ListNamespaceView(r Resource, ns string) (int, error) {
-	objs, err := i.first(r).UnstructuredLister().Namespace(ns).ListCompact(labels.Everything())
+	objs, err := genericlister.New(i.first(r).Informer().GetIndexer(), i.first(r).GVR().GroupResource()).Namespace(ns).ListCompact(labels.Everything())
 	return len(objs), err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/informerkit/informerkit/genericlister"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +105,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	fac.Start(ctx)
-	if !toolscache.WaitForCacheSync(ctx.Done(), h.HasSynced, multi.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), h.Informer().HasSynced, multi.Informer().HasSynced) {
 		t.Fatal("informer did not sync")
 	}
 
@@ -224,7 +225,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 		if st.State != dynamicinformer.Synced || st.Err != nil {
 			return false, nil
 		}
-		cached, err := h.UnstructuredLister().Namespace(f.ns).Get("w002")
+		cached, err := genericlister.New(h.Informer().GetIndexer(), h.GVR().GroupResource()).Namespace(f.ns).Get("w002")
 		if err != nil || cached.GetLabels()["app"] != "relabeled" {
 			return false, nil
 		}

@@ -3,6 +3,7 @@ package cachetest
 import (
 	"context"
 	"fmt"
+	"github.com/informerkit/informerkit/genericlister"
 	"sync"
 	"testing"
 	"time"
@@ -173,7 +174,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 			t.Fatalf("compact cache holds %T, want *cache.Compact", obj)
 		}
 	}
-	got, err := projected.UnstructuredLister().Namespace(f.ns).Get("w001")
+	got, err := genericlister.New(projected.Informer().GetIndexer(), projected.GVR().GroupResource()).Namespace(f.ns).Get("w001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 	}
 	// A metadata-only handle's lister reads the cached metadata (converted
 	// to Unstructured by genericlister).
-	if m, err := meta.UnstructuredLister().Namespace(f.ns).Get("w001"); err != nil || m.GetUID() != server.GetUID() || m.Object["spec"] != nil {
+	if m, err := genericlister.New(meta.Informer().GetIndexer(), meta.GVR().GroupResource()).Namespace(f.ns).Get("w001"); err != nil || m.GetUID() != server.GetUID() || m.Object["spec"] != nil {
 		t.Errorf("metadata-only lister Get: %v, %v", m, err)
 	}
 	mobj, err := meta.Lister().ByNamespace(f.ns).Get("w001")
@@ -191,7 +192,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkMeta("metadata-only lister", mobj)
-	decoded, err := compact.UnstructuredLister().Namespace(f.ns).Get("w001")
+	decoded, err := genericlister.New(compact.Informer().GetIndexer(), compact.GVR().GroupResource()).Namespace(f.ns).Get("w001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 	// Label selectors, through each informer's lister, equal the server's.
 	listers := map[string]func(labels.Selector) ([]string, error){
 		"projected": func(sel labels.Selector) ([]string, error) {
-			objs, err := projected.UnstructuredLister().Namespace(f.ns).List(sel)
+			objs, err := genericlister.New(projected.Informer().GetIndexer(), projected.GVR().GroupResource()).Namespace(f.ns).List(sel)
 			return names(objs), err
 		},
 		"meta": func(sel labels.Selector) ([]string, error) {
@@ -211,7 +212,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 			return objectNames(objs), err
 		},
 		"compact": func(sel labels.Selector) ([]string, error) {
-			objs, err := compact.UnstructuredLister().List(sel)
+			objs, err := genericlister.New(compact.Informer().GetIndexer(), compact.GVR().GroupResource()).List(sel)
 			return names(objs), err
 		},
 	}

@@ -95,21 +95,21 @@ func TestBadInput(t *testing.T) {
 		}},
 		{"subresource", forName("pods/status", discoveryresolver.ErrSubresource)},
 		{"non-watchable", forName("bindings", discoveryresolver.ErrNotWatchable)},
-		{"invalid label selector (ForName)", forName("cm", dynamicinformer.ErrInvalidSelector, dynamicinformer.WithLabelSelector("a in ("))},
-		{"invalid field selector (ForName)", forName("cm", dynamicinformer.ErrInvalidSelector, dynamicinformer.WithFieldSelector("metadata.name"))},
-		{"invalid label selector (ForResource): Failed at once", statusBecomes(cm, dynamicinformer.Failed, dynamicinformer.ErrInvalidSelector, dynamicinformer.WithLabelSelector("=x"))},
-		{"field the server cannot select on: Failed from the server's 400", statusBecomes(cm, dynamicinformer.Failed, dynamicinformer.ErrInvalidSelector, dynamicinformer.WithFieldSelector("data.foo=bar"))},
-		{"namespace on a cluster-scoped resource (ForName)", forName("namespaces", dynamicinformer.ErrNamespaceOnClusterScoped, dynamicinformer.WithNamespaces("default"))},
+		{"invalid label selector (ForName)", forName("cm", dynamicinformer.ErrInvalid, dynamicinformer.WithLabelSelector("a in ("))},
+		{"invalid field selector (ForName)", forName("cm", dynamicinformer.ErrInvalid, dynamicinformer.WithFieldSelector("metadata.name"))},
+		{"invalid label selector (ForResource): Failed at once", statusBecomes(cm, dynamicinformer.Failed, dynamicinformer.ErrInvalid, dynamicinformer.WithLabelSelector("=x"))},
+		{"field the server cannot select on: Failed from the server's 400", statusBecomes(cm, dynamicinformer.Failed, dynamicinformer.ErrInvalid, dynamicinformer.WithFieldSelector("data.foo=bar"))},
+		{"namespace on a cluster-scoped resource (ForName)", forName("namespaces", dynamicinformer.ErrInvalid, dynamicinformer.WithNamespaces("default"))},
 		// ForResource: discovery says the resource is cluster-scoped, so the
 		// namespace is a configuration error, not "not served".
-		{"namespace on a cluster-scoped resource (ForResource): Failed", statusBecomes(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, dynamicinformer.Failed, dynamicinformer.ErrNamespaceOnClusterScoped, dynamicinformer.WithNamespaces("default"))},
+		{"namespace on a cluster-scoped resource (ForResource): Failed", statusBecomes(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, dynamicinformer.Failed, dynamicinformer.ErrInvalid, dynamicinformer.WithNamespaces("default"))},
 		{"nil handler", func(context.Context) error {
 			h := f.ForResource(cm, dynamicinformer.WithNamespaces("default"))
 			defer h.Release()
-			if _, err := h.AddEventHandler(nil); !errors.Is(err, dynamicinformer.ErrNilHandler) {
+			if _, err := h.Informer().AddEventHandler(nil); !errors.Is(err, dynamicinformer.ErrInvalid) {
 				return fmt.Errorf("AddEventHandler(nil) = %v", err)
 			}
-			if _, err := f.Subscribe(ctx, discoveryresolver.Filter{Groups: []string{"nosuch.example.com"}}, nil); !errors.Is(err, dynamicinformer.ErrNilHandler) {
+			if _, err := f.Subscribe(ctx, discoveryresolver.Filter{Groups: []string{"nosuch.example.com"}}, nil); !errors.Is(err, dynamicinformer.ErrInvalid) {
 				return fmt.Errorf("Subscribe(nil handler) = %v", err)
 			}
 			return nil
@@ -164,16 +164,16 @@ func TestBadInput(t *testing.T) {
 		check func(context.Context) error
 	}{
 		{"Shutdown twice", func(context.Context) error { f.Shutdown(); f.Shutdown(); return nil }},
-		{"ForResource after Shutdown: Stopped, ErrShutdown", func(context.Context) error {
+		{"ForResource after Shutdown: Stopped, ErrStopped", func(context.Context) error {
 			h := f.ForResource(cm)
-			if st := h.Status(); st.State != dynamicinformer.Stopped || !errors.Is(st.Err, dynamicinformer.ErrShutdown) {
+			if st := h.Status(); st.State != dynamicinformer.Stopped || !errors.Is(st.Err, dynamicinformer.ErrStopped) {
 				return fmt.Errorf("status %+v", st)
 			}
 			h.Release()
 			h.Release()
 			return nil
 		}},
-		{"ForName after Shutdown", forName("cm", dynamicinformer.ErrShutdown)},
+		{"ForName after Shutdown", forName("cm", dynamicinformer.ErrStopped)},
 		{"Start after Shutdown: no-op", func(ctx context.Context) error { f.Start(ctx); return nil }},
 	}...)
 	failed := 0

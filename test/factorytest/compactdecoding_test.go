@@ -104,7 +104,7 @@ func TestCompactDecodingSameAsClientGo(t *testing.T) {
 					"client-go": reference,
 					"compact":   decodedStore{Store: h.Informer().GetStore(), t: t},
 				}})
-				views = append(views, viewGroup{name: r.Resource + "/" + v.name + "/" + n, ns: n, lister: h.UnstructuredLister(), reference: reference})
+				views = append(views, viewGroup{name: r.Resource + "/" + v.name + "/" + n, ns: n, lister: genericlister.New(h.Informer().GetIndexer(), h.GVR().GroupResource()), reference: reference})
 			}
 		}
 	}

@@ -164,7 +164,7 @@ func TestLostServerIsReportedByClientFactory(t *testing.T) {
 
 // TestClusterScopedResourceInNamespace (issue 20, defect 10): a served,
 // cluster-scoped resource asked for in a namespace is Failed with
-// ErrNamespaceOnClusterScoped at once, with discovery or without it (then
+// ErrInvalid at once, with discovery or without it (then
 // from the 404 of the namespaced URL and a cluster-wide check) — not
 // Pending "not served" forever.
 func TestClusterScopedResourceInNamespace(t *testing.T) {
@@ -184,7 +184,7 @@ func TestClusterScopedResourceInNamespace(t *testing.T) {
 			f.Start(ctx)
 			eventually(t, ctx, "Failed", func() bool { return h.Status().State == dynamicinformer.Failed })
 			st := h.Status()
-			if !errors.Is(st.Err, dynamicinformer.ErrNamespaceOnClusterScoped) || errors.Is(st.Err, dynamicinformer.ErrNotServed) {
+			if !errors.Is(st.Err, dynamicinformer.ErrInvalid) || errors.Is(st.Err, dynamicinformer.ErrNotServed) {
 				t.Fatalf("status %s %q: %v", st.State, st.Reason, st.Err)
 			}
 			t.Logf("reported after %v: %v", time.Since(start).Round(time.Millisecond), st.Err)
@@ -250,7 +250,7 @@ func TestSeveralNamespacesOneForbidden(t *testing.T) {
 	defer f.Shutdown()
 	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(allowed, denied))
 	rec := newRecorder()
-	if _, err := h.AddEventHandler(rec); err != nil {
+	if _, err := h.Informer().AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	f.Start(ctx)

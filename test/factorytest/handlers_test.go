@@ -73,12 +73,12 @@ func TestSlowAndPanickingHandlers(t *testing.T) {
 		OnUpdate(any, any)
 		OnDelete(any)
 	}{fast, slow, stuck, boom} {
-		if _, err := h.AddEventHandler(hd); err != nil {
+		if _, err := h.Informer().AddEventHandler(hd); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f.Start(ctx)
-	eventually(t, ctx, "synced", h.HasSynced)
+	eventually(t, ctx, "synced", h.Informer().HasSynced)
 	w := &writer{kube: kubernetes.NewForConfigOrDie(cp.DirectConfig()), ns: ns, rnd: rand.New(rand.NewSource(7))}
 	start := time.Now()
 	w.run(ctx, t, 300)
@@ -136,10 +136,10 @@ func TestCoalescingUnderBurst(t *testing.T) {
 	var panics atomic.Int64
 	co := eventhandler.Coalescing(cctx, eventhandler.RecoverPanics(sleepy{coalescedRec, 20 * time.Millisecond},
 		func(*eventhandler.PanicError) { panics.Add(1) }))
-	if _, err := h.AddEventHandler(co); err != nil {
+	if _, err := h.Informer().AddEventHandler(co); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.AddEventHandler(sleepy{plainRec, 20 * time.Millisecond}); err != nil {
+	if _, err := h.Informer().AddEventHandler(sleepy{plainRec, 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	f.Start(ctx)

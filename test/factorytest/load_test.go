@@ -160,7 +160,7 @@ func TestManyObjects(t *testing.T) {
 	defer f.Shutdown()
 	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
 	rec := newRecorder()
-	if _, err := h.AddEventHandler(rec); err != nil {
+	if _, err := h.Informer().AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
@@ -227,7 +227,7 @@ func TestStorageVersionConversionUnderLoad(t *testing.T) {
 	defer f.Shutdown()
 	h := f.ForResource(v1)
 	rec := newRecorder()
-	if _, err := h.AddEventHandler(rec); err != nil {
+	if _, err := h.Informer().AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	f.Start(ctx)

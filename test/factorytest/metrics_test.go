@@ -88,9 +88,10 @@ func (ri *recordedInformer) Event(t dynamicinformer.EventType, objects int) {
 func (ri *recordedInformer) Request(verb, reason string) {
 	ri.do(func(c *informerCounts) { c.requests[verb+" "+reason]++ })
 }
-func (ri *recordedInformer) WatchRestart()   { ri.do(func(c *informerCounts) { c.restarts++ }) }
-func (ri *recordedInformer) HandlerPanic()   {}
-func (ri *recordedInformer) QueuedItems(int) {}
+func (ri *recordedInformer) WatchRestart()    { ri.do(func(c *informerCounts) { c.restarts++ }) }
+func (ri *recordedInformer) HandlerPanic()    {}
+func (ri *recordedInformer) QueuedItems(int)  {}
+func (ri *recordedInformer) OutsideShard(int) {}
 func (ri *recordedInformer) ProcessingLatency(time.Duration) {
 	ri.do(func(c *informerCounts) { c.latencies++ })
 }

@@ -48,7 +48,7 @@ func TestRBACPartialAccess(t *testing.T) {
 	defer f.Shutdown()
 	cmA := f.ForResource(configmaps, dynamicinformer.WithNamespaces(nsA))
 	rec := newRecorder()
-	if _, err := cmA.AddEventHandler(rec); err != nil {
+	if _, err := cmA.Informer().AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	widgets := f.ForResource(crd)

@@ -22,7 +22,7 @@ import (
 // (WaitForObject, WaitForResourceVersion); the lister then sees the
 // write. While the informer's connection is stalled the wait ends with
 // the context, not with a stale yes; once the connection is back it
-// succeeds. When the CRD is deleted, a wait ends with ErrInformerRemoved.
+// succeeds. When the CRD is deleted, a wait ends with ErrNotServed.
 func TestReadYourWrites(t *testing.T) {
 	ctx := ctxT(t, 4*time.Minute)
 	sc := scenario(t)
@@ -135,7 +135,7 @@ func TestReadYourWrites(t *testing.T) {
 	t.Logf("caught up %s after the stall ended", afterStall.Round(time.Millisecond))
 
 	// The CRD goes while a wait for a version the informer never reaches
-	// runs: the wait ends with ErrInformerRemoved.
+	// runs: the wait ends with ErrNotServed.
 	waitErr := make(chan error, 1)
 	go func() {
 		waitErr <- h.WaitForResourceVersion(ctx, "999999999999")
@@ -145,18 +145,18 @@ func TestReadYourWrites(t *testing.T) {
 	}
 	select {
 	case err := <-waitErr:
-		if !errors.Is(err, dynamicinformer.ErrInformerRemoved) || !errors.Is(err, dynamicinformer.ErrNotServed) {
-			t.Fatalf("wait across the CRD's deletion: %v, want ErrInformerRemoved (and ErrNotServed)", err)
+		if !errors.Is(err, dynamicinformer.ErrNotServed) || !errors.Is(err, dynamicinformer.ErrNotServed) {
+			t.Fatalf("wait across the CRD's deletion: %v, want ErrNotServed (and ErrNotServed)", err)
 		}
 	case <-ctx.Done():
 		t.Fatal("the wait did not end when the CRD was deleted")
 	}
 	h.Release()
-	if err := h.WaitForResourceVersion(ctx, "1"); !errors.Is(err, dynamicinformer.ErrInformerStopped) {
-		t.Fatalf("released handle: %v, want ErrInformerStopped", err)
+	if err := h.WaitForResourceVersion(ctx, "1"); !errors.Is(err, dynamicinformer.ErrStopped) {
+		t.Fatalf("released handle: %v, want ErrStopped", err)
 	}
 	f.Shutdown()
 	leaks.VerifyNoLeaks(t)
-	sc.Held("%d writes each visible in the lister once the wait returned (median wait %s, max %s); during the stall the wait ended with its context and the lister lacked the write; %s after the stall it caught up; the CRD's deletion ended a wait with ErrInformerRemoved; no goroutine leak",
+	sc.Held("%d writes each visible in the lister once the wait returned (median wait %s, max %s); during the stall the wait ended with its context and the lister lacked the write; %s after the stall it caught up; the CRD's deletion ended a wait with ErrNotServed; no goroutine leak",
 		3*n, waits[len(waits)/2].Round(time.Millisecond), waits[len(waits)-1].Round(time.Millisecond), afterStall.Round(time.Millisecond))
 }

@@ -33,7 +33,7 @@ func TestPeriodicRelist(t *testing.T) {
 	h := f.ForResource(crd, dynamicinformer.WithNamespaces(ns), dynamicinformer.WithRelistPeriod(2*time.Second))
 	plain := f.ForResource(crd, dynamicinformer.WithNamespaces(ns), dynamicinformer.WithSharingKey("no relist"))
 	rec := newRecorder()
-	if _, err := h.AddEventHandler(rec); err != nil {
+	if _, err := h.Informer().AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -52,7 +52,7 @@ func TestPeriodicRelist(t *testing.T) {
 	})()
 	started := time.Now()
 	f.Start(ctx)
-	eventually(t, ctx, "synced", func() bool { return h.HasSynced() && plain.HasSynced() })
+	eventually(t, ctx, "synced", func() bool { return h.Informer().HasSynced() && plain.Informer().HasSynced() })
 	path := "/namespaces/" + ns + "/" + crd.Resource
 	lists0 := counter.Count("list", path)
 

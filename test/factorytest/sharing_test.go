@@ -72,7 +72,7 @@ func TestShareEqualProjections(t *testing.T) {
 		t.Fatal("equal projections got two informers")
 	}
 	f.Start(ctx)
-	eventually(t, ctx, "sync", func() bool { return h1.HasSynced() && h2.HasSynced() })
+	eventually(t, ctx, "sync", func() bool { return h1.Informer().HasSynced() && h2.Informer().HasSynced() })
 	time.Sleep(500 * time.Millisecond) // a second list or watch would be on its way
 	if lists, watches := counter.counts(); lists+watches > 2 || watches > 1 || lists > 1 {
 		t.Fatalf("%d lists and %d watches for one shared informer, want one list and one watch (or one watch-list)", lists, watches)
@@ -81,7 +81,7 @@ func TestShareEqualProjections(t *testing.T) {
 		t.Fatalf("cache holds %d objects", got)
 	}
 	other := f.ForResource(configmaps, inNS, dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true}))
-	eventually(t, ctx, "second informer sync", other.HasSynced)
+	eventually(t, ctx, "second informer sync", other.Informer().HasSynced)
 	if other.Informer().GetIndexer() == h1.Informer().GetIndexer() {
 		t.Fatal("different projections shared one informer")
 	}
@@ -109,7 +109,7 @@ func TestSharedRelistPeriod(t *testing.T) {
 	inNS := dynamicinformer.WithNamespaces(ns)
 	h1 := f.ForResource(configmaps, inNS)
 	f.Start(ctx)
-	eventually(t, ctx, "sync", h1.HasSynced)
+	eventually(t, ctx, "sync", h1.Informer().HasSynced)
 	time.Sleep(time.Second)
 	lists, watches := counter.counts()
 	before := lists + watches

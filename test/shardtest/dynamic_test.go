@@ -138,7 +138,7 @@ func TestDynamicMembership(t *testing.T) {
 		}
 		r := &replica{name: name, member: m, factory: f, handle: f.ForResource(gvr), lists: lists,
 			adds: map[types.UID]int{}, deletes: map[types.UID]int{}}
-		if _, err := r.handle.AddEventHandler(r.handler()); err != nil {
+		if _, err := r.handle.Informer().AddEventHandler(r.handler()); err != nil {
 			t.Fatal(err)
 		}
 		f.Start(ctx)

@@ -195,7 +195,7 @@ func testStaticShards(t *testing.T, gateOn bool) {
 		m.streamed = m.factory.ForResource(gvr)
 		m.paged = m.factory.ForResource(gvr, dynamicinformer.WithNamespaces(namespaces...))
 		for _, h := range []*dynamicinformer.InformerHandle{m.streamed, m.paged} {
-			if _, err := h.AddEventHandler(m.handler()); err != nil {
+			if _, err := h.Informer().AddEventHandler(m.handler()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -210,7 +210,7 @@ func testStaticShards(t *testing.T, gateOn bool) {
 	defer shutdown()
 	for i, m := range ms {
 		for _, h := range []*dynamicinformer.InformerHandle{m.streamed, m.paged} {
-			if !toolscache.WaitForCacheSync(ctx.Done(), h.HasSynced) {
+			if !toolscache.WaitForCacheSync(ctx.Done(), h.Informer().HasSynced) {
 				t.Fatalf("member %d: not synced: %+v", i, h.Status())
 			}
 		}

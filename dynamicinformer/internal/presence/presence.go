@@ -35,7 +35,12 @@ import (
 
 // ErrNamespaceOnClusterScoped: a namespace was asked of a cluster-scoped
 // resource. dynamicinformer exports the same value.
-var ErrNamespaceOnClusterScoped = errors.New("namespace option on a cluster-scoped resource")
+var ErrNamespaceOnClusterScoped = fmt.Errorf("%w: namespace option on a cluster-scoped resource", ErrInvalid)
+
+// ErrInvalid is dynamicinformer.ErrInvalid (an option or argument that
+// cannot be honoured by any informer); it lives here so that presence's
+// verdicts wrap it.
+var ErrInvalid = errors.New("invalid option")
 
 // CheckingReason is the reason of a Verdict given before any source has
 // answered.
