@@ -7,8 +7,8 @@
 //
 // Label indexes turn client-go's linear scan for a label selector into work
 // proportional to the matches; genericlister uses them automatically. The
-// way to index labels is per key: dynamicinformer's WithAutoLabelIndex (on
-// by default) installs the AutoLabelKeyIndex marker (AutoLabelKeyIndexers),
+// way to index labels is per key: every dynamicinformer informer (always)
+// installs the AutoLabelKeyIndex marker (AutoLabelKeyIndexers),
 // with which listers add the index of a key the first time a selector
 // needs it; WithLabelIndexKeys (LabelKeyIndexers) builds some up front.
 // One value per object per key, so nearly free on writes: client-go skips

@@ -6,7 +6,7 @@ import (
 	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
-// Label indexes. dynamicinformer's WithAutoLabelIndex (on by default) and
+// Label indexes. dynamicinformer's on-demand label index (always on) and
 // WithLabelIndexKeys are the way to index labels; genericlister's List
 // answers label selectors from these indexes when the indexer has them
 // (an index only makes the answer faster, never different). The names

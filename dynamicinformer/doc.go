@@ -218,7 +218,7 @@
 //
 // Factories, handles and subscriptions are safe for concurrent use.
 // Objects in caches, listers and handler arguments are shared: never
-// mutate them (DeepCopy first, or genericlister's ListCopy/GetCopy).
+// mutate them (DeepCopy first).
 // Parts of one object may be shared too: on the default decode path (see
 // WithAPIMachineryDecoding), identical managed-fields sets within an
 // object are one map.

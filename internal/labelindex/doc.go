@@ -4,6 +4,6 @@
 // marker that lets EnsureLabelKeyIndex add per-key indexes on demand, the
 // inverted index over every label (LabelIndexers), ObjectLabels and
 // HasIndex. The public way to index labels is dynamicinformer's
-// WithLabelIndexKeys and WithAutoLabelIndex (cache re-exports the few names
+// WithLabelIndexKeys and its always-on index (cache re-exports the few names
 // those options name).
 package labelindex
