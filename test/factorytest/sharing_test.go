@@ -1,10 +1,8 @@
 package factorytest
 
 import (
+	"context"
 	"errors"
-	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,34 +12,20 @@ import (
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
-// requestCounter counts the list and watch requests for the ConfigMaps of
-// one namespace, at the transport.
-type requestCounter struct {
-	path string
-
-	mu             sync.Mutex // guards lists, watches
-	lists, watches int
-}
-
-func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, c.path) {
-			c.mu.Lock()
-			if req.URL.Query().Get("watch") == "true" {
-				c.watches++
-			} else {
-				c.lists++
-			}
-			c.mu.Unlock()
-		}
-		return rt.RoundTrip(req)
-	})
-}
-
-func (c *requestCounter) counts() (lists, watches int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lists, c.watches
+// sharingSetup creates a namespace with n ConfigMaps and a factory whose
+// requests are counted; requests counts the lists and watches of that
+// namespace's ConfigMaps.
+func sharingSetup(t *testing.T, ctx context.Context, prefix string, n int) (f *dynamicinformer.Factory, inNS dynamicinformer.ResourceOption, requests func() (lists, watches int)) {
+	t.Helper()
+	ns := unique(prefix)
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	createConfigMaps(t, ctx, n, func(i int) *corev1.ConfigMap { return decodingConfigMap(ns, i) })
+	cfg, counter := controlplane.CountRequests(cp.Config())
+	path := "/api/v1/namespaces/" + ns + "/configmaps"
+	requests = func() (int, int) { return counter.Count("list", path), counter.Count("watch", path) }
+	return newFactory(t, cfg), dynamicinformer.WithNamespaces(ns), requests
 }
 
 // TestShareEqualProjections: two handles asking for equal projections —
@@ -50,21 +34,12 @@ func (c *requestCounter) counts() (lists, watches int) {
 // server; a different projection makes a second informer.
 func TestShareEqualProjections(t *testing.T) {
 	ctx := ctxT(t, 2*time.Minute)
-	ns := unique("share")
-	if err := cp.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	createConfigMaps(t, ctx, 3, func(i int) *corev1.ConfigMap { return decodingConfigMap(ns, i) })
+	f, inNS, requests := sharingSetup(t, ctx, "share", 3)
 	leaks := controlplane.SnapshotGoroutines()
-	counter := &requestCounter{path: "/namespaces/" + ns + "/configmaps"}
-	cfg := cp.Config()
-	cfg.Wrap(counter.wrap)
-	f := newFactory(t, cfg)
-	inNS := dynamicinformer.WithNamespaces(ns)
+	// The option is built inside a closure: what it asks for is data, so
+	// where it was built does not matter.
 	stripped := func() dynamicinformer.ResourceOption {
-		return func() dynamicinformer.ResourceOption {
-			return dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true, Fields: "data,metadata.name"})
-		}()
+		return dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true, Fields: "data,metadata.name"})
 	}
 	h1 := f.ForResource(configmaps, inNS, stripped())
 	h2 := f.ForResource(configmaps, inNS, dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true, Fields: "metadata.name, data"}))
@@ -74,8 +49,8 @@ func TestShareEqualProjections(t *testing.T) {
 	f.Start(ctx)
 	eventually(t, ctx, "sync", func() bool { return h1.Informer().HasSynced() && h2.Informer().HasSynced() })
 	time.Sleep(500 * time.Millisecond) // a second list or watch would be on its way
-	if lists, watches := counter.counts(); lists+watches > 2 || watches > 1 || lists > 1 {
-		t.Fatalf("%d lists and %d watches for one shared informer, want one list and one watch (or one watch-list)", lists, watches)
+	if lists, watches := requests(); lists+watches == 0 || lists+watches > 2 || watches > 1 || lists > 1 {
+		t.Fatalf("%d lists and %d watches for one shared informer, want one list and one watch (or one watch-list); none means the counter sees nothing", lists, watches)
 	}
 	if got := len(h1.Informer().GetStore().List()); got != 3 {
 		t.Fatalf("cache holds %d objects", got)
@@ -96,28 +71,19 @@ func TestShareEqualProjections(t *testing.T) {
 // ErrOptionConflict and the shared informer goes on.
 func TestSharedRelistPeriod(t *testing.T) {
 	ctx := ctxT(t, 2*time.Minute)
-	ns := unique("relist")
-	if err := cp.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	createConfigMaps(t, ctx, 2, func(i int) *corev1.ConfigMap { return decodingConfigMap(ns, i) })
+	f, inNS, requests := sharingSetup(t, ctx, "relist", 2)
 	leaks := controlplane.SnapshotGoroutines()
-	counter := &requestCounter{path: "/namespaces/" + ns + "/configmaps"}
-	cfg := cp.Config()
-	cfg.Wrap(counter.wrap)
-	f := newFactory(t, cfg)
-	inNS := dynamicinformer.WithNamespaces(ns)
 	h1 := f.ForResource(configmaps, inNS)
 	f.Start(ctx)
 	eventually(t, ctx, "sync", h1.Informer().HasSynced)
 	time.Sleep(time.Second)
-	lists, watches := counter.counts()
+	lists, watches := requests()
 	before := lists + watches
 	h2 := f.ForResource(configmaps, inNS, dynamicinformer.WithRelistPeriod(300*time.Millisecond))
 	if h2.Informer().GetIndexer() != h1.Informer().GetIndexer() || h2.Status().Err != nil {
 		t.Fatalf("second handle: %+v", h2.Status())
 	}
-	eventually(t, ctx, "relists", func() bool { lists, watches := counter.counts(); return lists+watches >= before+4 })
+	eventually(t, ctx, "relists", func() bool { lists, watches := requests(); return lists+watches >= before+4 })
 	if st := h1.Status(); st.State != dynamicinformer.Synced || st.Objects != 2 {
 		t.Fatalf("status %+v", st)
 	}
