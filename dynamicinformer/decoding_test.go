@@ -16,7 +16,7 @@ import (
 // the projection.
 func TestNewSharedInformerFactoryKeepsItsClient(t *testing.T) {
 	client := fakeClient()
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	cfg := f.cfg.merge([]ResourceOption{WithProjection(Projection{StripManagedFields: true, Compact: true})})
 	p := resolve(cfg, f.fastDecoding())
 	if p.client != factoryClient || p.decode != (decode.Options{}) {
@@ -40,7 +40,7 @@ func TestPlanFollowsTheProjection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), withDecodingClients(clients))
+	f := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true, decodingClients: clients})
 	opaque := WithTransform("opaque", ikcache.InternKeys)
 	strip := Projection{StripManagedFields: true}
 	wrapped := func(p Projection) ResourceOption {
@@ -96,7 +96,7 @@ func TestPlanFollowsTheProjection(t *testing.T) {
 			}
 		})
 	}
-	slow := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), withDecodingClients(clients), WithAPIMachineryDecoding())
+	slow := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true, decodingClients: clients, APIMachineryDecoding: true})
 	p := resolve(slow.cfg.merge([]ResourceOption{WithProjection(Projection{Compact: true})}), slow.fastDecoding())
 	if got := slow.listWatchClient(p); got != slow.client || p.compactor == nil {
 		t.Error("WithAPIMachineryDecoding: a compact informer does not use the factory's client and a Compactor")

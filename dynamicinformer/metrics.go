@@ -88,7 +88,3 @@ type InformerMetrics interface {
 	// drops what the informer added to its gauges.
 	Stopped()
 }
-
-// WithMetrics sends the factory's observations to m (see Metrics).
-// Default: none.
-func WithMetrics(m Metrics) Option { return func(c *factoryConfig) { c.metrics = m } }

@@ -71,8 +71,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	// Short, so that the test is short; a quiet healthy watch is probed
 	// (relisted) every idle period before the corruption, harmlessly.
 	const idle = 4 * time.Second
-	fac, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithDefaults(dynamicinformer.WithNamespaces(f.ns)), dynamicinformer.WithLogger(logger),
-		dynamicinformer.WithWatchIdleTimeout(idle))
+	fac, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(f.ns)}, Logger: logger, WatchIdleTimeout: idle})
 	if err != nil {
 		t.Fatal(err)
 	}

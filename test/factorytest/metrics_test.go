@@ -122,11 +122,11 @@ func TestMetricsFromTheServer(t *testing.T) {
 	createN(t, ctx, gvr, ns, 5, nil)
 	leaks := controlplane.SnapshotGoroutines()
 	rec := newMetricsRecorder()
-	f := newFactory(t, cp.Config(), dynamicinformer.WithMetrics(rec))
+	f := newFactory(t, cp.Config(), dynamicinformer.Options{Metrics: rec})
 	defer f.Shutdown()
 	h := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
 	deniedRec := newMetricsRecorder()
-	denied := newFactory(t, cp.UserConfig(unique("metrics-nobody")), dynamicinformer.WithMetrics(deniedRec), dynamicinformer.WithoutCRDTracking())
+	denied := newFactory(t, cp.UserConfig(unique("metrics-nobody")), dynamicinformer.Options{Metrics: deniedRec, DisableCRDTracking: true})
 	defer denied.Shutdown()
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	denied.ForResource(secrets, dynamicinformer.WithNamespaces(ns))
