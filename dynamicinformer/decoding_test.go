@@ -31,9 +31,9 @@ func TestNewSharedInformerFactoryKeepsItsClient(t *testing.T) {
 // follow from its Projection value alone: managed fields and last-applied
 // are skipped while decoding when the projection drops them, a compact
 // projection decodes straight to envelopes unless a transform of the
-// caller's runs before the Compactor, and WithAPIMachineryDecoding or
+// caller's runs before the Compactor, and Options.APIMachineryDecoding or
 // MetadataOnly use the ordinary clients. An option built by a closure
-// around WithProjection (or WithDefaults) is the same value and gets the
+// around WithProjection (or in Options.Defaults) is the same value and gets the
 // same decoder: nothing looks at functions.
 func TestPlanFollowsTheProjection(t *testing.T) {
 	clients, err := codec.NewClients(&rest.Config{Host: "https://127.0.0.1:1"})
@@ -99,7 +99,7 @@ func TestPlanFollowsTheProjection(t *testing.T) {
 	slow := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true, decodingClients: clients, APIMachineryDecoding: true})
 	p := resolve(slow.cfg.merge([]ResourceOption{WithProjection(Projection{Compact: true})}), slow.fastDecoding())
 	if got := slow.listWatchClient(p); got != slow.client || p.compactor == nil {
-		t.Error("WithAPIMachineryDecoding: a compact informer does not use the factory's client and a Compactor")
+		t.Error("APIMachineryDecoding: a compact informer does not use the factory's client and a Compactor")
 	}
 	// Each compact informer has a Compactor of its own.
 	cfg := f.cfg.merge([]ResourceOption{WithProjection(Projection{Compact: true})})

@@ -212,7 +212,7 @@ func TestCRDRemovalAndReturn(t *testing.T) {
 	noLeaks(t)
 }
 
-// Issue 20, defect 5: WithRediscoveryInterval(0) plus Subscribe polled
+// Issue 20, defect 5: rediscovery off plus Subscribe polled
 // discovery every second; a subscription now asks discovery nothing of
 // its own: with rediscovery off, the rounds stay those of the start.
 // Subscriptions deliver initial objects as Added with IsInitialList,

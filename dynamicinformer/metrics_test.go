@@ -324,7 +324,7 @@ func TestRequestReason(t *testing.T) {
 	}
 }
 
-// Without WithMetrics an informer has no metrics machinery: no handler, no
+// Without Options.Metrics an informer has no metrics machinery: no handler, no
 // client-go metrics name.
 func TestNoMetricsNoCost(t *testing.T) {
 	f := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true})

@@ -54,7 +54,7 @@ func (n countedNamespace) List(ctx context.Context, opts metav1.ListOptions) (*u
 	return n.ResourceInterface.List(ctx, opts)
 }
 
-// Many informers started at once send at most WithMaxConcurrentInitialLists
+// Many informers started at once send at most Options.MaxConcurrentInitialLists
 // first lists at a time, and all sync; without a bound they all list at
 // once.
 func TestMaxConcurrentInitialLists(t *testing.T) {

@@ -90,7 +90,7 @@ const (
 	// from the JSON to the compact encoding).
 	InformerKitCompact  = "ik Compact"
 	InformerKitMetadata = "ik MetadataOnly"
-	// InformerKitAPIMachinery is informerkit with WithAPIMachineryDecoding
+	// InformerKitAPIMachinery is informerkit with Options.APIMachineryDecoding
 	// (client-go's decode path).
 	InformerKitAPIMachinery = "ik APIMachineryDecoding"
 	ClientGo                = "client-go dynamicinformer"

@@ -42,7 +42,7 @@ import (
 // at once. A healthy idle watch got a bookmark every ~60 s (once the
 // first came after 120 s).
 //
-// So informerkit needs its liveness bound (WithWatchIdleTimeout, shortened
+// So informerkit needs its liveness bound (Options.WatchIdleTimeout, shortened
 // here): the silent stream ends, the informer relists with a consistent,
 // paginated probe list, and the test shows that the informer keeps the
 // objects it had, reports the problem as a typed error (errors.Is

@@ -244,7 +244,7 @@ func checkManagedFields(t *testing.T, g storeGroup, store string, stripped bool)
 }
 
 // TestFastDecodingSameAsClientGo: informers on informerkit's decode path
-// (the default of NewForConfig) and on client-go's (WithAPIMachineryDecoding,
+// (the default of NewForConfig) and on client-go's (Options.APIMachineryDecoding,
 // and client-go's own dynamic informer) over the same custom resource and
 // the same built-in kind hold reflect.DeepEqual objects after the initial
 // sync and after creates, updates and deletes; with StripManagedFields or

@@ -115,7 +115,7 @@ func (b *initialEventsEnd) Close() error {
 func TestInitialListsBoundedOnServer(t *testing.T) {
 	ctx := ctxT(t, 8*time.Minute)
 	sc := scenario(t)
-	const crds, limit, rounds = 200, 50, 3 // limit: WithMaxConcurrentInitialLists' default
+	const crds, limit, rounds = 200, 50, 3 // limit: Options.MaxConcurrentInitialLists' default
 	sc.Injected("informers for %d CRDs (1 object each) started at once, with the default bound (%d concurrent initial lists) and without, %d rounds each", crds, limit, rounds)
 	marker := unique("startup") + ".example.com"
 	ns := unique("startup")
