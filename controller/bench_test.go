@@ -108,7 +108,7 @@ func BenchmarkReconcile(b *testing.B) {
 		b.Run(fmt.Sprintf("n=%d/workers=%d", n, workers), func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			f := dynamicinformer.NewSharedInformerFactory(benchClient(n), 0, dynamicinformer.WithoutCRDTracking())
+			f := dynamicinformer.NewSharedInformerFactory(benchClient(n), dynamicinformer.Options{DisableCRDTracking: true})
 			defer f.Shutdown()
 			h := f.ForResource(benchGVR)
 			defer h.Release()

@@ -44,7 +44,7 @@ func noLeaks(t *testing.T) {
 
 func synced(t *testing.T, n int) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle) {
 	t.Helper()
-	f := dynamicinformer.NewSharedInformerFactory(benchClient(n), 0, dynamicinformer.WithoutCRDTracking())
+	f := dynamicinformer.NewSharedInformerFactory(benchClient(n), dynamicinformer.Options{DisableCRDTracking: true})
 	t.Cleanup(f.Shutdown)
 	h := f.ForResource(benchGVR)
 	t.Cleanup(h.Release)
@@ -101,8 +101,8 @@ func TestSubscribeWithoutResolver(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Run(ctx); !errors.Is(err, dynamicinformer.ErrNoResolver) {
-		t.Errorf("Run: %v, want ErrNoResolver", err)
+	if err := c.Run(ctx); !errors.Is(err, dynamicinformer.ErrInvalid) || !strings.Contains(err.Error(), "Options.Resolver") {
+		t.Errorf("Run: %v, want ErrInvalid naming Options.Resolver", err)
 	}
 	noLeaks(t)
 }

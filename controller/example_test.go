@@ -30,7 +30,7 @@ func Example() {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr: "CronTabList"},
 		ct("nightly", map[string]any{"owner": "ops"}), ct("hourly", nil))
-	factory := dynamicinformer.NewSharedInformerFactory(client, 0, dynamicinformer.WithoutCRDTracking())
+	factory := dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{DisableCRDTracking: true})
 	defer factory.Shutdown()
 	crontabs := factory.ForResource(gvr)
 	defer crontabs.Release()

@@ -14,8 +14,9 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 )
 
-func withAccessBackoff(lo, hi time.Duration) Option {
-	return func(c *factoryConfig) { c.accessBackoff.min, c.accessBackoff.max = lo, hi }
+// backoff is an access re-check back-off for Options.accessBackoff.
+func backoff(lo, hi time.Duration) struct{ min, max time.Duration } {
+	return struct{ min, max time.Duration }{lo, hi}
 }
 
 // rbac answers SelfSubjectAccessReviews of a fake dynamic client from a
@@ -58,7 +59,7 @@ func TestAccessCheckDeniedThenGranted(t *testing.T) {
 	client := fakeClient(widget("a", "w1", nil), widget("a", "w2", nil))
 	r := &rbac{allowed: map[string]bool{"a/list": true}}
 	client.PrependReactor("create", "selfsubjectaccessreviews", r.react)
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), withAccessBackoff(10*time.Millisecond, 40*time.Millisecond))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, accessBackoff: backoff(10*time.Millisecond, 40*time.Millisecond)})
 	h := f.ForResource(widgets, WithNamespaces("a"), WithAccessCheck(true))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -95,7 +96,7 @@ func TestAccessCheckUnavailableProceeds(t *testing.T) {
 	client := fakeClient(widget("a", "w1", nil))
 	r := &rbac{allowed: map[string]bool{}, err: errors.New("the server could not find the requested resource")}
 	client.PrependReactor("create", "selfsubjectaccessreviews", r.react)
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithDefaults(WithAccessCheck(true)))
+	f := NewSharedInformerFactory(client, Options{Defaults: []ResourceOption{WithAccessCheck(true)}, DisableCRDTracking: true})
 	h := f.ForResource(widgets)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -115,7 +116,7 @@ func TestAccessCheckOffByDefault(t *testing.T) {
 	client := fakeClient(widget("a", "w1", nil))
 	r := &rbac{allowed: map[string]bool{}}
 	client.PrependReactor("create", "selfsubjectaccessreviews", r.react)
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	h := f.ForResource(widgets)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -134,7 +135,7 @@ func TestAccessCheckReleasedWhileDenied(t *testing.T) {
 	client := fakeClient(widget("a", "w1", nil))
 	r := &rbac{allowed: map[string]bool{}}
 	client.PrependReactor("create", "selfsubjectaccessreviews", r.react)
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), withAccessBackoff(5*time.Millisecond, 5*time.Millisecond))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, accessBackoff: backoff(5*time.Millisecond, 5*time.Millisecond)})
 	h := f.ForResource(widgets, WithAccessCheck(true))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -31,7 +31,7 @@ func BenchmarkInitialSync(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				client := fakeClient(objs...)
-				f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+				f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 				h := f.ForResource(widgets)
 				count := make(chan struct{}, n)
 				_, _ = h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) { count <- struct{}{} }})

@@ -20,7 +20,7 @@ import (
 func TestCompactProjection(t *testing.T) {
 	before := runtime.NumGoroutine()
 	client := fakeClient(widget("a", "w1", map[string]string{"tier": "web"}), widget("a", "w2", nil), widget("b", "w3", nil))
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	strip := 0

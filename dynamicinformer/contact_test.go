@@ -56,7 +56,7 @@ func TestClientFactoryReportsLostContact(t *testing.T) {
 		}
 		return true, nil, nil
 	})
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	h := f.ForResource(widgets)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -16,7 +16,7 @@ import (
 // the projection.
 func TestNewSharedInformerFactoryKeepsItsClient(t *testing.T) {
 	client := fakeClient()
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	cfg := f.cfg.merge([]ResourceOption{WithProjection(Projection{StripManagedFields: true, Compact: true})})
 	p := resolve(cfg, f.fastDecoding())
 	if p.client != factoryClient || p.decode != (decode.Options{}) {
@@ -31,16 +31,16 @@ func TestNewSharedInformerFactoryKeepsItsClient(t *testing.T) {
 // follow from its Projection value alone: managed fields and last-applied
 // are skipped while decoding when the projection drops them, a compact
 // projection decodes straight to envelopes unless a transform of the
-// caller's runs before the Compactor, and WithAPIMachineryDecoding or
+// caller's runs before the Compactor, and Options.APIMachineryDecoding or
 // MetadataOnly use the ordinary clients. An option built by a closure
-// around WithProjection (or WithDefaults) is the same value and gets the
+// around WithProjection (or in Options.Defaults) is the same value and gets the
 // same decoder: nothing looks at functions.
 func TestPlanFollowsTheProjection(t *testing.T) {
 	clients, err := codec.NewClients(&rest.Config{Host: "https://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), withDecodingClients(clients))
+	f := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true, decodingClients: clients})
 	opaque := WithTransform("opaque", ikcache.InternKeys)
 	strip := Projection{StripManagedFields: true}
 	wrapped := func(p Projection) ResourceOption {
@@ -96,10 +96,10 @@ func TestPlanFollowsTheProjection(t *testing.T) {
 			}
 		})
 	}
-	slow := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), withDecodingClients(clients), WithAPIMachineryDecoding())
+	slow := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true, decodingClients: clients, APIMachineryDecoding: true})
 	p := resolve(slow.cfg.merge([]ResourceOption{WithProjection(Projection{Compact: true})}), slow.fastDecoding())
 	if got := slow.listWatchClient(p); got != slow.client || p.compactor == nil {
-		t.Error("WithAPIMachineryDecoding: a compact informer does not use the factory's client and a Compactor")
+		t.Error("APIMachineryDecoding: a compact informer does not use the factory's client and a Compactor")
 	}
 	// Each compact informer has a Compactor of its own.
 	cfg := f.cfg.merge([]ResourceOption{WithProjection(Projection{Compact: true})})

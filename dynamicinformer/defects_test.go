@@ -18,7 +18,6 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/go-logr/logr"
 	"github.com/informerkit/informerkit/discoveryresolver"
 )
 
@@ -44,7 +43,7 @@ func TestWatchErrorOnSyncedInformerLeavesErrNil(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithLogger(logr.Discard()))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, Logger: quiet})
 	h := f.ForResource(widgets)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -70,7 +69,7 @@ func TestWatchErrorOnSyncedInformerLeavesErrNil(t *testing.T) {
 // to wait for the informer, which waited for the handler).
 func TestReleaseFromOwnHandler(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
-	f := NewSharedInformerFactory(fakeClient(widget("a", "w1", nil)), 0, WithoutCRDTracking(), WithLogger(logr.Discard()))
+	f := NewSharedInformerFactory(fakeClient(widget("a", "w1", nil)), Options{DisableCRDTracking: true, Logger: quiet})
 	h := f.ForResource(widgets)
 	released := make(chan struct{})
 	var once sync.Once
@@ -100,7 +99,7 @@ func TestReleaseFromOwnHandler(t *testing.T) {
 // behind it).
 func TestStateSyncedWhenWaitForCacheSyncReturns(t *testing.T) {
 	for i := 0; i < 20; i++ {
-		f := NewSharedInformerFactory(fakeClient(widget("a", "w1", nil)), 0, WithoutCRDTracking(), WithLogger(logr.Discard()))
+		f := NewSharedInformerFactory(fakeClient(widget("a", "w1", nil)), Options{DisableCRDTracking: true, Logger: quiet})
 		h := f.ForResource(widgets)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		f.Start(ctx)
@@ -134,8 +133,7 @@ func blockingDiscovery(release <-chan struct{}) *fakediscovery.FakeDiscovery {
 // error (checking); then it syncs. "not served" is never said of it.
 func TestPendingWhileCheckingHasNoError(t *testing.T) {
 	release := make(chan struct{})
-	f := NewSharedInformerFactory(fakeClient(widget("a", "w1", nil)), 0, WithoutCRDTracking(), WithLogger(logr.Discard()),
-		WithResolver(discoveryresolver.New(blockingDiscovery(release))))
+	f := NewSharedInformerFactory(fakeClient(widget("a", "w1", nil)), Options{DisableCRDTracking: true, Logger: quiet, Resolver: discoveryresolver.New(blockingDiscovery(release))})
 	var mu sync.Mutex
 	var seen []Status
 	defer f.OnStatusChange(func(s Status) { mu.Lock(); seen = append(seen, s); mu.Unlock() })()
@@ -170,7 +168,7 @@ func TestUnreachableServerSetsContactErr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithLogger(logr.Discard()))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, Logger: quiet})
 	h := f.ForResource(widgets)
 	var published atomic.Int32
 	defer f.OnStatusChange(func(s Status) {
@@ -218,7 +216,7 @@ func TestClusterScopedInNamespaceIsAConfigError(t *testing.T) {
 		requests.Add(1)
 		return false, nil, nil
 	})
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithLogger(logr.Discard()), WithResolver(discoveryresolver.New(d)))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, Logger: quiet, Resolver: discoveryresolver.New(d)})
 	h := f.ForResource(nsGVR, WithNamespaces("default"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -6,11 +6,31 @@
 //
 // The public face is small: a *Factory (NewForConfig,
 // NewSharedInformerFactory) hands out *InformerHandle values (ForResource,
-// ForName) and Subscriptions (Subscribe); options are Option (the factory)
-// and ResourceOption (one informer), all named With*; Status and its typed
-// errors say what each informer is doing. The machinery lives under
-// internal/: the gate and its list/watch state machine, the liveness layer
-// below it, and presence (CRDs, discovery, 404 re-checks).
+// ForName) and Subscriptions (Subscribe). The factory is configured by one
+// Options value, whose zero value is the default factory (every field's
+// zero value is its documented default); one informer by ResourceOption
+// values, all named With*. Status and its typed errors say what each
+// informer is doing. The machinery lives under internal/: the gate and its
+// list/watch state machine, the liveness layer below it, and presence
+// (CRDs, discovery, 404 re-checks).
+//
+// # One factory, two constructors
+//
+// NewForConfig builds its clients from a rest.Config; NewSharedInformerFactory
+// takes a dynamic.Interface. Both give the same factory — the same options,
+// sharing, presence tracking, contact monitoring (Status.ContactErr, from
+// the informers' requests and a probe) and errors — with one difference:
+// NewSharedInformerFactory's informers decode with the client's codec (see
+// Decoding), as there is no rest.Config to build the fast decode path
+// from. What a factory was not given is ErrInvalid where it is needed:
+// ForName and Subscribe without a resolver (Options.Resolver; NewForConfig
+// builds one), an informer of full objects without a dynamic client.
+// A MetadataOnly informer uses the metadata client (Options.MetadataClient;
+// NewForConfig builds one) or, without one, the dynamic client: then the
+// server sends and the client decodes whole objects, and each is reduced
+// to its metadata before the cache, so the cache holds what the metadata
+// client would have given (the cost is the full objects' bandwidth and
+// decoding, not memory).
 //
 // # Sharing
 //
@@ -23,7 +43,7 @@
 // ForResource handle, which is Failed while the shared informer and its
 // other handles go on). No option is ignored:
 //
-//	Option                    On a shared informer
+//	ResourceOption            On a shared informer
 //	WithNamespaces            distinct (the set: order and repeats do not matter)
 //	WithLabelSelector         distinct
 //	WithFieldSelector         distinct
@@ -82,12 +102,23 @@
 // it cannot read from storage), open watches go silent and new ones are
 // answered 429, which the reflector retries forever without relisting or
 // reporting. Each informer therefore bounds the server's silence
-// (WithWatchIdleTimeout, default 3 minutes, three bookmark intervals):
-// past it, the watch ends and the informer relists with a consistent,
-// paginated probe list, whose error (ErrStoreRead for that case) sets the
-// state Failed until a list succeeds again. Every request goes through
+// (Options.WatchIdleTimeout, default 3 minutes, three bookmark intervals):
+// when nothing has come for it — no event or bookmark on the open watch,
+// no answer to a watch request (client-go retries 429 answers inside one
+// request for minutes) — the watch ends and the informer relists with a
+// consistent probe list, paginated like client-go's (pages of 500), which
+// the server answers from storage when its watch cache cannot initialize.
+// Its error (ErrStoreRead for that case) sets the state Failed until a
+// list succeeds; until then every retry is such a list, at the
+// reflector's backoff (800 ms doubling to 30 s). Every request goes through
 // that bound, including the relist that refills a cache when its resource
-// returns.
+// returns. A healthy resource costs one list per bound only if its watch
+// gets no bookmark for that long (kube-apiserver sends one about every
+// minute once the resource's revision has moved past the watch's).
+// Informers over several namespaces do not use the bound (their merged
+// watch asks for no bookmarks); each of their watch restarts relists in
+// pages, which meets the same server error once the server closes the
+// broken cache's watches.
 //
 // # Several namespaces
 //
@@ -131,16 +162,20 @@
 //
 // # Start-up
 //
-// At most WithMaxConcurrentInitialLists informers (default 50) send their
-// first list at the same time; the others wait, Pending, for a slot, so
-// that starting informers for 200 CRDs does not send 200 lists at once.
-// A first sync that streams (watch-list) holds its slot until its initial
-// events are in. Relists are not bounded. An informer waiting for a slot
-// is Pending with Status.Reason "waiting for an initial-list slot".
+// At most Options.MaxConcurrentInitialLists informers (default 50) send
+// their first list at the same time; the others wait, Pending, for a slot,
+// so that starting informers for 200 CRDs does not send 200 lists at once.
+// A first list holds its slot until it returns, a first sync that streams
+// (watch-list) until its initial events are in or the stream ends; a
+// first list that fails gives its slot back before the retry's backoff;
+// an informer over several namespaces takes one slot for all of them.
+// Relists (and the refill of a resource that returns) are not bounded. An
+// informer waiting for a slot is Pending with Status.Reason "waiting for
+// an initial-list slot".
 //
 // # Access check (RBAC pre-flight)
 //
-// With WithAccessCheck (per informer, or for all with WithDefaults), an
+// With WithAccessCheck (per informer, or for all in Options.Defaults), an
 // informer asks the server before its first list whether its user may
 // list and watch its resource in each of its namespaces (a
 // SelfSubjectAccessReview per verb and namespace, through the dynamic
@@ -174,15 +209,20 @@
 // *unstructured.Unstructured with interned keys, without building what
 // the projection drops (managed fields, the last-applied annotation) and,
 // for a compact projection with no WithTransform transform, straight into
-// the compact encoding — with client-go's results and errors, over
-// client-go's REST client (transport, auth, rate limiting, retries). The
-// path follows from the Projection value alone. WithAPIMachineryDecoding
-// turns it off; see docs/DESIGN.md ("Decode path") and
-// docs/PERFORMANCE.md.
+// the compact encoding — with client-go's results and errors (objects,
+// Status objects of error events, bookmarks, resourceVersions; anything
+// unusual is handed to client-go's codec), over client-go's REST client
+// (transport, auth, rate limiting, retries). Within one object, identical
+// sets of metadata.managedFields[*].fieldsV1 are one map: objects are
+// reflect.DeepEqual to client-go's and DeepCopy separates them. The path
+// follows from the Projection value alone. Options.APIMachineryDecoding
+// turns it off; factories from NewSharedInformerFactory always decode
+// with their client's codec, MetadataOnly informers with the metadata
+// client's. See docs/DESIGN.md ("Decode path") and docs/PERFORMANCE.md.
 //
 // # Metrics
 //
-// WithMetrics sends what each informer does to a Metrics: its state
+// Options.Metrics receives what each informer does: its state
 // changes, the events it delivers by type with the number of objects
 // cached, its list and watch requests and their failures by reason, watch
 // restarts, the time of its last complete list, recovered handler panics,
@@ -193,7 +233,7 @@
 // and how many of them run. The module
 // github.com/informerkit/informerkit/prometheusmetrics exports them with
 // Prometheus collectors; this package depends on no metrics library.
-// Without WithMetrics nothing is added to the informers.
+// Without Metrics nothing is added to the informers.
 //
 // # Read-your-writes
 //
@@ -201,8 +241,9 @@
 // for its own write: InformerHandle.WaitForObject with the object the
 // write returned, or WaitForResourceVersion with a resourceVersion,
 // returns once the cache has caught up (the lister sees the write), or
-// with a typed error (ErrNotServed, ErrInformerFailed,
-// ErrStopped, ErrResourceVersionNotComparable, or the context's).
+// with a typed error: ErrNotServed, the Failed informer's Status.Err
+// (errors.Is(err, ErrForbidden), ...), ErrStopped, ErrInvalid (a
+// resourceVersion that cannot be compared), or the context's.
 //
 // # Goroutines and blocking
 //
@@ -220,6 +261,5 @@
 // Objects in caches, listers and handler arguments are shared: never
 // mutate them (DeepCopy first).
 // Parts of one object may be shared too: on the default decode path (see
-// WithAPIMachineryDecoding), identical managed-fields sets within an
-// object are one map.
+// Decoding), identical managed-fields sets within an object are one map.
 package dynamicinformer

@@ -32,7 +32,11 @@ var (
 	// server rejected, a Projection that cannot be built (a field path
 	// that does not parse, Compact with MetadataOnly), a namespace asked
 	// of a cluster-scoped resource, a shard source with several
-	// namespaces, a nil event handler. No retry cures it.
+	// namespaces, a nil event handler, a client the factory lacks (a
+	// projection other than MetadataOnly on a factory without a dynamic
+	// client), ForName or Subscribe without a resolver
+	// (Options.Resolver), a resourceVersion the Wait methods cannot
+	// compare. No retry cures it.
 	ErrInvalid = presence.ErrInvalid
 	// ErrOptionConflict: a handle asked a shared informer for what it
 	// cannot honour, or asked a handle's Informer() for a setting the
@@ -45,15 +49,6 @@ var (
 	// factory was shut down (the Status of a handle obtained after
 	// Shutdown, ForName and Subscribe after Shutdown).
 	ErrStopped = errors.New("informer stopped")
-	// ErrNoResolver: ForName and Subscribe need a resolver: WithResolver,
-	// or NewForConfig (which builds one).
-	ErrNoResolver = errors.New("no discovery resolver configured")
-	// ErrDynamicClientMissing: the factory was given no dynamic client and
-	// the informer's projection is not MetadataOnly.
-	ErrDynamicClientMissing = errors.New("informer needs a dynamic client")
-	// ErrMetadataClientMissing: a MetadataOnly projection needs
-	// WithMetadataClient.
-	ErrMetadataClientMissing = errors.New("metadata-only informer needs WithMetadataClient")
 	// ErrStoreRead: the API server cannot read some objects of the resource
 	// from its storage (stored bytes that do not decode or decrypt), so it
 	// fails every LIST of the resource (500, reason StorageReadError) and
@@ -68,6 +63,12 @@ var (
 	// errors, connection failures); the cause is wrapped.
 	ErrWatch = errors.New("list/watch error")
 )
+
+// errNoResolver is the error of what (ForName, Subscribe) on a factory
+// without a resolver.
+func errNoResolver(what string) error {
+	return fmt.Errorf("%w: %s needs a discovery resolver: set Options.Resolver (NewForConfig builds one)", ErrInvalid, what)
+}
 
 // classify maps an error seen by list or watch to one of the package's
 // sentinel errors, keeping the cause.

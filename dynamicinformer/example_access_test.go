@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,9 +31,7 @@ func ExampleWithAccessCheck() {
 		return true, review, nil
 	})
 
-	factory := dynamicinformer.NewSharedInformerFactory(client, 0,
-		dynamicinformer.WithoutCRDTracking(), dynamicinformer.WithLogger(logr.Discard()),
-		dynamicinformer.WithDefaults(dynamicinformer.WithAccessCheck(true)))
+	factory := dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithAccessCheck(true)}, DisableCRDTracking: true})
 	defer factory.Shutdown()
 	crontabs := factory.ForResource(gvr, dynamicinformer.WithNamespaces("team-a"))
 

@@ -25,7 +25,7 @@ func Example() {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr: "CronTabList"}, ct)
 
-	factory := dynamicinformer.NewSharedInformerFactory(client, 0, dynamicinformer.WithoutCRDTracking())
+	factory := dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{DisableCRDTracking: true})
 	defer factory.Shutdown()
 
 	crontabs := factory.ForResource(gvr, dynamicinformer.WithNamespaces("team-a"))

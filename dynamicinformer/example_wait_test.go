@@ -20,7 +20,7 @@ func ExampleInformerHandle_WaitForObject() {
 	gvr := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr: "CronTabList"})
-	factory := dynamicinformer.NewSharedInformerFactory(client, 0, dynamicinformer.WithoutCRDTracking())
+	factory := dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{DisableCRDTracking: true})
 	defer factory.Shutdown()
 	crontabs := factory.ForResource(gvr)
 	defer crontabs.Release()
@@ -40,7 +40,7 @@ func ExampleInformerHandle_WaitForObject() {
 		panic(err)
 	}
 	if err := crontabs.WaitForObject(ctx, created); err != nil {
-		panic(err) // context.DeadlineExceeded, ErrNotServed, ErrInformerFailed, ErrStopped, ...
+		panic(err) // context.DeadlineExceeded, ErrNotServed, ErrStopped, the Failed informer's Status.Err (ErrForbidden, ...)
 	}
 	cached, err := crontabs.Lister().ByNamespace("team-a").Get("nightly")
 	fmt.Println(cached.(metav1.Object).GetName(), err)

@@ -2,11 +2,11 @@ package dynamicinformer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,7 +50,7 @@ type Factory struct {
 	cfg      factoryConfig
 	notifier *statusNotifier
 	presence *presence.Presence
-	metrics  *metricsDeps // nil without WithMetrics
+	metrics  *metricsDeps // nil without Options.Metrics
 	contact  *contactMonitor
 	// initialLists bounds the informers' concurrent first lists.
 	initialLists *gate.Slots
@@ -65,24 +65,25 @@ type Factory struct {
 	wg        sync.WaitGroup // every goroutine the factory started
 }
 
-// NewSharedInformerFactory returns a factory on client (which may be nil
-// if every informer's projection is MetadataOnly; CRDs are then not tracked).
-// defaultResync is the default handler resync period (0: none). Without
-// WithResolver, ForName and Subscribe return
-// ErrNoResolver and presence relies on CRDs and 404 answers. Contact with
-// the API server (Status.ContactErr) is followed as for NewForConfig,
-// from the informers' requests and a probe (see docs/DESIGN.md).
-func NewSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, opts ...Option) *Factory {
-	return newFactory(client, newContactMonitor(), defaultResync, opts)
+// NewSharedInformerFactory returns a factory on client. It is the factory
+// NewForConfig returns, with one difference: its informers decode with
+// client's codec (client-go's dynamic client decoding), since there is no
+// rest.Config to build the fast decode path from. Contact with the API
+// server (Status.ContactErr) is followed from the informers' requests and
+// a probe, as for NewForConfig. Without opts.Resolver, ForName and
+// Subscribe return ErrInvalid and presence relies on CRDs and 404
+// answers; without opts.MetadataClient, MetadataOnly informers go through
+// client (see Projection). client may be nil if opts.MetadataClient is
+// set and every informer is MetadataOnly; CRDs are then not tracked, and
+// an informer that needs client is Failed with ErrInvalid.
+func NewSharedInformerFactory(client dynamic.Interface, opts Options) *Factory {
+	return newFactory(client, newContactMonitor(), opts)
 }
 
 // newFactory is every factory: contact is the factory's contact monitor
 // (NewForConfig's also sees the transport).
-func newFactory(client dynamic.Interface, contact *contactMonitor, defaultResync time.Duration, opts []Option) *Factory {
-	cfg := defaults(defaultResync)
-	for _, o := range opts {
-		o(&cfg)
-	}
+func newFactory(client dynamic.Interface, contact *contactMonitor, opts Options) *Factory {
+	cfg := defaults(opts)
 	if cfg.resolver == nil && cfg.discovery != nil {
 		cfg.resolver = discoveryresolver.New(cfg.discovery, discoveryresolver.WithLogger(cfg.logger.WithName("resolver")))
 	}
@@ -108,10 +109,10 @@ func newFactory(client dynamic.Interface, contact *contactMonitor, defaultResync
 }
 
 // NewForConfig builds the dynamic, discovery and metadata clients from cfg
-// and returns a factory with ForName, Subscribe, CRD tracking and
-// MetadataOnly projection support; it also sees every request at the
-// transport, for contact (Status.ContactErr).
-func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option) (*Factory, error) {
+// (opts.Resolver and opts.MetadataClient, if set, are used instead of the
+// last two) and returns a factory on them; it also sees every request at
+// the transport, for contact (Status.ContactErr).
+func NewForConfig(cfg *rest.Config, opts Options) (*Factory, error) {
 	monitor := newContactMonitor()
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(monitor.wrap)
@@ -123,16 +124,17 @@ func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
-	md, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	clients, err := codec.NewClients(cfg)
 	if err != nil {
 		return nil, err
 	}
-	all := append([]Option{withDiscovery(disc), WithMetadataClient(md), withDecodingClients(clients)}, opts...)
-	return newFactory(dyn, monitor, defaultResync, all), nil
+	if opts.MetadataClient == nil {
+		if opts.MetadataClient, err = metadata.NewForConfig(cfg); err != nil {
+			return nil, err
+		}
+	}
+	opts.discovery, opts.decodingClients = disc, clients
+	return newFactory(dyn, monitor, opts), nil
 }
 
 // Resolver is the discovery resolver in use (nil without one).
@@ -183,7 +185,11 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 	}
 	e, err := f.newEntry(key, gvr, cfg, resolve(cfg, f.fastDecoding()))
 	if err != nil {
-		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: err, Err: err}), err
+		kind := err
+		if errors.Is(err, ErrInvalid) {
+			kind = ErrInvalid
+		}
+		return f.deadHandle(gvr, cfg, &InformerError{GVR: gvr, Kind: kind, Err: err}), err
 	}
 	e.follow = follow
 	f.mu.Lock()
@@ -283,10 +289,8 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 	var funcs listwatch.Funcs
 	var lists listwatch.ListBuilder
 	var client any
-	if p.client == metadataClient {
-		if f.cfg.metadataClient == nil {
-			return nil, ErrMetadataClientMissing
-		}
+	switch {
+	case p.client == metadataClient && f.cfg.metadataClient != nil:
 		md := f.cfg.metadataClient
 		funcs = listwatch.Funcs{
 			List: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
@@ -297,10 +301,11 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 			},
 		}
 		lists, client = listwatch.MetadataLists, md
-	} else {
-		if f.client == nil {
-			return nil, ErrDynamicClientMissing
-		}
+	case f.client == nil && p.client == metadataClient:
+		return nil, fmt.Errorf("%w: a MetadataOnly informer needs Options.MetadataClient or a dynamic client; the factory has neither", ErrInvalid)
+	case f.client == nil:
+		return nil, fmt.Errorf("%w: the informer's projection needs a dynamic client; the factory has none (only MetadataOnly informers can do without)", ErrInvalid)
+	default:
 		dyn := f.listWatchClient(p)
 		funcs = listwatch.Funcs{
 			List: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
@@ -311,6 +316,9 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 			},
 		}
 		lists, client = listwatch.UnstructuredLists(current), dyn
+		if p.client == metadataClient { // no metadata client: full objects, reduced before the cache
+			funcs, lists = listwatch.MetadataOnly(funcs), listwatch.MetadataLists
+		}
 	}
 	funcs = f.contact.funcs(funcs)
 	e, err := newEntry(key, gvr, cfg, p, funcs, lists, watchlist.DoesClientNotSupportWatchListSemantics(client), deps)
@@ -350,10 +358,11 @@ func (f *Factory) deadHandle(gvr schema.GroupVersionResource, cfg resourceConfig
 // namespace option on a cluster-scoped resource is
 // ErrInvalid; a selector that does not parse is
 // ErrInvalid, a projection ErrInvalid; an option the
-// shared informer cannot honour is ErrOptionConflict. Without a resolver it returns ErrNoResolver.
+// shared informer cannot honour is ErrOptionConflict. Without a resolver
+// (Options.Resolver) it returns ErrInvalid.
 func (f *Factory) ForName(ctx context.Context, ref string, opts ...ResourceOption) (*InformerHandle, error) {
 	if f.cfg.resolver == nil {
-		return nil, ErrNoResolver
+		return nil, errNoResolver("ForName")
 	}
 	res, err := f.cfg.resolver.Resolve(ctx, ref)
 	if err != nil {

@@ -75,7 +75,7 @@ func checkNoLeaks(t *testing.T, before int) {
 }
 
 func TestSharingIdentity(t *testing.T) {
-	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true})
 	defer f.Shutdown()
 	tweakA := func(o *metav1.ListOptions) { o.Limit = 1 }
 	tweakB := func(o *metav1.ListOptions) { o.Limit = 2 }
@@ -149,8 +149,7 @@ func TestSharingIdentity(t *testing.T) {
 }
 
 func TestOptionPrecedence(t *testing.T) {
-	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), WithDefaults(WithNamespaces("team-a")),
-		WithDefaults(WithLabelSelector("app=x")))
+	f := NewSharedInformerFactory(fakeClient(), Options{Defaults: []ResourceOption{WithNamespaces("team-a"), WithLabelSelector("app=x")}, DisableCRDTracking: true})
 	defer f.Shutdown()
 	st := f.ForResource(widgets).Status()
 	if len(st.Namespaces) != 1 || st.Namespaces[0] != "team-a" || st.LabelSelector != "app=x" {
@@ -167,7 +166,7 @@ func TestOptionPrecedence(t *testing.T) {
 }
 
 func TestInvalidSelectorIsAStatusNotAPanic(t *testing.T) {
-	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true})
 	defer f.Shutdown()
 	h := f.ForResource(widgets, WithLabelSelector("a in ("))
 	st := h.Status()
@@ -176,18 +175,12 @@ func TestInvalidSelectorIsAStatusNotAPanic(t *testing.T) {
 	}
 	h.Release()
 	h.Release()
-	if _, err := f.ForName(context.Background(), "widgets"); !errors.Is(err, ErrNoResolver) {
-		t.Fatalf("ForName without resolver: %v", err)
-	}
-	if st := f.ForResource(widgets, WithProjection(Projection{MetadataOnly: true})).Status(); !errors.Is(st.Err, ErrMetadataClientMissing) {
-		t.Fatalf("metadata-only without client: %+v", st)
-	}
 }
 
 func TestReferenceCountingAndLifecycle(t *testing.T) {
 	before := runtime.NumGoroutine()
 	client := fakeClient(widget("a", "w1", map[string]string{"tier": "web"}), widget("a", "w2", nil), widget("b", "w3", map[string]string{"tier": "web"}))
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h1 := f.ForResource(widgets)
@@ -241,7 +234,7 @@ func TestReferenceCountingAndLifecycle(t *testing.T) {
 
 func TestStatusNotifications(t *testing.T) {
 	client := fakeClient(widget("a", "w1", nil))
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	got := make(chan Status, 100)
 	remove := f.OnStatusChange(func(s Status) { got <- s })
 	defer remove()
@@ -312,7 +305,7 @@ func TestVersionPinned(t *testing.T) {
 func TestLabelIndexOptions(t *testing.T) {
 	before := runtime.NumGoroutine()
 	client := fakeClient(widget("a", "w1", map[string]string{"tier": "web", "app": "x"}), widget("a", "w2", nil), widget("b", "w3", map[string]string{"tier": "web"}))
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	def := f.ForResource(widgets)
@@ -376,7 +369,7 @@ func TestRepeatedFailurePublishedOnce(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	var failed, synced atomic.Int32
 	f.OnStatusChange(func(s Status) {
 		switch s.State {

@@ -52,7 +52,7 @@ func TestReleaseRemovesHandlers(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	noClientGoLeaks := leakcheck.Snapshot("k8s.io/client-go/tools/cache.")
 	client := fakeClient(widget("a", "before", nil))
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	released, kept := f.ForResource(widgets), f.ForResource(widgets)
 	if released.e != kept.e {
 		t.Fatal("the two handles do not share one informer")
@@ -135,7 +135,7 @@ func TestReleaseRemovesHandlers(t *testing.T) {
 func TestInformerHandlersRecoverPanics(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	client := fakeClient(widget("a", "w0", nil), widget("a", "w1", nil))
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	h := f.ForResource(widgets)
 	got := newNames()
 	reg, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
@@ -168,7 +168,7 @@ func TestInformerHandlersRecoverPanics(t *testing.T) {
 func TestHandleInformerDoesNotRun(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	client := fakeClient(widget("a", "w0", nil))
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	h := f.ForResource(widgets)
 	inf := h.Informer()
 	if inf != h.Informer() {

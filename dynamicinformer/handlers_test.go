@@ -61,7 +61,7 @@ func TestHandlersAreIsolated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	h := f.ForResource(widgets)
 	if _, err := h.Informer().AddEventHandler(nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("nil handler: %v", err)

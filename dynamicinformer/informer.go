@@ -42,7 +42,7 @@ type entry struct {
 	lw       *gate.ListerWatcher
 	server   *listwatch.Liveness
 	logger   logr.Logger
-	metrics  *entryMetrics // nil without WithMetrics
+	metrics  *entryMetrics // nil without Options.Metrics
 
 	refs   int                // guarded by Factory.mu
 	cancel context.CancelFunc // set when started; guarded by Factory.mu
@@ -532,7 +532,7 @@ func (e *entry) emptied(reason string) {
 }
 
 // waitingForSlot: the first list waits for an initial-list slot
-// (WithMaxConcurrentInitialLists).
+// (Options.MaxConcurrentInitialLists).
 func (e *entry) waitingForSlot() { e.apply(lifecycle.Event{Kind: lifecycle.SlotWaiting}) }
 
 // waiting: the informer never listed and the gate is closed.

@@ -24,8 +24,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/go-logr/logr"
-
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
 )
@@ -153,7 +151,7 @@ func widgetResources(resources ...string) *metav1.APIResourceList {
 func TestCRDRemovalAndReturn(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	c := lcClient(widgetsCRD("v1"), widget("a", "w1", nil), widget("a", "w2", nil))
-	f := NewSharedInformerFactory(c, 0)
+	f := NewSharedInformerFactory(c, Options{})
 	h := f.ForResource(widgets)
 	var mu sync.Mutex
 	var events []string
@@ -214,7 +212,7 @@ func TestCRDRemovalAndReturn(t *testing.T) {
 	noLeaks(t)
 }
 
-// Issue 20, defect 5: WithRediscoveryInterval(0) plus Subscribe polled
+// Issue 20, defect 5: rediscovery off plus Subscribe polled
 // discovery every second; a subscription now asks discovery nothing of
 // its own: with rediscovery off, the rounds stay those of the start.
 // Subscriptions deliver initial objects as Added with IsInitialList,
@@ -224,7 +222,7 @@ func TestSubscriptionAddsNoDiscoveryRounds(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	d := newLockedDiscovery(widgetResources("widgets"))
 	c := lcClient(widget("a", "w1", nil), widget("a", "boom", nil))
-	f := NewSharedInformerFactory(c, 0, WithResolver(discoveryresolver.New(d)), WithRediscoveryInterval(0), WithoutCRDTracking())
+	f := NewSharedInformerFactory(c, Options{Resolver: discoveryresolver.New(d), RediscoveryInterval: -1, DisableCRDTracking: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.Start(ctx)
@@ -315,7 +313,7 @@ func TestNotServedWithoutDiscoveryIsQuiet(t *testing.T) {
 		}
 		return true, nil, apierrors.NewNotFound(widgets.GroupResource(), "")
 	})
-	f := NewSharedInformerFactory(c, 0, WithWatchIdleTimeout(time.Minute))
+	f := NewSharedInformerFactory(c, Options{WatchIdleTimeout: time.Minute})
 	h := f.ForResource(widgets)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -347,7 +345,7 @@ func TestForbiddenCRDListDoesNotDelayFirstSync(t *testing.T) {
 	c.PrependReactor("list", "customresourcedefinitions", func(k8stesting.Action) (bool, kruntime.Object, error) {
 		return true, nil, apierrors.NewForbidden(presence.CRDResource.GroupResource(), "", errors.New("RBAC"))
 	})
-	f := NewSharedInformerFactory(c, 0)
+	f := NewSharedInformerFactory(c, Options{})
 	h := f.ForResource(widgets)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -372,7 +370,7 @@ func TestNamespaceOnClusterScoped(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	d := newLockedDiscovery(widgetResources("widgets", "clusterwidgets"))
 	c := lcClient()
-	f := NewSharedInformerFactory(c, 0, WithResolver(discoveryresolver.New(d)), WithoutCRDTracking(), WithLogger(logr.Discard()))
+	f := NewSharedInformerFactory(c, Options{Resolver: discoveryresolver.New(d), DisableCRDTracking: true, Logger: quiet})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cw := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "clusterwidgets"}
@@ -418,7 +416,7 @@ func TestSeveralNamespacesOneForbidden(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	f := NewSharedInformerFactory(c, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(c, Options{DisableCRDTracking: true})
 	h := f.ForResource(widgets, WithNamespaces("a", "b"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -446,7 +444,7 @@ func TestForNameFollowsCRDVersions(t *testing.T) {
 	w1v2.SetAPIVersion("example.com/v2")
 	w2v2.SetAPIVersion("example.com/v2")
 	c := lcClient(widgetsCRD("v1"), widget("a", "w1", nil), w1v2, w2v2)
-	f := NewSharedInformerFactory(c, 0, WithResolver(discoveryresolver.New(d)))
+	f := NewSharedInformerFactory(c, Options{Resolver: discoveryresolver.New(d)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.Start(ctx)
@@ -497,7 +495,7 @@ func TestContactLostAndRestored(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	f := NewSharedInformerFactory(c, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(c, Options{DisableCRDTracking: true})
 	h := f.ForResource(widgets)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -518,7 +516,7 @@ func TestContactLostAndRestored(t *testing.T) {
 
 // NewForConfig builds its clients without contacting the server.
 func TestNewForConfig(t *testing.T) {
-	f, err := NewForConfig(&rest.Config{Host: "https://127.0.0.1:1"}, 0)
+	f, err := NewForConfig(&rest.Config{Host: "https://127.0.0.1:1"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +524,7 @@ func TestNewForConfig(t *testing.T) {
 		t.Fatal("no resolver")
 	}
 	f.Shutdown()
-	if _, err := NewForConfig(&rest.Config{Host: "://bad"}, 0); err == nil {
+	if _, err := NewForConfig(&rest.Config{Host: "://bad"}, Options{}); err == nil {
 		t.Fatal("a bad host gave no error")
 	}
 }

@@ -5,7 +5,7 @@ import "time"
 // Metrics receives what a factory's informers do, for an exporter. The
 // module github.com/informerkit/informerkit/prometheusmetrics implements
 // it with Prometheus collectors; this package depends on no metrics
-// library. Set it with WithMetrics. Without it nothing is observed and
+// library. Set it with Options.Metrics. Without it nothing is observed and
 // nothing is paid: no handler is added to the informers and client-go's
 // informer metrics stay off.
 //
@@ -56,7 +56,7 @@ type InformerMetrics interface {
 	// ("Forbidden", "NotFound", "Expired", "TooManyRequests",
 	// "StorageReadError", "InternalError", ...), "ConnectionError" when
 	// the server could not be reached, "Timeout" when a watch request got
-	// no answer within the liveness bound (WithWatchIdleTimeout), or
+	// no answer within the liveness bound (Options.WatchIdleTimeout), or
 	// "Unknown". Requests cancelled because the informer stopped are not
 	// reported.
 	Request(verb, reason string)
@@ -88,7 +88,3 @@ type InformerMetrics interface {
 	// drops what the informer added to its gauges.
 	Stopped()
 }
-
-// WithMetrics sends the factory's observations to m (see Metrics).
-// Default: none.
-func WithMetrics(m Metrics) Option { return func(c *factoryConfig) { c.metrics = m } }

@@ -139,7 +139,7 @@ func TestMetricsFollowAnInformer(t *testing.T) {
 	before := runtime.NumGoroutine()
 	client := fakeClient(rvWidget("a", "w1", "10"), rvWidget("a", "w2", "11"))
 	rec := &recorder{}
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithMetrics(rec))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, Metrics: rec})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h := f.ForResource(widgets, WithNamespaces("a"))
@@ -263,7 +263,7 @@ func TestMetricsRequestsByReason(t *testing.T) {
 		return true, w, nil
 	})
 	rec := &recorder{}
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithMetrics(rec))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, Metrics: rec})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h := f.ForResource(widgets)
@@ -324,10 +324,10 @@ func TestRequestReason(t *testing.T) {
 	}
 }
 
-// Without WithMetrics an informer has no metrics machinery: no handler, no
+// Without Options.Metrics an informer has no metrics machinery: no handler, no
 // client-go metrics name.
 func TestNoMetricsNoCost(t *testing.T) {
-	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true})
 	defer f.Shutdown()
 	h := f.ForResource(widgets)
 	if h.e.metrics != nil || h.e.server.Hooks.Request != nil || h.e.server.Hooks.WatchEnded != nil {
@@ -346,7 +346,7 @@ func TestMetricsFollowVersion(t *testing.T) {
 		widgets: "WidgetList", v2: "WidgetList",
 	}, w)
 	rec := &recorder{}
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithMetrics(rec))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, Metrics: rec})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h := f.ForResource(widgets)

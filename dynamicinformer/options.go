@@ -20,17 +20,79 @@ import (
 	"github.com/informerkit/informerkit/shard"
 )
 
-// TweakListOptionsFunc edits the list and watch options of an informer just
-// before each request (client-go's dynamicinformer.TweakListOptionsFunc).
-type TweakListOptionsFunc func(*metav1.ListOptions)
-
-// Option configures a factory. Options that also exist as ResourceOption set
-// the factory-wide default that a per-resource option overrides.
-type Option func(*factoryConfig)
-
 // ResourceOption configures one informer (one ForResource or ForName call).
-// It overrides the factory-wide default of the same setting.
+// It overrides the factory-wide default of the same setting
+// (Options.Defaults).
 type ResourceOption func(*resourceConfig)
+
+// Options configures a factory (NewForConfig, NewSharedInformerFactory).
+// The zero value of every field is its documented default, so Options{}
+// is the default factory.
+type Options struct {
+	// Defaults apply to every informer of the factory; a ResourceOption
+	// given to ForResource or ForName overrides them. The factory-wide
+	// handler resync period is Defaults: []ResourceOption{WithResyncPeriod(d)}.
+	Defaults []ResourceOption
+	// Logger is the factory's logger; informers log with the key "gvr".
+	// Zero (which is also what logr.Discard() returns): klog's
+	// (klog.Background()), where client-go logs too. A failing list or
+	// watch is logged once per kind of failure, not per retry; nothing is
+	// logged at V(0) while all is well. For silence, give a logger whose
+	// sink drops everything (funcr.New(func(string, string) {}, funcr.Options{})).
+	Logger logr.Logger
+	// Resolver is used by ForName, Subscribe and presence tracking
+	// (discoveryresolver.New(discoveryClient) for a client of your own).
+	// Nil: NewForConfig builds one from its config; a
+	// NewSharedInformerFactory has none, so ForName and Subscribe return
+	// ErrInvalid and presence relies on CRDs and 404 answers.
+	Resolver *discoveryresolver.Resolver
+	// MetadataClient lists and watches the informers with a MetadataOnly
+	// projection. Nil: NewForConfig builds one from its config; without
+	// one, MetadataOnly informers list and watch full objects through the
+	// dynamic client and keep only their metadata (see Projection).
+	MetadataClient metadata.Interface
+	// DisableCRDTracking turns off the watch on CustomResourceDefinitions
+	// that starts informers when their CRD is established and empties
+	// them when it is deleted; presence is then learned from discovery
+	// (every RediscoveryInterval) and from 404 answers. Without a dynamic
+	// client CRDs are not tracked.
+	DisableCRDTracking bool
+	// RediscoveryInterval is how often discovery is refreshed to notice
+	// resources that are not CRDs (aggregated APIs) appearing or going
+	// away. Zero: 30 s; negative: no periodic refresh.
+	RediscoveryInterval time.Duration
+	// WatchIdleTimeout bounds the server's silence: when nothing has come
+	// for it (no event or bookmark on the open watch, no answer to a
+	// watch request), the watch ends and the informer relists with a
+	// consistent, paginated list, whose error the Status reports (see the
+	// package documentation, "Liveness"). Zero: 3 min (three bookmark
+	// intervals); negative: off. Informers over several namespaces do not
+	// use it.
+	WatchIdleTimeout time.Duration
+	// MaxConcurrentInitialLists bounds how many informers send their
+	// first list at the same time; the others wait, Pending (see the
+	// package documentation, "Start-up"). Zero: 50; negative: no bound.
+	MaxConcurrentInitialLists int
+	// Metrics receives the factory's observations (see Metrics). Nil:
+	// none, at no cost.
+	Metrics Metrics
+	// APIMachineryDecoding makes informers decode with client-go's
+	// dynamic client codec, as client-go's own informers do, instead of
+	// the fast decode path of NewForConfig's factories (see the package
+	// documentation, "Decoding"). It changes nothing for
+	// NewSharedInformerFactory, which always decodes with its client's
+	// codec.
+	APIMachineryDecoding bool
+
+	// Set by NewForConfig: the discovery client a resolver is built on
+	// when Resolver is nil, and the fast decode path's clients.
+	discovery       discovery.DiscoveryInterface
+	decodingClients *codec.Clients
+	// Tests only: presence's timings and the access re-check back-off
+	// (zero: their defaults).
+	presenceTimings struct{ ready, recheckMin, recheckMax time.Duration }
+	accessBackoff   struct{ min, max time.Duration }
+}
 
 // resourceConfig is the options of one ForResource or ForName call,
 // folded once (factoryConfig.merge). Its spec says which informer it
@@ -59,7 +121,7 @@ type resourceConfig struct {
 // keyedTweak and keyedTransform are caller code named by a sharing key.
 type keyedTweak struct {
 	key string
-	f   TweakListOptionsFunc
+	f   func(*metav1.ListOptions)
 }
 
 type keyedTransform struct {
@@ -67,6 +129,8 @@ type keyedTransform struct {
 	f   toolscache.TransformFunc
 }
 
+// factoryConfig is a factory's Options with every default applied
+// (defaults); in it zero or negative durations and bounds mean off.
 type factoryConfig struct {
 	resource       resourceConfig
 	logger         logr.Logger
@@ -74,123 +138,61 @@ type factoryConfig struct {
 	discovery      discovery.DiscoveryInterface
 	metadataClient metadata.Interface
 	followCRDs     bool
-	rediscovery    time.Duration
-	watchIdle      time.Duration
-	metrics        Metrics // nil: none (no handler added, client-go's informer metrics off)
-	maxInitial     int     // WithMaxConcurrentInitialLists; <= 0: no bound
+	rediscovery    time.Duration // <= 0: off
+	watchIdle      time.Duration // <= 0: off
+	metrics        Metrics       // nil: none (no handler added, client-go's informer metrics off)
+	maxInitial     int           // <= 0: no bound
 	// decodingClients: informers' fast decode path (NewForConfig), unless
-	// apimachineryDecoding (WithAPIMachineryDecoding).
+	// apimachineryDecoding.
 	decodingClients      *codec.Clients
 	apimachineryDecoding bool
-	// presenceTimings override presence's defaults (tests only).
-	presenceTimings struct{ ready, recheckMin, recheckMax time.Duration }
-	// accessBackoff overrides the access re-check back-off (tests only;
-	// zero: access.DefaultMinBackoff, DefaultMaxBackoff).
-	accessBackoff struct{ min, max time.Duration }
+	presenceTimings      struct{ ready, recheckMin, recheckMax time.Duration }
+	accessBackoff        struct{ min, max time.Duration }
 }
 
-// defaults is the one place where every default is set.
-func defaults(defaultResync time.Duration) factoryConfig {
-	return factoryConfig{
-		resource: resourceConfig{
-			resync: &defaultResync,
-		},
-		logger:      klog.Background(),
-		followCRDs:  true,
-		rediscovery: 30 * time.Second,
-		watchIdle:   defaultWatchIdleTimeout,
-		metrics:     nil, // WithMetrics: none, at no cost
-		maxInitial:  defaultMaxConcurrentInitialLists,
+// Defaults of Options' zero values.
+const (
+	defaultRediscoveryInterval = 30 * time.Second
+	// defaultWatchIdleTimeout is three times the API server's bookmark
+	// interval (see docs/DESIGN.md, "Liveness").
+	defaultWatchIdleTimeout = 3 * time.Minute
+	// defaultMaxConcurrentInitialLists is the cap gitops-engine uses.
+	defaultMaxConcurrentInitialLists = 50
+)
+
+// defaults is the one place where Options' zero values become defaults.
+func defaults(o Options) factoryConfig {
+	c := factoryConfig{
+		logger:               o.Logger,
+		resolver:             o.Resolver,
+		discovery:            o.discovery,
+		metadataClient:       o.MetadataClient,
+		followCRDs:           !o.DisableCRDTracking,
+		rediscovery:          o.RediscoveryInterval,
+		watchIdle:            o.WatchIdleTimeout,
+		metrics:              o.Metrics,
+		maxInitial:           o.MaxConcurrentInitialLists,
+		decodingClients:      o.decodingClients,
+		apimachineryDecoding: o.APIMachineryDecoding,
+		presenceTimings:      o.presenceTimings,
+		accessBackoff:        o.accessBackoff,
 	}
-}
-
-// defaultWatchIdleTimeout is the default of WithWatchIdleTimeout: three
-// times the API server's bookmark interval. kube-apiserver's watch cache
-// sends each watch that asked for bookmarks (client-go's reflector does) one
-// about every minute once the resource's revision has moved past the
-// watch's (a 1.37 server did so every 60 s on a resource nobody wrote to;
-// one gap was 120 s), and one 2 s before the watch's timeout (5 to 10 min
-// for client-go's reflector).
-const defaultWatchIdleTimeout = 3 * time.Minute
-
-// WithWatchIdleTimeout sets the informers' liveness bound: when nothing
-// has come from the server for d — no event or bookmark on the open watch,
-// or no answer to a watch request (client-go retries 429 answers inside
-// one request for minutes) — the watch ends and the informer relists to
-// check the server, with a consistent list paginated like client-go's own
-// (page size 500), which the server answers from storage when its watch
-// cache cannot initialize. Until such a list succeeds, every retry is one,
-// at the reflector's backoff (800 ms doubling to 30 s); the list's error
-// is reported as usual (for an object the server cannot read from its
-// storage: Failed, ErrStoreRead). The case it exists for: when the server
-// cannot decode an object in storage, its watch cache stops: open watches
-// get nothing (not even bookmarks), then are closed, and new watch
-// requests are answered 429 "storage is (re)initializing" — which
-// client-go's reflector retries forever without relisting or telling its
-// error handler, so without this bound the informer would stay Synced with
-// a cache that silently stops changing.
-//
-// A healthy resource costs one list per d only if its watch receives no
-// bookmark for d (servers whose watch cache does not advance on a quiet
-// resource). Default 3 minutes (three times the API server's bookmark
-// interval); zero or negative turns it
-// off. Informers over several namespaces do not use it (their merged
-// watch asks for no bookmarks); each of their watch restarts relists, in
-// pages, which meets the same server error once the server closes the
-// broken cache's watches (about 30 s after an object became unreadable).
-func WithWatchIdleTimeout(d time.Duration) Option {
-	return func(c *factoryConfig) { c.watchIdle = d }
-}
-
-// WithLogger sets the factory's logger. Informers log with the key "gvr".
-// Default: klog's (klog.Background()), where client-go logs too, so a
-// failing list or watch is visible as client-go users expect — once per
-// kind of failure, not per retry. While all is well nothing is logged at
-// V(0). Pass logr.Discard() for silence.
-func WithLogger(l logr.Logger) Option { return func(c *factoryConfig) { c.logger = l } }
-
-// WithResolver makes ForName, Subscribe and presence tracking use r
-// (discoveryresolver.New(discoveryClient) for a client of your own;
-// NewForConfig builds one from its config unless given r). Without it a
-// NewSharedInformerFactory's ForName returns ErrNoResolver and informers
-// of resources that are not served wait in Pending until their CRD appears.
-func WithResolver(r *discoveryresolver.Resolver) Option {
-	return func(c *factoryConfig) { c.resolver = r }
-}
-
-// withDiscovery builds a discoveryresolver.Resolver on d for the factory
-// unless WithResolver gives one (NewForConfig).
-func withDiscovery(d discovery.DiscoveryInterface) Option {
-	return func(c *factoryConfig) { c.discovery = d }
-}
-
-// WithMetadataClient supplies the metadata client that MetadataOnly
-// informers use.
-func WithMetadataClient(m metadata.Interface) Option {
-	return func(c *factoryConfig) { c.metadataClient = m }
-}
-
-// WithoutCRDTracking turns off the watch on CustomResourceDefinitions that
-// starts informers when their CRD is established and empties them when it
-// is deleted. Without it, presence is learned from discovery only (every
-// rediscovery interval) and from 404 answers.
-func WithoutCRDTracking() Option { return func(c *factoryConfig) { c.followCRDs = false } }
-
-// WithRediscoveryInterval sets how often discovery is refreshed to notice
-// resources that are not CRDs (aggregated APIs) appearing or going away.
-// Default 30s. Zero or negative disables periodic refreshes.
-func WithRediscoveryInterval(d time.Duration) Option {
-	return func(c *factoryConfig) { c.rediscovery = d }
-}
-
-// WithDefaults applies resource options to every informer of the factory;
-// a ResourceOption passed to ForResource or ForName overrides them.
-func WithDefaults(opts ...ResourceOption) Option {
-	return func(c *factoryConfig) {
-		for _, o := range opts {
-			o(&c.resource)
-		}
+	if c.logger.GetSink() == nil {
+		c.logger = klog.Background()
 	}
+	if c.rediscovery == 0 {
+		c.rediscovery = defaultRediscoveryInterval
+	}
+	if c.watchIdle == 0 {
+		c.watchIdle = defaultWatchIdleTimeout
+	}
+	if c.maxInitial == 0 {
+		c.maxInitial = defaultMaxConcurrentInitialLists
+	}
+	for _, opt := range o.Defaults {
+		opt(&c.resource)
+	}
+	return c
 }
 
 // WithNamespaces limits the informer to the given namespaces. No argument
@@ -222,7 +224,7 @@ func WithFieldSelector(selector string) ResourceOption {
 // (after the selectors are set). Sharing: handles share an informer only
 // if they give the same non-empty key, and the informer runs the first
 // handle's f; with an empty key the informer is the handle's own.
-func WithTweakListOptions(key string, f TweakListOptionsFunc) ResourceOption {
+func WithTweakListOptions(key string, f func(*metav1.ListOptions)) ResourceOption {
 	return func(c *resourceConfig) { c.tweak = keyedTweak{key: key, f: f} }
 }
 
@@ -276,7 +278,7 @@ func WithLabelIndexKeys(keys ...string) ResourceOption {
 }
 
 // WithAccessCheck turns the RBAC pre-flight on or off (default off; on for
-// every informer with WithDefaults(WithAccessCheck(true))). Before its
+// every informer with Options.Defaults). Before its
 // first list the informer asks the server, with a SelfSubjectAccessReview
 // per verb and namespace (through the factory's dynamic client), whether
 // its user may list and watch its resource in each of its namespaces (all

@@ -24,8 +24,11 @@ import (
 // README's example compiles as written.
 func readmeExample(ctx context.Context, restConfig *rest.Config) error {
 	// README BEGIN
-	factory, err := dynamicinformer.NewForConfig(restConfig, 0,
-		dynamicinformer.WithDefaults(dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true})))
+	factory, err := dynamicinformer.NewForConfig(restConfig, dynamicinformer.Options{
+		Defaults: []dynamicinformer.ResourceOption{
+			dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true}),
+		},
+	})
 	if err != nil {
 		return err
 	}

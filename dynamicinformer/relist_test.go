@@ -42,7 +42,7 @@ func (d *drift) counts(k string) (added, deleted int) {
 func TestRelistPeriodRepairsDrift(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	client := fakeClient(widget("a", "w1", nil), widget("a", "w2", nil))
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	h := f.ForResource(widgets, WithRelistPeriod(50*time.Millisecond))
 	plain := f.ForResource(widgets, WithSharingKey("no relist"))
 	d := &drift{added: map[string]int{}, deleted: map[string]int{}}

@@ -44,7 +44,7 @@ func TestShardsWithAServerThatIgnoresTheSelector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithDefaults(WithShard(s)))
+		f := NewSharedInformerFactory(client, Options{Defaults: []ResourceOption{WithShard(s)}, DisableCRDTracking: true})
 		factories = append(factories, f)
 		shards = append(shards, s)
 		h := f.ForResource(widgets)
@@ -133,7 +133,7 @@ func TestShardHandlersSeeOnlyTheShard(t *testing.T) {
 	for out.SetUID(uuid.NewUUID()); s.Contains(out); out.SetUID(uuid.NewUUID()) {
 	}
 	client := fakeClient(in, out)
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	defer f.Shutdown()
 	h := f.ForResource(widgets, WithShard(s))
 	var events []string
@@ -202,7 +202,7 @@ func TestShardMetrics(t *testing.T) {
 		objs = append(objs, w)
 	}
 	rec := &recorder{}
-	f := NewSharedInformerFactory(fakeClient(objs...), 0, WithoutCRDTracking(), WithMetrics(rec))
+	f := NewSharedInformerFactory(fakeClient(objs...), Options{DisableCRDTracking: true, Metrics: rec})
 	defer f.Shutdown()
 	h := f.ForResource(widgets, WithShard(s))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -219,7 +219,7 @@ func TestShardMetrics(t *testing.T) {
 }
 
 func TestShardsSplitInformers(t *testing.T) {
-	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true})
 	defer f.Shutdown()
 	s0, _ := shard.Static(0, 2)
 	s0b, _ := shard.ParseStatic("0/2")
@@ -232,7 +232,7 @@ func TestShardsSplitInformers(t *testing.T) {
 		t.Fatal("different shards must not share")
 	}
 	// The zero Shard undoes a factory default.
-	g := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking(), WithDefaults(WithShard(s1)))
+	g := NewSharedInformerFactory(fakeClient(), Options{Defaults: []ResourceOption{WithShard(s1)}, DisableCRDTracking: true})
 	defer g.Shutdown()
 	sts := []string{g.ForResource(widgets).Status().Shard, g.ForResource(widgets, WithShard(shard.Shard{})).Status().Shard}
 	sort.Strings(sts)
@@ -318,7 +318,7 @@ func TestShardSourceSwitch(t *testing.T) {
 		objs = append(objs, w)
 	}
 	src := newTestSource(first)
-	f := NewSharedInformerFactory(fakeClient(objs...), 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(fakeClient(objs...), Options{DisableCRDTracking: true})
 	h := f.ForResource(widgets, WithShardSource(src))
 	if h2 := f.ForResource(widgets, WithShardSource(src)); h2.Informer().GetIndexer() != h.Informer().GetIndexer() {
 		t.Fatal("the same source must share an informer")
@@ -431,7 +431,7 @@ func TestShardSourceSwitch(t *testing.T) {
 	}
 	checkNoLeaks(t, before)
 	// A source with several namespaces is a configuration error.
-	g := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
+	g := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true})
 	defer g.Shutdown()
 	if st := g.ForResource(widgets, WithShardSource(src), WithNamespaces("a", "b")).Status(); !errors.Is(st.Err, ErrInvalid) {
 		t.Fatalf("several namespaces with a source: %+v", st)

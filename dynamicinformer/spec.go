@@ -23,7 +23,10 @@ import (
 // runs after them and before the Compactor.
 type Projection struct {
 	// MetadataOnly holds *metav1.PartialObjectMetadata, listed and
-	// watched through the metadata client (WithMetadataClient).
+	// watched through the factory's metadata client; without one,
+	// through its dynamic client, each object reduced to its metadata
+	// before the cache (the same cache, at the cost of sending and
+	// decoding whole objects).
 	MetadataOnly bool
 	// StripManagedFields drops metadata.managedFields
 	// (cache.StripManagedFields); the fast decoder never builds them.
@@ -51,7 +54,7 @@ type Projection struct {
 // *unstructured.Unstructured objects, kept and shared by the informer's
 // Compactor for the objects being read; event handlers receive
 // *cache.Compact unless wrapped in cache.DecodingHandler. On the fast
-// decode path (NewForConfig, no WithAPIMachineryDecoding) a compact
+// decode path (NewForConfig, no Options.APIMachineryDecoding) a compact
 // informer without Fields or a WithTransform transform decodes each
 // object straight to the compact encoding, never building its maps.
 func WithProjection(p Projection) ResourceOption {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -28,7 +27,7 @@ func TestRelistPeriodMergesToTheShortest(t *testing.T) {
 		t.Run(first.String(), func(t *testing.T) {
 			noLeaks := newGoroutinesCheck()
 			client := fakeClient(widget("a", "w1", nil))
-			f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+			f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 			h1 := f.ForResource(widgets, WithRelistPeriod(first))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -66,7 +65,7 @@ func TestAccessCheckOnIfAnyAsks(t *testing.T) {
 	client := fakeClient(widget("a", "w1", nil))
 	r := &rbac{allowed: map[string]bool{"/list": true, "/watch": true}}
 	client.PrependReactor("create", "selfsubjectaccessreviews", r.react)
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	h1 := f.ForResource(widgets)
 	h2 := f.ForResource(widgets, WithAccessCheck(true))
 	if h1.Informer().GetIndexer() != h2.Informer().GetIndexer() || !h1.e.cfg.accessCheck {
@@ -95,7 +94,7 @@ func TestAccessCheckOnIfAnyAsks(t *testing.T) {
 // name the informer has keeps its function), and the on-demand label index
 // is on for every informer.
 func TestIndexersAndAutoLabelIndexMerge(t *testing.T) {
-	f := NewSharedInformerFactory(fakeClient(), 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(fakeClient(), Options{DisableCRDTracking: true})
 	defer f.Shutdown()
 	first := func(interface{}) ([]string, error) { return []string{"first"}, nil }
 	second := func(interface{}) ([]string, error) { return []string{"second"}, nil }
@@ -125,7 +124,7 @@ func TestIndexersAndAutoLabelIndexMerge(t *testing.T) {
 // the shared informer goes on.
 func TestResyncPeriodPerHandle(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
-	f := NewSharedInformerFactory(fakeClient(widget("a", "w1", nil)), 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(fakeClient(widget("a", "w1", nil)), Options{DisableCRDTracking: true})
 	h1 := f.ForResource(widgets, WithResyncPeriod(time.Second))
 	h2 := f.ForResource(widgets, WithResyncPeriod(0))
 	h3 := f.ForResource(widgets, WithResyncPeriod(2*time.Second))
@@ -165,7 +164,7 @@ func TestResyncPeriodPerHandle(t *testing.T) {
 // the shared informer keeps its handles.
 func TestOptionConflictFromForName(t *testing.T) {
 	d := newLockedDiscovery(widgetResources("widgets"))
-	f := NewSharedInformerFactory(lcClient(), time.Minute, WithResolver(discoveryresolver.New(d)), WithoutCRDTracking(), WithLogger(logr.Discard()))
+	f := NewSharedInformerFactory(lcClient(), Options{Defaults: []ResourceOption{WithResyncPeriod(time.Minute)}, Resolver: discoveryresolver.New(d), DisableCRDTracking: true, Logger: quiet})
 	defer f.Shutdown()
 	ctx := context.Background()
 	h, err := f.ForName(ctx, "widgets.v1.example.com")

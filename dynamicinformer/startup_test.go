@@ -54,24 +54,26 @@ func (n countedNamespace) List(ctx context.Context, opts metav1.ListOptions) (*u
 	return n.ResourceInterface.List(ctx, opts)
 }
 
-// Many informers started at once send at most WithMaxConcurrentInitialLists
+// Many informers started at once send at most Options.MaxConcurrentInitialLists
 // first lists at a time, and all sync; without a bound they all list at
 // once.
 func TestMaxConcurrentInitialLists(t *testing.T) {
 	for _, c := range []struct {
 		name      string
-		opts      []Option
+		opts      Options
 		informers int
 		maxPeak   int32
 		minPeak   int32
 	}{
-		{"cap 5", []Option{WithMaxConcurrentInitialLists(5)}, 60, 5, 5},
-		{"no cap", []Option{WithMaxConcurrentInitialLists(0)}, 20, 20, 6},
+		{"cap 5", Options{MaxConcurrentInitialLists: 5}, 60, 5, 5},
+		{"no cap", Options{MaxConcurrentInitialLists: -1}, 20, 20, 6},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
 			client := &listCounter{Interface: fakeClient(widget("a", "w1", nil))}
-			f := NewSharedInformerFactory(client, 0, append([]Option{WithoutCRDTracking()}, c.opts...)...)
+			opts := c.opts
+			opts.DisableCRDTracking = true
+			f := NewSharedInformerFactory(client, opts)
 			for i := 0; i < c.informers; i++ {
 				f.ForResource(widgets, WithSharingKey(fmt.Sprint(i)))
 			}
@@ -94,10 +96,10 @@ func TestMaxConcurrentInitialLists(t *testing.T) {
 }
 
 func TestDefaultMaxConcurrentInitialLists(t *testing.T) {
-	if got := defaults(0).maxInitial; got != defaultMaxConcurrentInitialLists {
+	if got := defaults(Options{}).maxInitial; got != defaultMaxConcurrentInitialLists {
 		t.Fatalf("default cap %d, want defaultMaxConcurrentInitialLists (%d)", got, defaultMaxConcurrentInitialLists)
 	}
-	if f := NewSharedInformerFactory(fakeClient(), 0); f.initialLists.Cap() != 50 {
+	if f := NewSharedInformerFactory(fakeClient(), Options{}); f.initialLists.Cap() != 50 {
 		t.Fatal("a factory without the option is not bounded at 50 first lists")
 	}
 }
@@ -143,7 +145,7 @@ func (n blockingNamespace) List(ctx context.Context, opts metav1.ListOptions) (*
 // slot is free.
 func TestWaitingForInitialListSlotStatus(t *testing.T) {
 	client := &blockingLists{Interface: fakeClient(widget("a", "w1", nil)), release: make(chan struct{})}
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking(), WithMaxConcurrentInitialLists(1))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, MaxConcurrentInitialLists: 1})
 	h1 := f.ForResource(widgets, WithSharingKey("1"))
 	h2 := f.ForResource(widgets, WithSharingKey("2"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

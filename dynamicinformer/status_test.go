@@ -34,7 +34,7 @@ func TestStatesAreTheMachines(t *testing.T) {
 func TestSameVerdictPublishedOnce(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	c := lcClient()
-	f := NewSharedInformerFactory(c, 0)
+	f := NewSharedInformerFactory(c, Options{})
 	const unserved = "no established CustomResourceDefinition serves"
 	var mu sync.Mutex
 	var seen []Status

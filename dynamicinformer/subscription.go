@@ -87,7 +87,7 @@ type member struct {
 // Stop, or Shutdown; it needs a resolver (WithResolver / NewForConfig).
 func (f *Factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter, handler func(Event), opts ...ResourceOption) (*Subscription, error) {
 	if f.cfg.resolver == nil {
-		return nil, ErrNoResolver
+		return nil, errNoResolver("Subscribe")
 	}
 	if handler == nil {
 		return nil, ErrInvalid

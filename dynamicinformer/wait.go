@@ -2,7 +2,6 @@ package dynamicinformer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,21 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	toolscache "k8s.io/client-go/tools/cache"
-)
-
-// Errors of WaitForResourceVersion and WaitForObject, for errors.Is. The
-// error returned wraps one of them (or the context's error) and, for a
-// Removed or Failed informer, its Status.Err.
-var (
-	// ErrInformerFailed: the informer is Failed (Status.Err says why).
-	ErrInformerFailed = errors.New("informer failed")
-	// ErrResourceVersionNotComparable: the resourceVersion waited for, or
-	// the cache's, is not an integer the API server's ordering applies to
-	// (resourceversion.CompareResourceVersion: e.g. an aggregated API
-	// server's opaque versions), or the informer spans several namespaces,
-	// whose merged events do not arrive in resourceVersion order (use
-	// WaitForObject there).
-	ErrResourceVersionNotComparable = errors.New("resourceVersion not comparable")
 )
 
 // Bounds of the poll of the cache's resourceVersion while waiting: the
@@ -43,13 +27,16 @@ const (
 // resourceVersion (client-go's Store.LastStoreSyncResourceVersion: the
 // last object, list or bookmark taken into the cache) is at least rv, in
 // the API server's order (resourceversion.CompareResourceVersion). While
-// the informer is Pending or Syncing it waits. It returns an error
-// wrapping ErrNotServed, ErrInformerFailed or ErrStopped
-// when the informer is in that state and not caught up (ErrStopped
-// at once if this handle was released), the context's
-// error (errors.Is context.DeadlineExceeded or context.Canceled) when ctx
-// ends first, and ErrResourceVersionNotComparable for a resourceVersion
-// that is not an integer and for informers over several namespaces.
+// the informer is Pending or Syncing it waits. When the informer is not
+// caught up and Removed it returns an error wrapping ErrNotServed; Failed:
+// wrapping its Status.Err (so errors.Is(err, ErrForbidden), ErrStoreRead,
+// ... tell why); Stopped, or this handle released: ErrStopped (at once).
+// When ctx ends first it returns the context's error (errors.Is
+// context.DeadlineExceeded or context.Canceled). A resourceVersion that
+// is not an integer the API server's ordering applies to (an aggregated
+// API server's opaque versions), in rv or in the cache, and an informer
+// over several namespaces, whose merged events do not arrive in
+// resourceVersion order (use WaitForObject there), are ErrInvalid.
 //
 // It polls the cache's resourceVersion (a mutex read), immediately, then
 // every 5 ms doubling to 100 ms; it starts no goroutine. A write the
@@ -65,13 +52,13 @@ const (
 // depend on it).
 func (h *InformerHandle) WaitForResourceVersion(ctx context.Context, rv string) error {
 	if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
-		return fmt.Errorf("%w: %w", ErrResourceVersionNotComparable, err)
+		return fmt.Errorf("%w: resourceVersion %q is not comparable: %w", ErrInvalid, rv, err)
 	}
 	if h.released.Load() {
 		return fmt.Errorf("waiting for resourceVersion %s of %s: this handle was released: %w", rv, h.e.currentGVR(), ErrStopped)
 	}
 	if len(h.e.cfg.namespaces) > 1 {
-		return fmt.Errorf("%w: the informer merges %d namespaces", ErrResourceVersionNotComparable, len(h.e.cfg.namespaces))
+		return fmt.Errorf("%w: WaitForResourceVersion on an informer that merges %d namespaces (their resourceVersions are not ordered; use WaitForObject)", ErrInvalid, len(h.e.cfg.namespaces))
 	}
 	return h.e.waitFor(ctx, rv, h.e.storeReached)
 }
@@ -86,7 +73,7 @@ func (h *InformerHandle) WaitForResourceVersion(ctx context.Context, rv string) 
 func (h *InformerHandle) WaitForObject(ctx context.Context, obj metav1.Object) error {
 	rv := obj.GetResourceVersion()
 	if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
-		return fmt.Errorf("%w: %w", ErrResourceVersionNotComparable, err)
+		return fmt.Errorf("%w: resourceVersion %q is not comparable: %w", ErrInvalid, rv, err)
 	}
 	if h.released.Load() {
 		return fmt.Errorf("waiting for resourceVersion %s of %s: this handle was released: %w", rv, h.e.currentGVR(), ErrStopped)
@@ -133,7 +120,7 @@ func (e *entry) waitFor(ctx context.Context, rv string, reached func(string) (bo
 		case Removed:
 			return fmt.Errorf("waiting for resourceVersion %s of %s: %w: %w", rv, e.currentGVR(), ErrNotServed, stErr)
 		case Failed:
-			return fmt.Errorf("waiting for resourceVersion %s of %s: %w: %w", rv, e.currentGVR(), ErrInformerFailed, stErr)
+			return fmt.Errorf("waiting for resourceVersion %s of %s: the informer failed: %w", rv, e.currentGVR(), stErr)
 		case Stopped:
 			return fmt.Errorf("waiting for resourceVersion %s of %s: %w", rv, e.currentGVR(), ErrStopped)
 		}
@@ -173,7 +160,7 @@ func (e *entry) storeReached(rv string) (bool, error) {
 	}
 	c, err := resourceversion.CompareResourceVersion(last, rv)
 	if err != nil {
-		return false, fmt.Errorf("%w: the cache is at %q: %w", ErrResourceVersionNotComparable, last, err)
+		return false, fmt.Errorf("%w: the cache's resourceVersion %q is not comparable: %w", ErrInvalid, last, err)
 	}
 	return c >= 0, nil
 }

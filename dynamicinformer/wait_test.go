@@ -20,7 +20,7 @@ import (
 func TestWaitForResourceVersion(t *testing.T) {
 	before := runtime.NumGoroutine()
 	client := fakeClient(rvWidget("a", "w1", "10"))
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h := f.ForResource(widgets)
@@ -61,8 +61,8 @@ func TestWaitForResourceVersion(t *testing.T) {
 		h  *InformerHandle
 		rv string
 	}{{h, "abc"}, {h, "0"}, {h, ""}, {multi, "30"}} {
-		if err := c.h.WaitForResourceVersion(ctx, c.rv); !errors.Is(err, ErrResourceVersionNotComparable) {
-			t.Errorf("WaitForResourceVersion(%q) (namespaces %v) = %v, want ErrResourceVersionNotComparable", c.rv, c.h.e.cfg.namespaces, err)
+		if err := c.h.WaitForResourceVersion(ctx, c.rv); !errors.Is(err, ErrInvalid) {
+			t.Errorf("WaitForResourceVersion(%q) (namespaces %v) = %v, want ErrInvalid", c.rv, c.h.e.cfg.namespaces, err)
 		}
 	}
 
@@ -77,20 +77,22 @@ func TestWaitForResourceVersion(t *testing.T) {
 	checkNoLeaks(t, before)
 }
 
-// A Failed informer ends the wait with ErrInformerFailed and its cause.
+// A Failed informer ends the wait with its Status.Err (here ErrForbidden,
+// with the server's 403).
 func TestWaitForResourceVersionFailed(t *testing.T) {
 	client := fakeClient()
 	client.PrependReactor("list", "widgets", func(k8stesting.Action) (bool, kruntime.Object, error) {
 		return true, nil, apierrors.NewForbidden(widgets.GroupResource(), "", errors.New("no access"))
 	})
-	f := NewSharedInformerFactory(client, 0, WithoutCRDTracking())
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
 	defer f.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h := f.ForResource(widgets)
 	f.Start(ctx)
 	err := h.WaitForResourceVersion(ctx, "10")
-	if !errors.Is(err, ErrInformerFailed) || !errors.Is(err, ErrForbidden) {
-		t.Fatalf("forbidden informer: %v, want ErrInformerFailed and ErrForbidden", err)
+	var se *apierrors.StatusError
+	if !errors.Is(err, ErrForbidden) || !errors.As(err, &se) || !apierrors.IsForbidden(se) {
+		t.Fatalf("forbidden informer: %v, want ErrForbidden wrapping the server's 403", err)
 	}
 }

@@ -33,14 +33,13 @@ func BenchmarkInitialSyncMetrics(b *testing.B) {
 	run := func(b *testing.B, metrics bool) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			var opts []dynamicinformer.Option
-			opts = append(opts, dynamicinformer.WithoutCRDTracking())
+			opts := dynamicinformer.Options{DisableCRDTracking: true}
 			if metrics {
 				m := New()
 				prometheus.NewRegistry().MustRegister(m)
-				opts = append(opts, dynamicinformer.WithMetrics(m))
+				opts.Metrics = m
 			}
-			f := dynamicinformer.NewSharedInformerFactory(newClient(), 0, opts...)
+			f := dynamicinformer.NewSharedInformerFactory(newClient(), opts)
 			h := f.ForResource(widgets)
 			count := make(chan struct{}, n)
 			_, _ = h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) { count <- struct{}{} }})

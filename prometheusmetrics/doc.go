@@ -4,14 +4,14 @@
 // depends on no metrics library.
 //
 // New returns a *Metrics that is both a dynamicinformer.Metrics (give it
-// to the factory with dynamicinformer.WithMetrics) and a
+// to the factory as dynamicinformer.Options.Metrics) and a
 // prometheus.Collector (register it with any registry: a plain
 // prometheus.NewRegistry, prometheus.DefaultRegisterer, or
 // controller-runtime's metrics.Registry):
 //
 //	m := prometheusmetrics.New()
 //	registry.MustRegister(m)
-//	factory, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithMetrics(m))
+//	factory, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{Metrics: m})
 //
 // One *Metrics serves one factory. For several factories in one process,
 // give each its own and register each through

@@ -30,8 +30,7 @@ func Example() {
 	m := prometheusmetrics.New()
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(m)
-	factory := dynamicinformer.NewSharedInformerFactory(client, 0,
-		dynamicinformer.WithoutCRDTracking(), dynamicinformer.WithMetrics(m))
+	factory := dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{DisableCRDTracking: true, Metrics: m})
 	defer factory.Shutdown()
 	crontabs := factory.ForResource(gvr)
 	defer crontabs.Release()

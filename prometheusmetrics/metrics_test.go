@@ -132,7 +132,7 @@ func TestScrape(t *testing.T) {
 	httpClient := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	url := srv.URL + "/metrics"
 
-	f := dynamicinformer.NewSharedInformerFactory(client, 0, dynamicinformer.WithoutCRDTracking(), dynamicinformer.WithMetrics(m))
+	f := dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{DisableCRDTracking: true, Metrics: m})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a := f.ForResource(widgets, dynamicinformer.WithNamespaces("a"))

@@ -50,11 +50,7 @@ type audit struct {
 // follows its shard.
 func newAudit(restCfg *rest.Config, cfg *Config, rules ruleSet, log logr.Logger, info io.Writer, member *membership.Member) (*audit, error) {
 	m := newMetrics()
-	factory, err := dynamicinformer.NewForConfig(restCfg, 0,
-		dynamicinformer.WithLogger(log.WithName("informers")),
-		dynamicinformer.WithRediscoveryInterval(2*time.Second),
-		dynamicinformer.WithMetrics(m.informers),
-		dynamicinformer.WithDefaults(shardOptions(cfg, member)...))
+	factory, err := dynamicinformer.NewForConfig(restCfg, dynamicinformer.Options{Defaults: shardOptions(cfg, member), Logger: log.WithName("informers"), RediscoveryInterval: 2 * time.Second, Metrics: m.informers})
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ import (
 // registry of their own (nothing global).
 type metrics struct {
 	reg          *prometheus.Registry
-	informers    *prometheusmetrics.Metrics // the factory's (WithMetrics)
+	informers    *prometheusmetrics.Metrics // the factory's (Options.Metrics)
 	checked      *prometheus.CounterVec
 	audited      *prometheus.GaugeVec
 	noncompliant *prometheus.GaugeVec

@@ -167,7 +167,7 @@ func ready(sts []dynamicinformer.Status, contactErr error) (bool, []string) {
 
 // health is what the metrics server reads from the watcher.
 type health struct {
-	informers   *prometheusmetrics.Metrics // the factory's (WithMetrics)
+	informers   *prometheusmetrics.Metrics // the factory's (Options.Metrics)
 	statuses    func() []dynamicinformer.Status
 	counts      *counters
 	contactErr  func([]dynamicinformer.Status) error

@@ -38,7 +38,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{ct: "CronTabList"}, cronTab("c1"), cronTab("c2"), cronTab("c3"))
 	pm := prometheusmetrics.New()
-	f := dynamicinformer.NewSharedInformerFactory(client, 0, dynamicinformer.WithoutCRDTracking(), dynamicinformer.WithMetrics(pm))
+	f := dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{DisableCRDTracking: true, Metrics: pm})
 	defer f.Shutdown()
 	f.ForResource(ct)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

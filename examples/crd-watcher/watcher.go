@@ -79,10 +79,7 @@ func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, lo
 		}
 		defaults = append(defaults, dynamicinformer.WithShard(s))
 	}
-	f, err := dynamicinformer.NewForConfig(restCfg, 0,
-		dynamicinformer.WithLogger(logger),
-		dynamicinformer.WithMetrics(metrics),
-		dynamicinformer.WithDefaults(defaults...))
+	f, err := dynamicinformer.NewForConfig(restCfg, dynamicinformer.Options{Defaults: defaults, Logger: logger, Metrics: metrics})
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ const (
 	// from the JSON to the compact encoding).
 	InformerKitCompact  = "ik Compact"
 	InformerKitMetadata = "ik MetadataOnly"
-	// InformerKitAPIMachinery is informerkit with WithAPIMachineryDecoding
+	// InformerKitAPIMachinery is informerkit with Options.APIMachineryDecoding
 	// (client-go's decode path).
 	InformerKitAPIMachinery = "ik APIMachineryDecoding"
 	ClientGo                = "client-go dynamicinformer"
@@ -104,11 +104,10 @@ const (
 func DefaultImpls() []Impl {
 	ik := func(name string, opts ...dynamicinformer.ResourceOption) Impl {
 		return Impl{Name: name, New: func(cfg *rest.Config) (Instance, error) {
-			var fopts []dynamicinformer.Option
-			if name == InformerKitAPIMachinery {
-				fopts = append(fopts, dynamicinformer.WithAPIMachineryDecoding())
-			}
-			f, err := dynamicinformer.NewForConfig(cfg, 0, append(fopts, dynamicinformer.WithDefaults(opts...))...)
+			f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{
+				Defaults:             opts,
+				APIMachineryDecoding: name == InformerKitAPIMachinery,
+			})
 			if err != nil {
 				return nil, err
 			}

@@ -42,7 +42,7 @@ import (
 // at once. A healthy idle watch got a bookmark every ~60 s (once the
 // first came after 120 s).
 //
-// So informerkit needs its liveness bound (WithWatchIdleTimeout, shortened
+// So informerkit needs its liveness bound (Options.WatchIdleTimeout, shortened
 // here): the silent stream ends, the informer relists with a consistent,
 // paginated probe list, and the test shows that the informer keeps the
 // objects it had, reports the problem as a typed error (errors.Is
@@ -71,8 +71,7 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	// Short, so that the test is short; a quiet healthy watch is probed
 	// (relisted) every idle period before the corruption, harmlessly.
 	const idle = 4 * time.Second
-	fac, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithDefaults(dynamicinformer.WithNamespaces(f.ns)), dynamicinformer.WithLogger(logger),
-		dynamicinformer.WithWatchIdleTimeout(idle))
+	fac, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(f.ns)}, Logger: logger, WatchIdleTimeout: idle})
 	if err != nil {
 		t.Fatal(err)
 	}

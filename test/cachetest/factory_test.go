@@ -69,7 +69,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	fac, err := dynamicinformer.NewForConfig(cp.Config(), 0, dynamicinformer.WithDefaults(dynamicinformer.WithNamespaces(f.ns)))
+	fac, err := dynamicinformer.NewForConfig(cp.Config(), dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(f.ns)}})
 	if err != nil {
 		t.Fatal(err)
 	}

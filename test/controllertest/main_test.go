@@ -49,7 +49,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 
 func newFactory(t *testing.T, cfg *rest.Config) *dynamicinformer.Factory {
 	t.Helper()
-	f, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithRediscoveryInterval(2*time.Second))
+	f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{RediscoveryInterval: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

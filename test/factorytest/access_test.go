@@ -38,7 +38,7 @@ func TestRBACPreflight(t *testing.T) {
 
 	cfg, counter := controlplane.CountRequests(cp.UserConfig(user))
 	leaks := controlplane.SnapshotGoroutines()
-	f := newFactory(t, cfg, dynamicinformer.WithDefaults(dynamicinformer.WithAccessCheck(true)))
+	f := newFactory(t, cfg, dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithAccessCheck(true)}})
 	defer f.Shutdown()
 	all := f.ForResource(crd)
 	inNS := f.ForResource(crd, dynamicinformer.WithNamespaces(ns))

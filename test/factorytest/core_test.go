@@ -107,7 +107,7 @@ func TestLostServerIsReportedByClientFactory(t *testing.T) {
 	}
 	gvr, _ := installCRD(t, ctx)
 	createN(t, ctx, gvr, ns, 3, nil)
-	f := dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cp.Config()), 0)
+	f := dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cp.Config()), dynamicinformer.Options{})
 	defer f.Shutdown()
 	h := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
 	f.Start(ctx)
@@ -176,7 +176,7 @@ func TestClusterScopedResourceInNamespace(t *testing.T) {
 			if withDiscovery {
 				f = newFactory(t, cp.Config())
 			} else {
-				f = dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cp.Config()), 0)
+				f = dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cp.Config()), dynamicinformer.Options{})
 			}
 			defer f.Shutdown()
 			h := f.ForResource(namespaces, dynamicinformer.WithNamespaces("default"))
@@ -211,7 +211,7 @@ func TestForbiddenCRDListDoesNotDelaySync(t *testing.T) {
 	if err := cp.Grant(ctx, user, ns, "cm", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list", "watch"}}); err != nil {
 		t.Fatal(err)
 	}
-	f := dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cp.UserConfig(user)), 0)
+	f := dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cp.UserConfig(user)), dynamicinformer.Options{})
 	defer f.Shutdown()
 	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
 	start := time.Now()
@@ -275,7 +275,7 @@ func TestNoCRDNoDiscoveryIsQuiet(t *testing.T) {
 	ctx := ctxT(t, 2*time.Minute)
 	gvr := schema.GroupVersionResource{Group: unique("g") + ".quiet.example.com", Version: "v1", Resource: "widgets"}
 	cfg, counter := controlplane.CountRequests(cp.Config())
-	f := dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), 0)
+	f := dynamicinformer.NewSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), dynamicinformer.Options{})
 	defer f.Shutdown()
 	h := f.ForResource(gvr)
 	f.Start(ctx)

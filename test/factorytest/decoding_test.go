@@ -244,7 +244,7 @@ func checkManagedFields(t *testing.T, g storeGroup, store string, stripped bool)
 }
 
 // TestFastDecodingSameAsClientGo: informers on informerkit's decode path
-// (the default of NewForConfig) and on client-go's (WithAPIMachineryDecoding,
+// (the default of NewForConfig) and on client-go's (Options.APIMachineryDecoding,
 // and client-go's own dynamic informer) over the same custom resource and
 // the same built-in kind hold reflect.DeepEqual objects after the initial
 // sync and after creates, updates and deletes; with StripManagedFields or
@@ -258,7 +258,7 @@ func TestFastDecodingSameAsClientGo(t *testing.T) {
 
 	leaks := controlplane.SnapshotGoroutines()
 	fast := newFactory(t, cp.Config())
-	slow := newFactory(t, cp.Config(), dynamicinformer.WithAPIMachineryDecoding())
+	slow := newFactory(t, cp.Config(), dynamicinformer.Options{APIMachineryDecoding: true})
 	theirs := cgdynamicinformer.NewDynamicSharedInformerFactory(cp.Dynamic(), 0)
 	stop := make(chan struct{})
 	type variant struct {
@@ -323,8 +323,8 @@ func TestFastDecodingForbiddenSameError(t *testing.T) {
 	}
 	cfg := cp.UserConfig(unique("nobody"))
 	errs := map[string]*apierrors.StatusError{}
-	for name, opts := range map[string][]dynamicinformer.Option{"fast": nil, "apimachinery": {dynamicinformer.WithAPIMachineryDecoding()}} {
-		f := newFactory(t, cfg, opts...)
+	for name, opts := range map[string]dynamicinformer.Options{"fast": {}, "apimachinery": {APIMachineryDecoding: true}} {
+		f := newFactory(t, cfg, opts)
 		h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
 		f.Start(ctx)
 		eventually(t, ctx, name+" forbidden", func() bool { return h.Status().State == dynamicinformer.Failed })

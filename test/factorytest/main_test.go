@@ -50,13 +50,17 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-func newFactory(t *testing.T, cfg *rest.Config, opts ...dynamicinformer.Option) *dynamicinformer.Factory {
+// newFactory is NewForConfig with opts (none, or one Options).
+func newFactory(t *testing.T, cfg *rest.Config, opts ...dynamicinformer.Options) *dynamicinformer.Factory {
 	t.Helper()
-	if os.Getenv("INFORMERKIT_TEST_LOG") != "" {
-		logger := funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 4, LogTimestamp: true})
-		opts = append([]dynamicinformer.Option{dynamicinformer.WithLogger(logger)}, opts...)
+	var o dynamicinformer.Options
+	if len(opts) > 0 {
+		o = opts[0]
 	}
-	f, err := dynamicinformer.NewForConfig(cfg, 0, opts...)
+	if os.Getenv("INFORMERKIT_TEST_LOG") != "" {
+		o.Logger = funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{Verbosity: 4, LogTimestamp: true})
+	}
+	f, err := dynamicinformer.NewForConfig(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}

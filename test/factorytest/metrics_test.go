@@ -104,7 +104,7 @@ func (ri *recordedInformer) Stopped() {
 	ri.r.mu.Unlock()
 }
 
-// TestMetricsFromTheServer: what the library reports through WithMetrics
+// TestMetricsFromTheServer: what the library reports through Options.Metrics
 // for informers against the real server: a forbidden list by its reason,
 // objects and events of a synced CRD informer, a watch restart when the
 // connection is cut, client-go's processing and store metrics, the CRD's
@@ -113,7 +113,7 @@ func (ri *recordedInformer) Stopped() {
 func TestMetricsFromTheServer(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
-	sc.Injected("informers with WithMetrics: one forbidden by RBAC, one on a CRD with 5 objects; connections cut (proxy); the CRD deleted; released")
+	sc.Injected("informers with Options.Metrics: one forbidden by RBAC, one on a CRD with 5 objects; connections cut (proxy); the CRD deleted; released")
 	gvr, crdName := installCRD(t, ctx)
 	ns := unique("metrics")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
@@ -122,11 +122,11 @@ func TestMetricsFromTheServer(t *testing.T) {
 	createN(t, ctx, gvr, ns, 5, nil)
 	leaks := controlplane.SnapshotGoroutines()
 	rec := newMetricsRecorder()
-	f := newFactory(t, cp.Config(), dynamicinformer.WithMetrics(rec))
+	f := newFactory(t, cp.Config(), dynamicinformer.Options{Metrics: rec})
 	defer f.Shutdown()
 	h := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
 	deniedRec := newMetricsRecorder()
-	denied := newFactory(t, cp.UserConfig(unique("metrics-nobody")), dynamicinformer.WithMetrics(deniedRec), dynamicinformer.WithoutCRDTracking())
+	denied := newFactory(t, cp.UserConfig(unique("metrics-nobody")), dynamicinformer.Options{Metrics: deniedRec, DisableCRDTracking: true})
 	defer denied.Shutdown()
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	denied.ForResource(secrets, dynamicinformer.WithNamespaces(ns))

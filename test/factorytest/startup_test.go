@@ -115,7 +115,7 @@ func (b *initialEventsEnd) Close() error {
 func TestInitialListsBoundedOnServer(t *testing.T) {
 	ctx := ctxT(t, 8*time.Minute)
 	sc := scenario(t)
-	const crds, limit, rounds = 200, 50, 3 // limit: WithMaxConcurrentInitialLists' default
+	const crds, limit, rounds = 200, 50, 3 // limit: Options.MaxConcurrentInitialLists' default
 	sc.Injected("informers for %d CRDs (1 object each) started at once, with the default bound (%d concurrent initial lists) and without, %d rounds each", crds, limit, rounds)
 	marker := unique("startup") + ".example.com"
 	ns := unique("startup")
@@ -144,12 +144,12 @@ func TestInitialListsBoundedOnServer(t *testing.T) {
 	})
 	t.Logf("%d CRDs installed in %s", crds, time.Since(installStart).Round(time.Millisecond))
 
-	run := func(opts ...dynamicinformer.Option) (*initialLists, time.Duration) {
+	run := func(opts dynamicinformer.Options) (*initialLists, time.Duration) {
 		counter := &initialLists{marker: marker}
 		cfg := cp.Config()
 		cfg.Wrap(counter.wrap)
 		leaks := controlplane.SnapshotGoroutines()
-		f := newFactory(t, cfg, opts...)
+		f := newFactory(t, cfg, opts)
 		for _, gvr := range gvrs {
 			f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
 		}
@@ -173,8 +173,8 @@ func TestInitialListsBoundedOnServer(t *testing.T) {
 	var cappedTimes, freeTimes []time.Duration
 	cappedPeak, freePeak := 0, 0
 	for r := 0; r < rounds; r++ {
-		capped, cappedTook := run() // the default bound
-		free, freeTook := run(dynamicinformer.WithMaxConcurrentInitialLists(0))
+		capped, cappedTook := run(dynamicinformer.Options{}) // the default bound
+		free, freeTook := run(dynamicinformer.Options{MaxConcurrentInitialLists: -1})
 		t.Logf("round %d: bound %d: %d initial requests (%d watch-list), peak %d in flight, all synced in %s; no bound: %d requests, peak %d, all synced in %s",
 			r+1, limit, capped.total, capped.watchLists, capped.peak, cappedTook.Round(time.Millisecond), free.total, free.peak, freeTook.Round(time.Millisecond))
 		if capped.total < crds {

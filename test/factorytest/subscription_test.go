@@ -67,7 +67,7 @@ func TestSubscriptionFollowsCRDs(t *testing.T) {
 	}
 	createGadgets(gadgets, "Gadget", 3)
 
-	f := newFactory(t, cp.Config(), dynamicinformer.WithRediscoveryInterval(2*time.Second))
+	f := newFactory(t, cp.Config(), dynamicinformer.Options{RediscoveryInterval: 2 * time.Second})
 	defer f.Shutdown()
 	f.Start(ctx)
 	log := &eventLog{}

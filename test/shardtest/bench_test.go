@@ -63,7 +63,7 @@ func shardCost(t *testing.T, n int, gateOn bool) {
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
-		f, err := dynamicinformer.NewForConfig(cp.Config(), 0)
+		f, err := dynamicinformer.NewForConfig(cp.Config(), dynamicinformer.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

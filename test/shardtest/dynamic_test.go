@@ -132,7 +132,7 @@ func TestDynamicMembership(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg, lists := logLists(cp.Config(), gvr.Resource)
-		f, err := dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithDefaults(dynamicinformer.WithShardSource(m)))
+		f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithShardSource(m)}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -80,7 +80,7 @@ func TestShardSourceOnServer(t *testing.T) {
 	src := &manualSource{now: q0, changed: make(chan struct{})}
 	before := controlplane.SnapshotGoroutines()
 	cfg, lists := logLists(cp.Config(), gvr.Resource)
-	f, err := dynamicinformer.NewForConfig(cfg, 0)
+	f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,7 +188,7 @@ func testStaticShards(t *testing.T, gateOn bool) {
 		m := &member{shard: s, requests: &shardRequests{path: "/" + gvr.Resource, sent: map[string]int{}}}
 		cfg := rest.CopyConfig(cp.Config())
 		cfg.Wrap(m.requests.wrap)
-		m.factory, err = dynamicinformer.NewForConfig(cfg, 0, dynamicinformer.WithDefaults(dynamicinformer.WithShard(s)))
+		m.factory, err = dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithShard(s)}})
 		if err != nil {
 			t.Fatal(err)
 		}

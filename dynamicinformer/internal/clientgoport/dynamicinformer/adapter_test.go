@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -37,13 +38,12 @@ func stopContext(stop <-chan struct{}) context.Context {
 // newDynamicSharedInformerFactory is informerkit's factory with default
 // options in place of client-go's NewDynamicSharedInformerFactory.
 func newDynamicSharedInformerFactory(client dynamic.Interface, resync time.Duration) adapter {
-	return adapter{dynamicinformer.NewSharedInformerFactory(client, resync)}
+	return adapter{dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithResyncPeriod(resync)}})}
 }
 
 // newFilteredDynamicSharedInformerFactory is informerkit's factory with
 // the namespace and tweak as factory-wide defaults, in place of client-go's
 // NewFilteredDynamicSharedInformerFactory.
-func newFilteredDynamicSharedInformerFactory(client dynamic.Interface, resync time.Duration, ns string, tweak dynamicinformer.TweakListOptionsFunc) adapter {
-	return adapter{dynamicinformer.NewSharedInformerFactory(client, resync,
-		dynamicinformer.WithDefaults(dynamicinformer.WithNamespaces(ns), dynamicinformer.WithTweakListOptions("factory", tweak)))}
+func newFilteredDynamicSharedInformerFactory(client dynamic.Interface, resync time.Duration, ns string, tweak func(*metav1.ListOptions)) adapter {
+	return adapter{dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithResyncPeriod(resync), dynamicinformer.WithNamespaces(ns), dynamicinformer.WithTweakListOptions("factory", tweak)}})}
 }

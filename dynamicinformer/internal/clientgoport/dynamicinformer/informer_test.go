@@ -1,5 +1,5 @@
 // This file is client-go's dynamic/dynamicinformer/informer_test.go
-// (v0.37.2), unchanged but for its two constructors and the import of informerkit's TweakListOptionsFunc in place of client-go's, which build an
+// (v0.37.2), unchanged but for its two constructors, which build an
 // informerkit factory with default options (adapter_test.go).
 // Licensed under the Apache License, Version 2.0, as below.
 /*
@@ -43,7 +43,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/informerkit/informerkit/dynamicinformer"
 	"net/http"
 	"net/http/httptest"
 )
@@ -164,7 +163,7 @@ func TestFilteredDynamicSharedInformerFactory(t *testing.T) {
 		ns               string
 		trigger          func(gvr schema.GroupVersionResource, ns string, fakeClient *fake.FakeDynamicClient, testObject *unstructured.Unstructured) *unstructured.Unstructured
 		handler          func(rcvCh chan<- *unstructured.Unstructured) *cache.ResourceEventHandlerFuncs
-		tweakListOptions dynamicinformer.TweakListOptionsFunc
+		tweakListOptions func(*metav1.ListOptions)
 	}{
 		// scenario 1
 		{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
@@ -38,14 +39,12 @@ func stopContext(stop <-chan struct{}) context.Context {
 // options and a MetadataOnly projection, in place of client-go's
 // metadatainformer.NewSharedInformerFactory.
 func newMetadataSharedInformerFactory(client metadata.Interface, resync time.Duration) adapter {
-	return adapter{dynamicinformer.NewSharedInformerFactory(nil, resync,
-		dynamicinformer.WithMetadataClient(client), dynamicinformer.WithDefaults(dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true})))}
+	return adapter{dynamicinformer.NewSharedInformerFactory(nil, dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithResyncPeriod(resync), dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true})}, MetadataClient: client})}
 }
 
 // newFilteredMetadataSharedInformerFactory is informerkit's factory with
 // a MetadataOnly projection and the namespace and tweak as factory-wide defaults, in
 // place of client-go's metadatainformer.NewFilteredSharedInformerFactory.
-func newFilteredMetadataSharedInformerFactory(client metadata.Interface, resync time.Duration, ns string, tweak dynamicinformer.TweakListOptionsFunc) adapter {
-	return adapter{dynamicinformer.NewSharedInformerFactory(nil, resync, dynamicinformer.WithMetadataClient(client),
-		dynamicinformer.WithDefaults(dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true}), dynamicinformer.WithNamespaces(ns), dynamicinformer.WithTweakListOptions("factory", tweak)))}
+func newFilteredMetadataSharedInformerFactory(client metadata.Interface, resync time.Duration, ns string, tweak func(*metav1.ListOptions)) adapter {
+	return adapter{dynamicinformer.NewSharedInformerFactory(nil, dynamicinformer.Options{Defaults: []dynamicinformer.ResourceOption{dynamicinformer.WithResyncPeriod(resync), dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true}), dynamicinformer.WithNamespaces(ns), dynamicinformer.WithTweakListOptions("factory", tweak)}, MetadataClient: client})}
 }
