@@ -491,6 +491,11 @@ func (f *Factory) Shutdown() {
 	f.notifier.close()
 }
 
+// Done is closed when Shutdown begins. What is built on the factory and
+// runs goroutines of its own (package subscription) ends them on it;
+// Shutdown does not wait for those: their own Stop does.
+func (f *Factory) Done() <-chan struct{} { return f.closed }
+
 // release drops one reference; the last one stops the informer without
 // waiting for it (its goroutines are the factory's: Shutdown joins them).
 func (f *Factory) release(e *entry) {
