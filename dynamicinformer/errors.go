@@ -43,9 +43,9 @@ var (
 	// ErrStopped: the informer does not run for this caller any more: its
 	// handle was released (adding a handler, the Wait methods) or the
 	// factory was shut down (the Status of a handle obtained after
-	// Shutdown, ForName and Subscribe after Shutdown).
+	// Shutdown, ForName and subscription.New after Shutdown).
 	ErrStopped = errors.New("informer stopped")
-	// ErrNoResolver: ForName and Subscribe need a resolver: WithResolver,
+	// ErrNoResolver: ForName and subscription.New need a resolver: WithResolver,
 	// or NewForConfig (which builds one).
 	ErrNoResolver = errors.New("no discovery resolver configured")
 	// ErrDynamicClientMissing: the factory was given no dynamic client and

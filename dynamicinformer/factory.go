@@ -39,9 +39,11 @@ import (
 // presence sources (a CRD informer, a discovery loop, re-check timers)
 // and, once something subscribes, one goroutine that calls
 // OnStatusChange callbacks in order. Shutdown cancels and waits for every
-// one of them. Release and Subscription.Stop do not wait for an
-// informer's goroutines, so both may be called from that informer's own
-// event handler; Shutdown must not be (it waits for the handler).
+// one of them. Release does not wait for an informer's goroutines, so it
+// may be called from that informer's own event handler; Shutdown must not
+// be (it waits for the handler). Goroutines of what is built on the
+// factory (package subscription) are not the factory's: they end on Done,
+// and their own Stop waits for them.
 // Status callbacks run on the notifier goroutine: a slow callback delays
 // other status callbacks, never an informer; they may call any method of
 // the factory or a handle except Shutdown.
@@ -68,7 +70,7 @@ type Factory struct {
 // NewSharedInformerFactory returns a factory on client (which may be nil
 // if every informer's projection is MetadataOnly; CRDs are then not tracked).
 // defaultResync is the default handler resync period (0: none). Without
-// WithResolver, ForName and Subscribe return
+// WithResolver, ForName (and subscription.New) return
 // ErrNoResolver and presence relies on CRDs and 404 answers. Contact with
 // the API server (Status.ContactErr) is followed as for NewForConfig,
 // from the informers' requests and a probe (see docs/DESIGN.md).
@@ -108,7 +110,8 @@ func newFactory(client dynamic.Interface, contact *contactMonitor, defaultResync
 }
 
 // NewForConfig builds the dynamic, discovery and metadata clients from cfg
-// and returns a factory with ForName, Subscribe, CRD tracking and
+// and returns a factory with ForName, a resolver (for subscription.New),
+// CRD tracking and
 // MetadataOnly projection support; it also sees every request at the
 // transport, for contact (Status.ContactErr).
 func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option) (*Factory, error) {

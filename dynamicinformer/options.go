@@ -149,7 +149,7 @@ func WithWatchIdleTimeout(d time.Duration) Option {
 // V(0). Pass logr.Discard() for silence.
 func WithLogger(l logr.Logger) Option { return func(c *factoryConfig) { c.logger = l } }
 
-// WithResolver makes ForName, Subscribe and presence tracking use r
+// WithResolver makes ForName, subscription.New and presence tracking use r
 // (discoveryresolver.New(discoveryClient) for a client of your own;
 // NewForConfig builds one from its config unless given r). Without it a
 // NewSharedInformerFactory's ForName returns ErrNoResolver and informers
