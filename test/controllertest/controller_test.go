@@ -18,7 +18,6 @@ import (
 
 	"github.com/informerkit/informerkit/controller"
 	"github.com/informerkit/informerkit/discoveryresolver"
-	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/subscription"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
