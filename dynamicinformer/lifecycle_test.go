@@ -120,23 +120,6 @@ func (d *lockedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.API
 	return d.ServerResourcesForGroupVersionWithContext(context.Background(), gv)
 }
 
-func (d *lockedDiscovery) setResources(lists ...*metav1.APIResourceList) {
-	d.mu.Lock()
-	d.Resources = lists
-	d.mu.Unlock()
-}
-
-// rounds counts discovery rounds (each asks for the groups first).
-func (d *lockedDiscovery) rounds() int {
-	n := 0
-	for _, a := range d.Actions() {
-		if a.GetVerb() == "get" && a.GetResource().Resource == "group" {
-			n++
-		}
-	}
-	return n
-}
-
 func widgetResources(resources ...string) *metav1.APIResourceList {
 	l := &metav1.APIResourceList{GroupVersion: "example.com/v1"}
 	for _, r := range resources {
