@@ -15,6 +15,7 @@ import (
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/eventhandler"
+	"github.com/informerkit/informerkit/subscription"
 )
 
 // Controller feeds the events of any number of informerkit informers and
@@ -84,7 +85,7 @@ type handleSource struct {
 type subscriptionSource struct {
 	filter discoveryresolver.Filter
 	opts   []dynamicinformer.ResourceOption
-	sub    *dynamicinformer.Subscription
+	sub    *subscription.Subscription
 
 	mu sync.Mutex // guards listers
 	// listers holds one handle per GVR the subscription delivered, sharing
@@ -133,7 +134,7 @@ func (c *Controller) Watch(h *dynamicinformer.InformerHandle) error {
 
 // Subscribe adds every resource matching filter, following discovery
 // (resources that appear later, such as CRDs installed while the
-// controller runs, are added; see *dynamicinformer.Factory.Subscribe). opts
+// controller runs, are added; see subscription.New). opts
 // apply to each resource's informer. Run subscribes; Subscribe only
 // records the filter, so errors (no resolver) come from Run.
 func (c *Controller) Subscribe(filter discoveryresolver.Filter, opts ...dynamicinformer.ResourceOption) error {
@@ -286,7 +287,7 @@ func (c *Controller) register(ctx context.Context, handles []*handleSource, subs
 		src.reg = reg
 	}
 	for _, src := range subs {
-		sub, err := c.factory.Subscribe(ctx, src.filter, func(e dynamicinformer.Event) { c.onSubscriptionEvent(src, e) }, src.opts...)
+		sub, err := subscription.New(ctx, c.factory, src.filter, func(e subscription.Event) { c.onSubscriptionEvent(src, e) }, src.opts...)
 		if err != nil {
 			return fmt.Errorf("subscribe: %w", err)
 		}
@@ -360,7 +361,7 @@ func (c *Controller) waitForSync(ctx context.Context, handles []*handleSource, s
 
 // handleEvents turns a watched informer's events into keys.
 func (c *Controller) handleEvents(src *handleSource) toolscache.ResourceEventHandler {
-	deliver := func(e dynamicinformer.Event) {
+	deliver := func(e subscription.Event) {
 		e.GVR = src.h.GVR()
 		if src.cur.gvr != e.GVR {
 			// The informer follows a new preferred version (ForName
@@ -372,13 +373,13 @@ func (c *Controller) handleEvents(src *handleSource) toolscache.ResourceEventHan
 	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			deliver(dynamicinformer.Event{Type: dynamicinformer.Added, Object: obj, IsInitialList: initial})
+			deliver(subscription.Event{Type: dynamicinformer.Added, Object: obj, IsInitialList: initial})
 		},
 		UpdateFunc: func(old, obj any) {
-			deliver(dynamicinformer.Event{Type: dynamicinformer.Updated, Object: obj, OldObject: old})
+			deliver(subscription.Event{Type: dynamicinformer.Updated, Object: obj, OldObject: old})
 		},
 		DeleteFunc: func(obj any) {
-			e := dynamicinformer.Event{Type: dynamicinformer.Deleted, Object: obj}
+			e := subscription.Event{Type: dynamicinformer.Deleted, Object: obj}
 			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				e.Object, e.FinalStateUnknown = d.Obj, true
 			}
@@ -389,7 +390,7 @@ func (c *Controller) handleEvents(src *handleSource) toolscache.ResourceEventHan
 
 // onSubscriptionEvent queues the key of a subscription's event. The
 // subscription calls it one event at a time.
-func (c *Controller) onSubscriptionEvent(src *subscriptionSource, e dynamicinformer.Event) {
+func (c *Controller) onSubscriptionEvent(src *subscriptionSource, e subscription.Event) {
 	defer func() {
 		if v := recover(); v != nil {
 			key, _ := KeyOf(e.GVR, e.Object)
@@ -410,7 +411,7 @@ func (c *Controller) onSubscriptionEvent(src *subscriptionSource, e dynamicinfor
 }
 
 // enqueue queues e's key. An add or update proves the resource is served.
-func (c *Controller) enqueue(r *resource, e dynamicinformer.Event) {
+func (c *Controller) enqueue(r *resource, e subscription.Event) {
 	if e.Type != dynamicinformer.Deleted && r.removed.Load() {
 		r.removed.Store(false)
 	}

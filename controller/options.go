@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/subscription"
 )
 
 // Options configure a Controller. The zero value is usable; every default
@@ -34,7 +34,7 @@ type Options struct {
 	// queued; false skips the event. It runs on the informer's delivery
 	// goroutine: keep it fast. A panic in it is recovered, the event
 	// skipped and counted (Stats.HandlerPanics).
-	Filter func(dynamicinformer.Event) bool
+	Filter func(subscription.Event) bool
 	// OnRemoved, if set, is called once each time a watched resource goes
 	// Removed (its CRD deleted, its version no longer served), after its
 	// queued keys stopped being reconciled: the place to forget what the

@@ -6,11 +6,15 @@
 //
 // The public face is small: a *Factory (NewForConfig,
 // NewSharedInformerFactory) hands out *InformerHandle values (ForResource,
-// ForName) and Subscriptions (Subscribe). The factory is configured by one
-// Options value, whose zero value is the default factory (every field's
-// zero value is its documented default); one informer by ResourceOption
-// values, all named With*. Status and its typed errors say what each
-// informer is doing. The machinery lives under internal/: the gate and its
+// ForName). The factory is configured by one Options value, whose zero
+// value is the default factory (every field's zero value is its documented
+// default); one informer by ResourceOption values, all named With*. Status
+// and its typed errors say what each informer is doing. The layers are
+// resolver (package discoveryresolver: names and discovery) → factory →
+// informer (a handle) → handlers (added through the handle); package
+// subscription builds one handler over every resource a discovery filter
+// matches from this public API alone, and Done is what it needs of the
+// factory beyond it. The machinery lives under internal/: the gate and its
 // list/watch state machine, the liveness layer below it, and presence
 // (CRDs, discovery, 404 re-checks).
 //
@@ -23,7 +27,7 @@
 // NewSharedInformerFactory's informers decode with the client's codec (see
 // Decoding), as there is no rest.Config to build the fast decode path
 // from. What a factory was not given is ErrInvalid where it is needed:
-// ForName and Subscribe without a resolver (Options.Resolver; NewForConfig
+// ForName and subscription.New without a resolver (Options.Resolver; NewForConfig
 // builds one), an informer of full objects without a dynamic client.
 // A MetadataOnly informer uses the metadata client (Options.MetadataClient;
 // NewForConfig builds one) or, without one, the dynamic client: then the
@@ -138,9 +142,9 @@
 // Informer() (AddEventHandler and its variants). Such handlers'
 // panics are recovered and counted in Status (HandlerPanics,
 // LastHandlerPanic), and Release removes them, while other handles keep
-// the informer running. Subscribe is a different thing: one handler for
-// every resource a discovery filter matches, added to each member
-// informer the same way. Package eventhandler has Coalescing, which
+// the informer running. Package subscription, built on this package's
+// public API, is a different thing: one handler for every resource a
+// discovery filter matches, added to each member's handle the same way. Package eventhandler has Coalescing, which
 // bounds a slow level-triggered handler's memory by the number of distinct
 // objects, not events, and RecoverPanics for code informerkit does not
 // run (a Coalescing delegate).
@@ -248,16 +252,16 @@
 // # Goroutines and blocking
 //
 // The factory owns every goroutine it starts (see Factory) and Shutdown
-// joins them all. Handlers run on client-go's per-handler goroutines;
-// status callbacks on one notifier goroutine; a Subscription's handler on
-// the subscription's delivery path, one call at a time. From a handler or
-// a callback you may call any method of the factory, a handle or a
-// subscription — including Release and Subscription.Stop, which do not
+// joins them all; Done is closed when Shutdown begins, for what runs
+// goroutines of its own on top of the factory (package subscription).
+// Handlers run on client-go's per-handler goroutines; status callbacks on
+// one notifier goroutine. From a handler or a callback you may call any
+// method of the factory or a handle — including Release, which does not
 // wait for the informer — except Factory.Shutdown, which waits for them.
 //
 // # Concurrency and ownership
 //
-// Factories, handles and subscriptions are safe for concurrent use.
+// Factories and handles are safe for concurrent use.
 // Objects in caches, listers and handler arguments are shared: never
 // mutate them (DeepCopy first).
 // Parts of one object may be shared too: on the default decode path (see

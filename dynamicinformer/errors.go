@@ -34,7 +34,7 @@ var (
 	// of a cluster-scoped resource, a shard source with several
 	// namespaces, a nil event handler, a client the factory lacks (a
 	// projection other than MetadataOnly on a factory without a dynamic
-	// client), ForName or Subscribe without a resolver
+	// client), ForName or subscription.New without a resolver
 	// (Options.Resolver), a resourceVersion the Wait methods cannot
 	// compare. No retry cures it.
 	ErrInvalid = presence.ErrInvalid
@@ -47,7 +47,7 @@ var (
 	// ErrStopped: the informer does not run for this caller any more: its
 	// handle was released (adding a handler, the Wait methods) or the
 	// factory was shut down (the Status of a handle obtained after
-	// Shutdown, ForName and Subscribe after Shutdown).
+	// Shutdown, ForName and subscription.New after Shutdown).
 	ErrStopped = errors.New("informer stopped")
 	// ErrStoreRead: the API server cannot read some objects of the resource
 	// from its storage (stored bytes that do not decode or decrypt), so it
@@ -64,7 +64,7 @@ var (
 	ErrWatch = errors.New("list/watch error")
 )
 
-// errNoResolver is the error of what (ForName, Subscribe) on a factory
+// errNoResolver is the error of what (ForName, subscription.New) on a factory
 // without a resolver.
 func errNoResolver(what string) error {
 	return fmt.Errorf("%w: %s needs a discovery resolver: set Options.Resolver (NewForConfig builds one)", ErrInvalid, what)

@@ -39,9 +39,11 @@ import (
 // presence sources (a CRD informer, a discovery loop, re-check timers)
 // and, once something subscribes, one goroutine that calls
 // OnStatusChange callbacks in order. Shutdown cancels and waits for every
-// one of them. Release and Subscription.Stop do not wait for an
-// informer's goroutines, so both may be called from that informer's own
-// event handler; Shutdown must not be (it waits for the handler).
+// one of them. Release does not wait for an informer's goroutines, so it
+// may be called from that informer's own event handler; Shutdown must not
+// be (it waits for the handler). Goroutines of what is built on the
+// factory (package subscription) are not the factory's: they end on Done,
+// and their own Stop waits for them.
 // Status callbacks run on the notifier goroutine: a slow callback delays
 // other status callbacks, never an informer; they may call any method of
 // the factory or a handle except Shutdown.
@@ -71,7 +73,7 @@ type Factory struct {
 // rest.Config to build the fast decode path from. Contact with the API
 // server (Status.ContactErr) is followed from the informers' requests and
 // a probe, as for NewForConfig. Without opts.Resolver, ForName and
-// Subscribe return ErrInvalid and presence relies on CRDs and 404
+// subscription.New return ErrInvalid and presence relies on CRDs and 404
 // answers; without opts.MetadataClient, MetadataOnly informers go through
 // client (see Projection). client may be nil if opts.MetadataClient is
 // set and every informer is MetadataOnly; CRDs are then not tracked, and
@@ -499,6 +501,11 @@ func (f *Factory) Shutdown() {
 	}
 	f.notifier.close()
 }
+
+// Done is closed when Shutdown begins. What is built on the factory and
+// runs goroutines of its own (package subscription) ends them on it;
+// Shutdown does not wait for those: their own Stop does.
+func (f *Factory) Done() <-chan struct{} { return f.closed }
 
 // release drops one reference; the last one stops the informer without
 // waiting for it (its goroutines are the factory's: Shutdown joins them).

@@ -124,22 +124,3 @@ func TestHandlersAreIsolated(t *testing.T) {
 func newGoroutinesCheck() func(t testing.TB) {
 	return leakcheck.Snapshot("informerkit/dynamicinformer")
 }
-
-// TestObjectKeyIsStoreKey: the keys a Subscription records and reports in
-// a PanicError are the store's (MetaNamespaceKeyFunc) keys, "name" alone
-// for cluster-scoped objects.
-func TestObjectKeyIsStoreKey(t *testing.T) {
-	cluster := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{"name": "c"}}}
-	for _, obj := range []interface{}{widget("a", "w", nil), cluster} {
-		want, err := toolscache.MetaNamespaceKeyFunc(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := objectKey(obj); got != want {
-			t.Errorf("objectKey = %q, want the store's key %q", got, want)
-		}
-	}
-	if got := objectKey(42); got != "" {
-		t.Errorf("objectKey of a non-object = %q", got)
-	}
-}

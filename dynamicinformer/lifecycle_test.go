@@ -118,23 +118,6 @@ func (d *lockedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.API
 	return d.ServerResourcesForGroupVersionWithContext(context.Background(), gv)
 }
 
-func (d *lockedDiscovery) setResources(lists ...*metav1.APIResourceList) {
-	d.mu.Lock()
-	d.Resources = lists
-	d.mu.Unlock()
-}
-
-// rounds counts discovery rounds (each asks for the groups first).
-func (d *lockedDiscovery) rounds() int {
-	n := 0
-	for _, a := range d.Actions() {
-		if a.GetVerb() == "get" && a.GetResource().Resource == "group" {
-			n++
-		}
-	}
-	return n
-}
-
 func widgetResources(resources ...string) *metav1.APIResourceList {
 	l := &metav1.APIResourceList{GroupVersion: "example.com/v1"}
 	for _, r := range resources {
@@ -208,92 +191,6 @@ func TestCRDRemovalAndReturn(t *testing.T) {
 	f.Shutdown()
 	if st := h.Status(); st.State != Stopped {
 		t.Fatalf("after Shutdown: %+v", st)
-	}
-	noLeaks(t)
-}
-
-// Issue 20, defect 5: rediscovery off plus Subscribe polled
-// discovery every second; a subscription now asks discovery nothing of
-// its own: with rediscovery off, the rounds stay those of the start.
-// Subscriptions deliver initial objects as Added with IsInitialList,
-// recover handler panics, and when a resource leaves discovery, deliver
-// one Deleted per object they saw.
-func TestSubscriptionAddsNoDiscoveryRounds(t *testing.T) {
-	noLeaks := newGoroutinesCheck()
-	d := newLockedDiscovery(widgetResources("widgets"))
-	c := lcClient(widget("a", "w1", nil), widget("a", "boom", nil))
-	f := NewSharedInformerFactory(c, Options{Resolver: discoveryresolver.New(d), RediscoveryInterval: -1, DisableCRDTracking: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx)
-	var mu sync.Mutex
-	var events []Event
-	sub, err := f.Subscribe(ctx, discoveryresolver.Filter{Groups: []string{"example.com"}}, func(e Event) {
-		if e.Type == Added && e.Object.(metav1.Object).GetName() == "boom" {
-			panic("handler bug")
-		}
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the subscription synced", 10*time.Second, func() bool { return sub.HasSynced() && len(sub.Resources()) == 1 })
-	if r := sub.Resources(); r[0] != widgets {
-		t.Fatalf("resources %v", r)
-	}
-	waitUntil(t, "the initial event", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(events) == 1 })
-	mu.Lock()
-	if e := events[0]; e.Type != Added || !e.IsInitialList || e.GVR != widgets || e.Object.(metav1.Object).GetName() != "w1" {
-		t.Fatalf("event %+v", e)
-	}
-	mu.Unlock()
-	if sub.Panics() != 1 {
-		t.Fatalf("panics %d", sub.Panics())
-	}
-	time.Sleep(200 * time.Millisecond)
-	start := d.rounds()
-	time.Sleep(2 * time.Second)
-	if n := d.rounds(); n != start || start > 2 {
-		t.Fatalf("discovery rounds: %d at start, %d two seconds later; want no more than the start's", start, n)
-	}
-
-	// The resource leaves discovery (a round caused by a 404's re-check, say).
-	d.setResources(widgetResources("clusterwidgets"))
-	if err := f.Resolver().Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cw := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "clusterwidgets"}
-	waitUntil(t, "widgets dropped", 10*time.Second, func() bool { return slices.Equal(sub.Resources(), []schema.GroupVersionResource{cw}) })
-	// One Deleted per object the handler was given (the panicking one
-	// too): from the removal (the resource left discovery, so it is not
-	// served) or from the subscription dropping it, whichever came first.
-	deleted := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		var out []string
-		for _, e := range events {
-			if e.Type == Deleted && e.GVR == widgets {
-				out = append(out, e.Object.(metav1.Object).GetName())
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	waitUntil(t, "the deletes", 10*time.Second, func() bool { return len(deleted()) >= 2 })
-	time.Sleep(200 * time.Millisecond)
-	if got := deleted(); !slices.Equal(got, []string{"boom", "w1"}) {
-		t.Fatalf("deletes %v, want one per object", got)
-	}
-	sub.Stop()
-	sub.Stop()
-	if _, err := f.Subscribe(ctx, discoveryresolver.Filter{}, nil); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("nil handler: %v", err)
-	}
-	f.Shutdown()
-	if _, err := f.Subscribe(ctx, discoveryresolver.Filter{}, func(Event) {}); !errors.Is(err, ErrStopped) {
-		t.Fatalf("after shutdown: %v", err)
 	}
 	noLeaks(t)
 }

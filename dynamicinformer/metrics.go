@@ -33,6 +33,16 @@ type Metrics interface {
 	Informers(wanted, running int)
 }
 
+// EventType says what happened to an object: the type of an event
+// InformerMetrics.Event counts, and of a subscription.Event.
+type EventType string
+
+const (
+	Added   EventType = "ADDED"
+	Updated EventType = "UPDATED"
+	Deleted EventType = "DELETED"
+)
+
 // InformerMetrics receives one informer's observations, from the
 // informer's creation until Stopped. Calls of one method are made in
 // order; calls of different methods may be concurrent.

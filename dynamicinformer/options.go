@@ -40,10 +40,10 @@ type Options struct {
 	// logged at V(0) while all is well. For silence, give a logger whose
 	// sink drops everything (funcr.New(func(string, string) {}, funcr.Options{})).
 	Logger logr.Logger
-	// Resolver is used by ForName, Subscribe and presence tracking
+	// Resolver is used by ForName, subscription.New and presence tracking
 	// (discoveryresolver.New(discoveryClient) for a client of your own).
 	// Nil: NewForConfig builds one from its config; a
-	// NewSharedInformerFactory has none, so ForName and Subscribe return
+	// NewSharedInformerFactory has none, so ForName and subscription.New return
 	// ErrInvalid and presence relies on CRDs and 404 answers.
 	Resolver *discoveryresolver.Resolver
 	// MetadataClient lists and watches the informers with a MetadataOnly

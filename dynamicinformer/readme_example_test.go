@@ -17,6 +17,7 @@ import (
 
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/subscription"
 )
 
 // readmeExample is the README's "Use it" example; TestREADMEExample checks
@@ -76,8 +77,8 @@ func readmeExample(ctx context.Context, restConfig *rest.Config) error {
 	}
 
 	// Everything in a group, following CRDs as they come and go:
-	sub, err := factory.Subscribe(ctx, discoveryresolver.Filter{Groups: []string{"stable.example.com"}},
-		func(e dynamicinformer.Event) { fmt.Println(e.Type, e.GVR, e.Object.(metav1.Object).GetName()) })
+	sub, err := subscription.New(ctx, factory, discoveryresolver.Filter{Groups: []string{"stable.example.com"}},
+		func(e subscription.Event) { fmt.Println(e.Type, e.GVR, e.Object.(metav1.Object).GetName()) })
 	if err != nil {
 		return err
 	}

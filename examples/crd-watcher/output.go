@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/subscription"
 )
 
 // jsonEvent is one line of -o json output for an object event. Field names
@@ -118,7 +119,7 @@ const maxValueLen = 80
 
 // event prints one object event. unmatched, for a DELETED of an object
 // that still exists, is the selector it no longer matches.
-func (p *printer) event(ev dynamicinformer.Event, unmatched string) {
+func (p *printer) event(ev subscription.Event, unmatched string) {
 	u, ok := objectOf(ev.Object)
 	if !ok {
 		return

@@ -21,6 +21,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/subscription"
 )
 
 // -o table and -o wide print what `kubectl get -w --output-watch-events`
@@ -174,7 +175,7 @@ func eventType(t dynamicinformer.EventType) watch.EventType {
 
 // event queues a row for ev, seen by an informer with these namespaces and
 // selectors. It returns at once; the row prints when it has been fetched.
-func (t *tableOutput) event(ev dynamicinformer.Event, u *unstructured.Unstructured, namespaces []string, label, field string) {
+func (t *tableOutput) event(ev subscription.Event, u *unstructured.Unstructured, namespaces []string, label, field string) {
 	k := streamKey{gvr: ev.GVR, namespaces: strings.Join(namespaces, ","), label: label, field: field}
 	t.mu.Lock()
 	defer t.mu.Unlock()

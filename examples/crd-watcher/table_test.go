@@ -21,6 +21,7 @@ import (
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/internal/leakcheck"
+	"github.com/informerkit/informerkit/subscription"
 )
 
 var gearsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gears"}
@@ -237,7 +238,7 @@ func gear(ns, name string, created time.Time) *unstructured.Unstructured {
 }
 
 func (h *tableHarness) send(typ dynamicinformer.EventType, u *unstructured.Unstructured, initial bool, namespaces ...string) {
-	h.tab.event(dynamicinformer.Event{Type: typ, GVR: gearsGVR, Object: u, IsInitialList: initial}, u, namespaces, "", "")
+	h.tab.event(subscription.Event{Type: typ, GVR: gearsGVR, Object: u, IsInitialList: initial}, u, namespaces, "", "")
 }
 
 // lines waits until stdout holds n lines and returns them, each split into

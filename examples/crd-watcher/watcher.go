@@ -25,6 +25,7 @@ import (
 	"github.com/informerkit/informerkit/prometheusmetrics"
 	"github.com/informerkit/informerkit/shard"
 	"github.com/informerkit/informerkit/shard/membership"
+	"github.com/informerkit/informerkit/subscription"
 )
 
 // watcher owns the factory, the informers the configuration asks for, and
@@ -44,7 +45,7 @@ type watcher struct {
 	table   *tableOutput // -o table / -o wide; nil otherwise
 
 	handles []*dynamicinformer.InformerHandle
-	sub     *dynamicinformer.Subscription
+	sub     *subscription.Subscription
 
 	seenMu  sync.Mutex     // guards seen and changed
 	seen    map[string]int // "TYPE gvr ns/name" → count, for the demo's waits
@@ -276,7 +277,7 @@ func (w *watcher) setup(ctx context.Context) error {
 		// The subscription runs until shutdown(), not until ctx ends: it
 		// releases its informers when its context ends, and the final
 		// status must still see every one of them.
-		sub, err := w.factory.Subscribe(context.WithoutCancel(ctx), filter, w.onEvent(w.cfg.Namespaces, w.cfg.LabelSelector, w.cfg.FieldSelector), w.resourceOptions(ResourceSpec{})...)
+		sub, err := subscription.New(context.WithoutCancel(ctx), w.factory, filter, w.onEvent(w.cfg.Namespaces, w.cfg.LabelSelector, w.cfg.FieldSelector), w.resourceOptions(ResourceSpec{})...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -361,13 +362,13 @@ func (w *watcher) handlerFor(gvr schema.GroupVersionResource, namespaces []strin
 	on := w.onEvent(namespaces, label, field)
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			on(dynamicinformer.Event{Type: dynamicinformer.Added, GVR: gvr, Object: obj, IsInitialList: initial})
+			on(subscription.Event{Type: dynamicinformer.Added, GVR: gvr, Object: obj, IsInitialList: initial})
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			on(dynamicinformer.Event{Type: dynamicinformer.Updated, GVR: gvr, Object: newObj, OldObject: oldObj})
+			on(subscription.Event{Type: dynamicinformer.Updated, GVR: gvr, Object: newObj, OldObject: oldObj})
 		},
 		DeleteFunc: func(obj any) {
-			ev := dynamicinformer.Event{Type: dynamicinformer.Deleted, GVR: gvr, Object: obj}
+			ev := subscription.Event{Type: dynamicinformer.Deleted, GVR: gvr, Object: obj}
 			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				ev.Object, ev.FinalStateUnknown = d.Obj, true
 			}
@@ -378,8 +379,8 @@ func (w *watcher) handlerFor(gvr schema.GroupVersionResource, namespaces []strin
 
 // onEvent returns the event handler of informers with these namespaces
 // and selectors.
-func (w *watcher) onEvent(namespaces []string, label, field string) func(dynamicinformer.Event) {
-	return func(ev dynamicinformer.Event) {
+func (w *watcher) onEvent(namespaces []string, label, field string) func(subscription.Event) {
+	return func(ev subscription.Event) {
 		u, ok := objectOf(ev.Object)
 		if !ok {
 			return

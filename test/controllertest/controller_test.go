@@ -18,7 +18,7 @@ import (
 
 	"github.com/informerkit/informerkit/controller"
 	"github.com/informerkit/informerkit/discoveryresolver"
-	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/subscription"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
@@ -560,7 +560,7 @@ func TestPanicsRecovered(t *testing.T) {
 			panic("reconciler bug")
 		}
 		return nil
-	}), controller.Options{Workers: 2, Filter: func(e dynamicinformer.Event) bool {
+	}), controller.Options{Workers: 2, Filter: func(e subscription.Event) bool {
 		if e.Object.(metav1.Object).GetName() == "w-3" {
 			panic("filter bug")
 		}

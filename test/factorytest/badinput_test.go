@@ -13,6 +13,7 @@ import (
 
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/subscription"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
@@ -109,8 +110,8 @@ func TestBadInput(t *testing.T) {
 			if _, err := h.Informer().AddEventHandler(nil); !errors.Is(err, dynamicinformer.ErrInvalid) {
 				return fmt.Errorf("AddEventHandler(nil) = %v", err)
 			}
-			if _, err := f.Subscribe(ctx, discoveryresolver.Filter{Groups: []string{"nosuch.example.com"}}, nil); !errors.Is(err, dynamicinformer.ErrInvalid) {
-				return fmt.Errorf("Subscribe(nil handler) = %v", err)
+			if _, err := subscription.New(ctx, f, discoveryresolver.Filter{Groups: []string{"nosuch.example.com"}}, nil); !errors.Is(err, dynamicinformer.ErrInvalid) {
+				return fmt.Errorf("subscription.New(nil handler) = %v", err)
 			}
 			return nil
 		}},

@@ -16,15 +16,16 @@ import (
 
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/subscription"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
 type eventLog struct {
 	mu     sync.Mutex
-	events []dynamicinformer.Event
+	events []subscription.Event
 }
 
-func (l *eventLog) add(e dynamicinformer.Event) {
+func (l *eventLog) add(e subscription.Event) {
 	l.mu.Lock()
 	l.events = append(l.events, e)
 	l.mu.Unlock()
@@ -71,15 +72,15 @@ func TestSubscriptionFollowsCRDs(t *testing.T) {
 	defer f.Shutdown()
 	f.Start(ctx)
 	log := &eventLog{}
-	// The handler panics on one object: the subscription recovers, counts
-	// it and goes on.
-	handler := func(e dynamicinformer.Event) {
+	// The handler panics on one object: the factory recovers it, counts it
+	// in the informer's Status, and the subscription goes on.
+	handler := func(e subscription.Event) {
 		if m, ok := e.Object.(metav1.Object); ok && e.Type == dynamicinformer.Added && m.GetName() == "doohickeys-1" {
 			panic("handler bug")
 		}
 		log.add(e)
 	}
-	sub, err := f.Subscribe(ctx, discoveryresolver.Filter{Groups: []string{group}}, handler)
+	sub, err := subscription.New(ctx, f, discoveryresolver.Filter{Groups: []string{group}}, handler)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestSubscriptionFollowsCRDs(t *testing.T) {
 		matched, err := f.Resolver().Match(ctx, discoveryresolver.Filter{Groups: []string{group}})
 		t.Logf("resolver matches %v (err %v); subscription has %v", matched, err, sub.Resources())
 		for _, g := range strings.Split(string(stacks()), "\n\n") {
-			if strings.Contains(g, "informerkit/dynamicinformer") || strings.Contains(g, "discoveryresolver") {
+			if strings.Contains(g, "informerkit/dynamicinformer") || strings.Contains(g, "informerkit/subscription") || strings.Contains(g, "discoveryresolver") {
 				t.Log(g)
 			}
 		}
@@ -110,7 +111,7 @@ func TestSubscriptionFollowsCRDs(t *testing.T) {
 	}
 	createGadgets(dooh, "Doohickey", 2)
 	eventually(t, ctx, "objects of the new CRD, with their GVR (one skipped by the panic)", func() bool {
-		return log.count(dynamicinformer.Added, dooh) == 1 && sub.Panics() == 1
+		return log.count(dynamicinformer.Added, dooh) == 1 && handlerPanics(f, dooh) == 1
 	})
 
 	if err := cp.DeleteCRD(ctx, first.Name); err != nil {
@@ -130,6 +131,18 @@ func TestSubscriptionFollowsCRDs(t *testing.T) {
 }
 
 var metaCreate = metav1.CreateOptions{}
+
+// handlerPanics counts the handler panics the factory recovered on gvr's
+// informers (Status.HandlerPanics).
+func handlerPanics(f *dynamicinformer.Factory, gvr schema.GroupVersionResource) int64 {
+	var n int64
+	for _, st := range f.Statuses() {
+		if st.GVR == gvr {
+			n += st.HandlerPanics
+		}
+	}
+	return n
+}
 
 func stacks() []byte {
 	buf := make([]byte, 16<<20)

@@ -1,38 +1,35 @@
-package dynamicinformer
+package subscription
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/eventhandler"
-)
-
-// EventType says what happened to an object.
-type EventType string
-
-const (
-	Added   EventType = "ADDED"
-	Updated EventType = "UPDATED"
-	Deleted EventType = "DELETED"
 )
 
 // Event is one change seen by a Subscription.
 type Event struct {
-	Type EventType
+	// Type is dynamicinformer.Added, Updated or Deleted.
+	Type dynamicinformer.EventType
 	GVR  schema.GroupVersionResource
 	// Object is the new state (Added, Updated) or the last known state
 	// (Deleted). It is shared with the cache: do not mutate it.
-	Object interface{}
+	Object any
 	// OldObject is the previous state for Updated.
-	OldObject interface{}
+	OldObject any
 	// IsInitialList is true for Added events that replay objects that
 	// existed when the informer (or the subscription) started.
 	IsInitialList bool
@@ -48,13 +45,15 @@ type Event struct {
 // discovery: informers are added as matching resources appear and released
 // as they vanish. One handler receives the events of all of them.
 type Subscription struct {
-	f       *Factory
-	filter  discoveryresolver.Filter
-	opts    []ResourceOption
-	handler func(Event)
+	f        *dynamicinformer.Factory
+	resolver *discoveryresolver.Resolver
+	filter   discoveryresolver.Filter
+	opts     []dynamicinformer.ResourceOption
+	handler  func(Event)
+	log      logr.Logger // for panics in the Deleted events of a dropped resource
 
-	handlerMu sync.Mutex // serializes handler calls
-	panics    atomic.Int64
+	handlerMu  sync.Mutex // serializes handler calls
+	loggedDrop atomic.Bool
 
 	mu      sync.Mutex // guards members
 	members map[schema.GroupVersionResource]*member
@@ -62,75 +61,80 @@ type Subscription struct {
 	trigger chan struct{}
 	cancel  context.CancelFunc
 	done    chan struct{}
-	stopOne sync.Once
 }
 
 type member struct {
-	handle *InformerHandle
+	handle *dynamicinformer.InformerHandle
 	reg    toolscache.ResourceEventHandlerRegistration
 
 	mu     sync.Mutex // guards seen, closed
-	seen   map[string]interface{}
+	seen   map[string]any
 	closed bool
 }
 
-// Subscribe starts a subscription for every served, watchable resource
+// New starts a subscription on f for every served, watchable resource
 // (preferred version) that filter matches, with opts applied to each
-// informer (namespaces, label selector on objects, MetadataOnly,
-// transforms). handler is called for every event of every member, one call
-// at a time (never concurrently), each event carrying its GVR. A late
-// subscriber receives the existing objects of every matching resource as
-// Added with IsInitialList. When a resource stops matching or stops being
-// served, the handler receives a Deleted event for every object it last saw
-// of it. A panic in handler is recovered: that event is skipped and
-// counted (Subscription.Panics). The subscription runs until ctx ends,
-// Stop, or Shutdown; it needs a resolver (WithResolver / NewForConfig).
-func (f *Factory) Subscribe(ctx context.Context, filter discoveryresolver.Filter, handler func(Event), opts ...ResourceOption) (*Subscription, error) {
-	if f.cfg.resolver == nil {
-		return nil, errNoResolver("Subscribe")
+// resource's informer (f.ForResource). handler is called for every event
+// of every member, one call at a time (never concurrently), each event
+// carrying its GVR. A late subscriber receives the existing objects of
+// every matching resource as Added with IsInitialList. When a resource
+// stops matching or stops being served, the handler receives a Deleted
+// event for every object it last saw of it. A panic in handler is
+// recovered and the event skipped (see the package documentation for
+// where it is counted). The subscription runs until ctx ends, Stop, or
+// f's Shutdown (Factory.Done).
+//
+// f must have a resolver (Options.Resolver; NewForConfig builds one); a
+// factory without one, a nil f or a nil handler is dynamicinformer.ErrInvalid; after f's Shutdown, New
+// returns dynamicinformer.ErrStopped. An error of the first discovery
+// match is returned as is.
+func New(ctx context.Context, f *dynamicinformer.Factory, filter discoveryresolver.Filter, handler func(Event), opts ...dynamicinformer.ResourceOption) (*Subscription, error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: nil factory", dynamicinformer.ErrInvalid)
 	}
 	if handler == nil {
-		return nil, ErrInvalid
+		return nil, fmt.Errorf("%w: nil handler", dynamicinformer.ErrInvalid)
 	}
-	f.mu.Lock()
-	if f.shutdown {
-		f.mu.Unlock()
-		return nil, ErrStopped
+	r := f.Resolver()
+	if r == nil {
+		return nil, fmt.Errorf("%w: subscription.New needs a discovery resolver: set Options.Resolver (NewForConfig builds one)", dynamicinformer.ErrInvalid)
 	}
-	// Counted under f.mu so Shutdown's Wait cannot race this Add; released
-	// by the goroutine below, or at once if the first reconcile fails.
-	f.wg.Add(1)
-	f.mu.Unlock()
+	select {
+	case <-f.Done():
+		return nil, dynamicinformer.ErrStopped
+	default:
+	}
 	filter.Verbs = append(slices.Clone(filter.Verbs), "list", "watch")
 	s := &Subscription{
-		f: f, filter: filter, opts: opts, handler: handler,
+		f: f, resolver: r, filter: filter, opts: opts, handler: handler,
+		log:     klog.FromContext(ctx),
 		members: map[schema.GroupVersionResource]*member{},
 		trigger: make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
+	// The subscription asks discovery nothing itself: the factory's
+	// presence refreshes the resolver (periodically, after CRD changes,
+	// after 404s) and every round that changes something reconciles the
+	// subscription. Registered before the first match, so no change in
+	// between is missed.
+	removeDisc := r.OnChange(func(discoveryresolver.Change) { s.poke() })
 	if err := s.reconcile(sctx); err != nil {
+		removeDisc()
 		cancel()
 		s.releaseAll()
-		f.wg.Done()
 		return nil, err
 	}
-	// The subscription asks discovery nothing itself: the factory's
-	// presence refreshes it (periodically, after CRD changes, after 404s)
-	// and every round that changes something reconciles the subscription.
-	removeDisc := f.cfg.resolver.OnChange(func(discoveryresolver.Change) { s.poke() })
 	go func() {
-		defer f.wg.Done()
 		defer close(s.done)
 		defer removeDisc()
+		defer s.releaseAll()
 		for {
 			select {
 			case <-sctx.Done():
-				s.releaseAll()
 				return
-			case <-f.closed:
-				s.releaseAll()
+			case <-f.Done():
 				return
 			case <-s.trigger:
 				_ = s.reconcile(sctx)
@@ -181,14 +185,15 @@ func (s *Subscription) HasSynced() bool {
 }
 
 // Stop ends the subscription, releases its informers and waits for its
-// goroutine. Safe to call more than once.
+// goroutine. Safe to call more than once, and after the factory's
+// Shutdown.
 func (s *Subscription) Stop() {
-	s.stopOne.Do(s.cancel)
+	s.cancel()
 	<-s.done
 }
 
 func (s *Subscription) reconcile(ctx context.Context) error {
-	matched, err := s.f.cfg.resolver.Match(ctx, s.filter)
+	matched, err := s.resolver.Match(ctx, s.filter)
 	if err != nil && len(matched) == 0 {
 		return err
 	}
@@ -215,12 +220,13 @@ func (s *Subscription) reconcile(ctx context.Context) error {
 		s.drop(m)
 	}
 	for _, gvr := range add {
-		h, err := s.f.forResource(gvr, s.f.cfg.merge(s.opts), false)
-		if err != nil {
-			continue // shut down or invalid options: nothing to watch
+		h := s.f.ForResource(gvr, s.opts...)
+		if never(h.Status()) {
+			h.Release() // shut down, invalid options or a conflict: nothing to watch
+			continue
 		}
-		m := &member{handle: h, seen: map[string]interface{}{}}
-		reg, err := h.addEventHandler(s.adapter(gvr, m), toolscache.HandlerOptions{})
+		m := &member{handle: h, seen: map[string]any{}}
+		reg, err := h.Informer().AddEventHandler(s.adapter(gvr, m))
 		if err != nil {
 			h.Release()
 			continue
@@ -233,6 +239,20 @@ func (s *Subscription) reconcile(ctx context.Context) error {
 	return nil
 }
 
+// never reports whether a handle's informer will never run: ForResource
+// gives such a handle after Shutdown (Stopped), for options that do not
+// validate (Failed, ErrInvalid) and for options its shared informer
+// cannot honour (Failed, ErrOptionConflict).
+func never(st dynamicinformer.Status) bool {
+	switch st.State {
+	case dynamicinformer.Stopped:
+		return true
+	case dynamicinformer.Failed:
+		return errors.Is(st.Err, dynamicinformer.ErrInvalid) || errors.Is(st.Err, dynamicinformer.ErrOptionConflict)
+	}
+	return false
+}
+
 // drop releases a member's informer (which removes the member's
 // handler) and tells the handler that every object it saw of it is gone.
 func (s *Subscription) drop(m *member) {
@@ -243,7 +263,7 @@ func (s *Subscription) drop(m *member) {
 	m.seen = nil
 	m.mu.Unlock()
 	for _, obj := range seen {
-		s.deliver(Event{Type: Deleted, GVR: m.handle.GVR(), Object: obj, FinalStateUnknown: true})
+		s.deliverDropped(Event{Type: dynamicinformer.Deleted, GVR: m.handle.GVR(), Object: obj, FinalStateUnknown: true})
 	}
 }
 
@@ -257,29 +277,32 @@ func (s *Subscription) releaseAll() {
 	}
 }
 
-// deliver calls the handler, one call at a time, recovering a panic: the
-// event is skipped, counted (Panics) and, the first time, logged.
-func (s *Subscription) deliver(e Event) {
+// call calls the handler, one call at a time. A panic goes on to the
+// caller: the handle's recovery for informer events, deliverDropped for
+// the rest.
+func (s *Subscription) call(e Event) {
 	s.handlerMu.Lock()
 	defer s.handlerMu.Unlock()
+	s.handler(e)
+}
+
+// deliverDropped calls the handler with a Deleted event of a dropped
+// resource (no informer delivers it), recovering a panic: the event is
+// skipped and, the first time, logged.
+func (s *Subscription) deliverDropped(e Event) {
 	defer func() {
 		if v := recover(); v != nil {
-			p := &eventhandler.PanicError{Event: handlerEvent[e.Type], Key: objectKey(e.Object), Value: v, Stack: debug.Stack()}
-			if s.panics.Add(1) == 1 {
-				s.f.cfg.logger.Error(p, "subscription handler panicked; the event was skipped (later panics are counted by Panics, not logged)",
+			p := &eventhandler.PanicError{Event: "delete", Key: objectKey(e.Object), Value: v, Stack: debug.Stack()}
+			if s.loggedDrop.CompareAndSwap(false, true) {
+				s.log.Error(p, "subscription handler panicked on a Deleted event of a resource it stopped watching; the event was skipped (later such panics are not logged)",
 					"gvr", e.GVR.String(), "stack", string(p.Stack))
 			}
 		}
 	}()
-	s.handler(e)
+	s.call(e)
 }
 
-var handlerEvent = map[EventType]string{Added: "add", Updated: "update", Deleted: "delete"}
-
-// Panics counts the handler calls that panicked (each event skipped).
-func (s *Subscription) Panics() int64 { return s.panics.Load() }
-
-func objectKey(obj interface{}) string {
+func objectKey(obj any) string {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return ""
@@ -287,33 +310,34 @@ func objectKey(obj interface{}) string {
 	return toolscache.MetaObjectToName(m).String() // the store's key: "name" when cluster-scoped
 }
 
+// adapter is a member's handler on its informer. A panic of the
+// subscription's handler is left to the handle, which recovers it.
 func (s *Subscription) adapter(gvr schema.GroupVersionResource, m *member) toolscache.ResourceEventHandler {
 	record := func(e Event) {
+		// Deliver under m.mu so a concurrent drop cannot emit a Deleted
+		// before this event.
 		m.mu.Lock()
+		defer m.mu.Unlock()
 		if m.closed {
-			m.mu.Unlock()
 			return
 		}
 		k := objectKey(e.Object)
-		if e.Type == Deleted {
+		if e.Type == dynamicinformer.Deleted {
 			delete(m.seen, k)
 		} else {
 			m.seen[k] = e.Object
 		}
-		// Deliver under m.mu so a concurrent drop cannot emit a Deleted
-		// before this event.
-		s.deliver(e)
-		m.mu.Unlock()
+		s.call(e)
 	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj interface{}, initial bool) {
-			record(Event{Type: Added, GVR: gvr, Object: obj, IsInitialList: initial})
+		AddFunc: func(obj any, initial bool) {
+			record(Event{Type: dynamicinformer.Added, GVR: gvr, Object: obj, IsInitialList: initial})
 		},
-		UpdateFunc: func(old, obj interface{}) {
-			record(Event{Type: Updated, GVR: gvr, Object: obj, OldObject: old})
+		UpdateFunc: func(old, obj any) {
+			record(Event{Type: dynamicinformer.Updated, GVR: gvr, Object: obj, OldObject: old})
 		},
-		DeleteFunc: func(obj interface{}) {
-			e := Event{Type: Deleted, GVR: gvr, Object: obj}
+		DeleteFunc: func(obj any) {
+			e := Event{Type: dynamicinformer.Deleted, GVR: gvr, Object: obj}
 			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				e.Object, e.FinalStateUnknown = d.Obj, true
 			}
