@@ -17,6 +17,7 @@ import (
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
+	"github.com/informerkit/informerkit/dynamicinformer/metrics"
 	"github.com/informerkit/informerkit/shard"
 )
 
@@ -76,8 +77,8 @@ type factoryConfig struct {
 	followCRDs     bool
 	rediscovery    time.Duration
 	watchIdle      time.Duration
-	metrics        Metrics // nil: none (no handler added, client-go's informer metrics off)
-	maxInitial     int     // WithMaxConcurrentInitialLists; <= 0: no bound
+	metrics        metrics.Exporter // nil: none (no handler added, client-go's informer metrics off)
+	maxInitial     int              // WithMaxConcurrentInitialLists; <= 0: no bound
 	// decodingClients: informers' fast decode path (NewForConfig), unless
 	// apimachineryDecoding (WithAPIMachineryDecoding).
 	decodingClients      *codec.Clients
