@@ -3,13 +3,12 @@
 // queries by field and by index, and an adapter to client-go's
 // cache.GenericLister (NewGeneric).
 //
-// Lists use informerkit's per-key label indexes (cache.LabelKeyIndexName)
-// and client-go's
-// namespace index whenever the indexer has them: a selector such as
+// Lists use informerkit's per-key label indexes (cache.LabelKeyIndexers)
+// and client-go's namespace index whenever the indexer has them: a selector such as
 // "app=web" or "app in (a,b),tier" is answered from index sets, in time
 // proportional to the matching objects rather than to the cache size. When
-// the indexer carries cache.AutoLabelKeyIndex (informerkit's factory
-// default), the first List that needs an index for a label key adds it.
+// the indexer carries the marker of cache.AutoLabelKeyIndexers
+// (informerkit's factory default), the first List that needs an index for a label key adds it.
 // Without any index every query still works, by scanning. The answer never
 // depends on which indexes exist.
 //
