@@ -207,12 +207,12 @@ func TestListMatchesBruteForce(t *testing.T) {
 				if ns == "" {
 					got, err = l.List(sel)
 					if err == nil {
-						gotGeneric, err = NewGeneric(l.indexer, l.resource).List(sel)
+						gotGeneric, err = newGeneric(l.indexer, l.resource).List(sel)
 					}
 				} else {
 					got, err = l.Namespace(ns).List(sel)
 					if err == nil {
-						gotGeneric, err = NewGeneric(l.indexer, l.resource).ByNamespace(ns).List(sel)
+						gotGeneric, err = newGeneric(l.indexer, l.resource).ByNamespace(ns).List(sel)
 					}
 				}
 				if err != nil {
@@ -286,7 +286,7 @@ func TestGenericListerPartialObjectMetadata(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := NewGeneric(idx, widgets)
+	g := newGeneric(idx, widgets)
 	l := New(idx, widgets)
 	for s := 0; s < 500; s++ {
 		sel, err := randomSelector(r)
