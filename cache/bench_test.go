@@ -128,7 +128,7 @@ func BenchmarkHeapPerObject(b *testing.B) {
 		{"unstructured-stripped+labelindex", withLabels, transformed(decodeU, StripManagedFields)},
 		{"unstructured-stripped+keyindex", keyIndexers(4), transformed(decodeU, StripManagedFields)},
 		{"unstructured-stripped-interned", ns, transformed(decodeU, Chain(StripManagedFields, InternKeys))},
-		{"unstructured-projected", ns, transformed(decodeU, Project("spec.field00"))},
+		{"unstructured-projected", ns, transformed(decodeU, mustProject(b, "spec.field00"))},
 		{"compact", ns, transformed(decodeU, NewCompactor(CompactorOptions{}).Transform)},
 		{"compact-stripped", ns, transformed(decodeU, Chain(StripManagedFields, NewCompactor(CompactorOptions{}).Transform))},
 		{"compact-stripped+labelindex", withLabels, transformed(decodeU, Chain(StripManagedFields, NewCompactor(CompactorOptions{}).Transform))},
@@ -188,7 +188,7 @@ func transformed(make func(int) interface{}, t toolscache.TransformFunc) func(in
 // "key=value" string afresh (what labelindex.LabelIndexers installed before it kept
 // its strings), to show what the string table saves. "keyindex-K" is the
 // factory's default after selector Lists on K label keys: the
-// AutoLabelKeyIndex marker and K per-key indexes (K=4: every label).
+// AutoLabelKeyIndexers marker and K per-key indexes (K=4: every label).
 func BenchmarkIndexerWrite(b *testing.B) {
 	const n = 10000
 	type version [2]interface{}
@@ -270,7 +270,7 @@ func (l *benchLW) IsWatchListSemanticsUnSupported() bool { return true }
 // seen by the handler. "clientgo" has the namespace index; "labelindex"
 // adds labelindex.LabelIndex; "labelindex-plain" uses the stateless labelindex.LabelIndexFunc;
 // "keyindex-K" has the factory's default after selector Lists on K label
-// keys (the AutoLabelKeyIndex marker and K per-key indexes; K=4: every
+// keys (the AutoLabelKeyIndexers marker and K per-key indexes; K=4: every
 // label of the objects).
 func BenchmarkInformerWrite(b *testing.B) {
 	const n = 10000
@@ -333,7 +333,7 @@ func BenchmarkInformerWrite(b *testing.B) {
 
 // keyIndexers is the factory's default indexer set after selector Lists on
 // the first k of the benchmark objects' four label keys: namespace index,
-// the AutoLabelKeyIndex marker and k per-key indexes.
+// the AutoLabelKeyIndexers marker and k per-key indexes.
 func keyIndexers(k int) toolscache.Indexers {
 	out := AutoLabelKeyIndexers()
 	for name, f := range LabelKeyIndexers([]string{"app", "tier", "env", "instance"}[:k]...) {

@@ -186,8 +186,7 @@ func FuzzParseFieldPath(f *testing.F) {
 			t.Fatalf("round trip of %q via %q: %#v != %#v", s, p.String(), back, p)
 		}
 		p.indexValues(obj) // must not panic on any shape
-		if _, err := ProjectPaths(s); err == nil {
-			pr, _ := ProjectPaths(s)
+		if pr, err := Project(s); err == nil {
 			if _, err := pr(&unstructured.Unstructured{Object: obj}); err != nil {
 				t.Fatal(err)
 			}
@@ -299,7 +298,7 @@ func managedObject() *unstructured.Unstructured {
 	u.SetGeneration(3)
 	u.SetFinalizers([]string{"f"})
 	u.SetOwnerReferences([]metav1.OwnerReference{{UID: "o", Name: "o", Kind: "K", APIVersion: "v1"}})
-	u.SetAnnotations(map[string]string{LastAppliedConfigAnnotation: "{}", "keep": "me"})
+	u.SetAnnotations(map[string]string{lastAppliedConfigAnnotation: "{}", "keep": "me"})
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}})
 	u.SetSelfLink("/x")
 	return u
@@ -317,7 +316,7 @@ func TestStripAndDrop(t *testing.T) {
 		}
 		got := out.(*unstructured.Unstructured)
 		_, hasMF := got.Object["metadata"].(map[string]interface{})["managedFields"]
-		_, hasLA := got.GetAnnotations()[LastAppliedConfigAnnotation]
+		_, hasLA := got.GetAnnotations()[lastAppliedConfigAnnotation]
 		wantMF, wantLA := name == "drop", name == "strip"
 		if hasMF != wantMF || hasLA != wantLA {
 			t.Errorf("%s: managedFields %v (want %v), last-applied %v (want %v)", name, hasMF, wantMF, hasLA, wantLA)
@@ -328,7 +327,7 @@ func TestStripAndDrop(t *testing.T) {
 	}
 	// Annotations map removed when last-applied was its only entry.
 	u := managedObject()
-	u.SetAnnotations(map[string]string{LastAppliedConfigAnnotation: "{}"})
+	u.SetAnnotations(map[string]string{lastAppliedConfigAnnotation: "{}"})
 	DropLastAppliedConfiguration(u)
 	if _, ok := u.Object["metadata"].(map[string]interface{})["annotations"]; ok {
 		t.Error("empty annotations map left behind")
@@ -337,7 +336,7 @@ func TestStripAndDrop(t *testing.T) {
 	// PartialObjectMetadata and typed objects.
 	p := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Name: "p", ManagedFields: u.GetManagedFields(),
-		Annotations: map[string]string{LastAppliedConfigAnnotation: "{}"},
+		Annotations: map[string]string{lastAppliedConfigAnnotation: "{}"},
 	}}
 	if _, err := Chain(StripManagedFields, DropLastAppliedConfiguration)(p); err != nil {
 		t.Fatal(err)
@@ -346,7 +345,7 @@ func TestStripAndDrop(t *testing.T) {
 		t.Errorf("partial not transformed: %+v", p.ObjectMeta)
 	}
 	// Other types pass through.
-	for _, tf := range []toolscache.TransformFunc{StripManagedFields, DropLastAppliedConfiguration, Project("spec")} {
+	for _, tf := range []toolscache.TransformFunc{StripManagedFields, DropLastAppliedConfiguration, mustProject(t, "spec")} {
 		if out, err := tf("string"); err != nil || out != "string" {
 			t.Errorf("pass-through: %v %v", out, err)
 		}
@@ -357,8 +356,8 @@ func TestTransformsLeaveTombstonesAndCleanObjectsUntouched(t *testing.T) {
 	transforms := map[string]toolscache.TransformFunc{
 		"strip":   StripManagedFields,
 		"drop":    DropLastAppliedConfiguration,
-		"project": Project("spec.size", "spec.containers[*].image"),
-		"chain":   Chain(StripManagedFields, DropLastAppliedConfiguration, Project("spec")),
+		"project": mustProject(t, "spec.size", "spec.containers[*].image"),
+		"chain":   Chain(StripManagedFields, DropLastAppliedConfiguration, mustProject(t, "spec")),
 	}
 	for name, tf := range transforms {
 		// A tombstone's object (shared with the cache) is never modified;
@@ -406,7 +405,7 @@ func TestTransformsLeaveTombstonesAndCleanObjectsUntouched(t *testing.T) {
 
 func TestProject(t *testing.T) {
 	u := managedObject()
-	out, err := Project("spec.size", "spec.containers[*].image", "status")(u)
+	out, err := mustProject(t, "spec.size", "spec.containers[*].image", "status")(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +417,7 @@ func TestProject(t *testing.T) {
 			"name": "a", "namespace": "ns", "uid": "uid-1", "resourceVersion": "7",
 			"generation":      int64(3),
 			"labels":          map[string]interface{}{"app": "web"},
-			"annotations":     map[string]interface{}{LastAppliedConfigAnnotation: "{}", "keep": "me"},
+			"annotations":     map[string]interface{}{lastAppliedConfigAnnotation: "{}", "keep": "me"},
 			"finalizers":      []interface{}{"f"},
 			"ownerReferences": u.Object["metadata"].(map[string]interface{})["ownerReferences"],
 		},
@@ -435,30 +434,25 @@ func TestProject(t *testing.T) {
 		t.Error("Project modified its input")
 	}
 	// A path that covers another wins; metadata paths keep more metadata.
-	out, _ = Project("spec", "spec.size", "metadata.managedFields")(managedObject())
+	out, _ = mustProject(t, "spec", "spec.size", "metadata.managedFields")(managedObject())
 	got = out.(*unstructured.Unstructured)
 	if len(got.Object["spec"].(map[string]interface{})) != 3 || got.GetManagedFields() == nil {
 		t.Errorf("covering paths: %v", got.Object)
 	}
-	if _, err := ProjectPaths("spec.containers[0]"); !errors.Is(err, ErrInvalidFieldPath) {
+	if _, err := Project("spec.containers[0]"); !errors.Is(err, ErrInvalidFieldPath) {
 		t.Errorf("[n] in projection: %v", err)
 	}
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("Project did not panic on a malformed path")
-			}
-		}()
-		Project("a..b")
-	}()
+	if _, err := Project("a..b"); !errors.Is(err, ErrInvalidFieldPath) {
+		t.Errorf("malformed path: %v", err)
+	}
 
 	p := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "p", SelfLink: "/s", ManagedFields: u.GetManagedFields(), Labels: map[string]string{"a": "b"}}}
-	Project("spec")(p)
+	mustProject(t, "spec")(p)
 	if p.ManagedFields != nil || p.SelfLink != "" || p.Labels["a"] != "b" {
 		t.Errorf("partial projection: %+v", p.ObjectMeta)
 	}
 	p.ManagedFields = u.GetManagedFields()
-	Project("metadata.managedFields")(p)
+	mustProject(t, "metadata.managedFields")(p)
 	if p.ManagedFields == nil {
 		t.Error("projection dropped a listed metadata field")
 	}
@@ -504,4 +498,14 @@ func TestMutationDetector(t *testing.T) {
 	if err := d.Verify(); err == nil {
 		t.Error("handler-fed detector missed a mutation")
 	}
+}
+
+// mustProject is Project for paths known to be well formed.
+func mustProject(t testing.TB, paths ...string) toolscache.TransformFunc {
+	t.Helper()
+	f, err := Project(paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -127,7 +127,7 @@ func TestMutationDetectorOnCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := NewMutationDetector()
-	d.AddObject(c)
+	d.addObject(c)
 	if err := d.Verify(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// DefaultCompactIdle is how long a Compactor keeps a decoded object that
+// defaultCompactIdle is how long a Compactor keeps a decoded object that
 // nobody reads, when CompactorOptions.Idle is zero.
-const DefaultCompactIdle = 2 * time.Minute
+const defaultCompactIdle = 2 * time.Minute
 
 // CompactorOptions configure a Compactor. The zero value is the default.
 type CompactorOptions struct {
@@ -21,7 +21,7 @@ type CompactorOptions struct {
 	// nothing more. A negative value keeps none: every read decodes.
 	MaxDecoded int
 	// Idle is how long a decoded object is kept without being read
-	// (DefaultCompactIdle when zero; at least 2ms). Idle objects are
+	// (two minutes when zero; at least 2ms). Idle objects are
 	// dropped lazily, a few at a time as the Compactor's objects are read
 	// or written, or all at once by Trim; an object is never dropped
 	// sooner than Idle after its last read.
@@ -139,7 +139,7 @@ const sweepSteps = 4
 // NewCompactor returns a Compactor with the given options.
 func NewCompactor(opts CompactorOptions) *Compactor {
 	if opts.Idle <= 0 {
-		opts.Idle = DefaultCompactIdle
+		opts.Idle = defaultCompactIdle
 	}
 	opts.Idle = max(opts.Idle, 2*time.Millisecond)
 	return &Compactor{maxDecoded: opts.MaxDecoded, idle: opts.Idle, listsOnSecondRead: opts.KeepListsOnSecondRead,

@@ -8,9 +8,8 @@
 // Label indexes turn client-go's linear scan for a label selector into work
 // proportional to the matches; genericlister uses them automatically. The
 // way to index labels is per key: every dynamicinformer informer (always)
-// installs the AutoLabelKeyIndex marker (AutoLabelKeyIndexers),
-// with which listers add the index of a key the first time a selector
-// needs it; WithLabelIndexKeys (LabelKeyIndexers) builds some up front.
+// installs the marker of AutoLabelKeyIndexers, with which listers add the
+// index of a key the first time a selector needs it; WithLabelIndexKeys (LabelKeyIndexers) builds some up front.
 // One value per object per key, so nearly free on writes: client-go skips
 // an index whose single value did not change.
 //

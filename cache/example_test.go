@@ -23,7 +23,7 @@ func pod(name, node string, labels map[string]interface{}) *unstructured.Unstruc
 			"name": name, "namespace": "default", "uid": "uid-" + name, "resourceVersion": "1",
 			"labels": labels,
 			"annotations": map[string]interface{}{
-				ikcache.LastAppliedConfigAnnotation: `{"apiVersion":"v1","kind":"Pod"}`,
+				"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"Pod"}`,
 			},
 			"managedFields": []interface{}{map[string]interface{}{"manager": "kubectl", "operation": "Apply"}},
 		},
@@ -32,9 +32,10 @@ func pod(name, node string, labels map[string]interface{}) *unstructured.Unstruc
 	}}
 }
 
-// Per-key label indexes: one for "app" up front, and one for "tier" added
-// on demand through the AutoLabelKeyIndex marker, by genericlister's List
-// the first time a selector needs it.
+// Per-key label indexes: one for "app" up front, and others added on
+// demand through the AutoLabelKeyIndexers marker, by genericlister's List
+// the first time a selector needs them. The answers are the same without
+// any index; the indexes make them proportional to the matches.
 func ExampleLabelKeyIndexers() {
 	indexers := ikcache.LabelKeyIndexers("app")
 	for k, v := range ikcache.AutoLabelKeyIndexers() {
@@ -44,17 +45,12 @@ func ExampleLabelKeyIndexers() {
 	_ = indexer.Add(pod("web-1", "n1", map[string]interface{}{"app": "web", "tier": "front"}))
 	_ = indexer.Add(pod("db-1", "n1", map[string]interface{}{"app": "db", "tier": "back"}))
 
-	web, _ := indexer.IndexKeys(ikcache.LabelKeyIndexName("app"), "web")
-	fmt.Println(web)
-	fmt.Println(ikcache.HasIndex(indexer, ikcache.LabelKeyIndexName("tier")))
-	back, _ := genericlister.New(indexer, schema.GroupResource{Resource: "pods"}).List(labels.SelectorFromSet(labels.Set{"tier": "back"}))
-	fmt.Println(ikcache.HasIndex(indexer, ikcache.LabelKeyIndexName("tier")))
-	fmt.Println(back[0].GetName())
+	lister := genericlister.New(indexer, schema.GroupResource{Resource: "pods"})
+	web, _ := lister.List(labels.SelectorFromSet(labels.Set{"app": "web"}))    // the "app" index
+	back, _ := lister.List(labels.SelectorFromSet(labels.Set{"tier": "back"})) // adds the "tier" index
+	fmt.Println(web[0].GetName(), back[0].GetName())
 	// Output:
-	// [default/web-1]
-	// false
-	// true
-	// db-1
+	// web-1 db-1
 }
 
 // Field indexes come from a field path; no IndexFunc to write.
@@ -80,11 +76,11 @@ func ExampleFieldIndexers() {
 // Transforms compose with Chain and go to SharedIndexInformer.SetTransform;
 // here one is applied by hand to show what stays in the cache.
 func ExampleChain() {
-	transform := ikcache.Chain(
-		ikcache.StripManagedFields,
-		ikcache.DropLastAppliedConfiguration,
-		ikcache.Project("status.phase"),
-	)
+	phase, err := ikcache.Project("status.phase")
+	if err != nil {
+		panic(err)
+	}
+	transform := ikcache.Chain(ikcache.StripManagedFields, ikcache.DropLastAppliedConfiguration, phase)
 	// informer.SetTransform(transform)
 	out, _ := transform(pod("web-1", "n1", map[string]interface{}{"app": "web"}))
 	b, _ := json.Marshal(out)

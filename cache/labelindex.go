@@ -10,27 +10,20 @@ import (
 // WithLabelIndexKeys are the way to index labels; genericlister's List
 // answers label selectors from these indexes when the indexer has them
 // (an index only makes the answer faster, never different). The names
-// below are for code that builds its own indexer.
+// below are for code that builds its own indexer; the indexes' names are
+// genericlister's business.
 
-// AutoLabelKeyIndex names the marker index (AutoLabelKeyIndexers) that
-// lets genericlister add a per-key label index of a key the first time a
-// selector needs it, up to 16 keys per indexer.
-const AutoLabelKeyIndex = labelindex.AutoLabelKeyIndex
-
-// LabelKeyIndexName returns the name of the per-key label index of key,
-// whose values are the key's label values.
-func LabelKeyIndexName(key string) string { return labelindex.LabelKeyIndexName(key) }
-
-// LabelKeyIndexers returns one per-key label index for each key (named
-// LabelKeyIndexName(key)), ready for toolscache.NewIndexer or
-// SharedIndexInformer.AddIndexers. The returned map is new on each call.
+// LabelKeyIndexers returns one per-key label index for each key, ready for
+// toolscache.NewIndexer or SharedIndexInformer.AddIndexers. The returned
+// map is new on each call.
 func LabelKeyIndexers(keys ...string) toolscache.Indexers {
 	return labelindex.LabelKeyIndexers(keys...)
 }
 
-// AutoLabelKeyIndexers returns {AutoLabelKeyIndex: f}, the marker that
-// lets genericlister add per-key label indexes on demand. Each call
-// returns a new marker (with its own key budget); f indexes nothing.
+// AutoLabelKeyIndexers returns a marker index that lets genericlister add
+// the per-key label index of a key the first time a selector needs it, up
+// to 16 keys per indexer. Each call returns a new marker (with its own key
+// budget); it indexes nothing itself.
 func AutoLabelKeyIndexers() toolscache.Indexers { return labelindex.AutoLabelKeyIndexers() }
 
 // HasIndex reports whether indexer has an index named name. Use it rather

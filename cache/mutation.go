@@ -44,9 +44,9 @@ func NewMutationDetector() *MutationDetector {
 	return &MutationDetector{objects: map[interface{}]runtime.Object{}}
 }
 
-// AddObject records a deep copy of obj (a runtime.Object; a
+// addObject records a deep copy of obj (a runtime.Object; a
 // DeletedFinalStateUnknown or anything else is ignored).
-func (d *MutationDetector) AddObject(obj interface{}) {
+func (d *MutationDetector) addObject(obj interface{}) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
 		return
@@ -57,9 +57,9 @@ func (d *MutationDetector) AddObject(obj interface{}) {
 	d.objects[obj] = c
 }
 
-// RemoveObject compares obj with its copy, records a failure if they
+// removeObject compares obj with its copy, records a failure if they
 // differ, and forgets it.
-func (d *MutationDetector) RemoveObject(obj interface{}) {
+func (d *MutationDetector) removeObject(obj interface{}) {
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -113,14 +113,14 @@ func (d *MutationDetector) Verify() error {
 // replaced and deleted ones.
 func (d *MutationDetector) ResourceEventHandler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { d.AddObject(obj) },
+		AddFunc: func(obj interface{}) { d.addObject(obj) },
 		UpdateFunc: func(oldObj, newObj interface{}) {
 			if oldObj != newObj {
-				d.RemoveObject(oldObj)
+				d.removeObject(oldObj)
 			}
-			d.AddObject(newObj)
+			d.addObject(newObj)
 		},
-		DeleteFunc: func(obj interface{}) { d.RemoveObject(obj) },
+		DeleteFunc: func(obj interface{}) { d.removeObject(obj) },
 	}
 }
 
@@ -141,19 +141,19 @@ type detectingIndexer struct {
 func (i *detectingIndexer) forget(obj interface{}, leaving bool) {
 	old, exists, err := i.Indexer.Get(obj)
 	if err == nil && exists && (leaving || old != obj) {
-		i.d.RemoveObject(old)
+		i.d.removeObject(old)
 	}
 }
 
 func (i *detectingIndexer) Add(obj interface{}) error {
 	i.forget(obj, false)
-	i.d.AddObject(obj)
+	i.d.addObject(obj)
 	return i.Indexer.Add(obj)
 }
 
 func (i *detectingIndexer) Update(obj interface{}) error {
 	i.forget(obj, false)
-	i.d.AddObject(obj)
+	i.d.addObject(obj)
 	return i.Indexer.Update(obj)
 }
 
@@ -164,10 +164,10 @@ func (i *detectingIndexer) Delete(obj interface{}) error {
 
 func (i *detectingIndexer) Replace(list []interface{}, rv string) error {
 	for _, old := range i.Indexer.List() {
-		i.d.RemoveObject(old)
+		i.d.removeObject(old)
 	}
 	for _, obj := range list {
-		i.d.AddObject(obj)
+		i.d.addObject(obj)
 	}
 	return i.Indexer.Replace(list, rv)
 }

@@ -30,9 +30,10 @@ import (
 //   - It never fails on a well-formed object; the error result exists for
 //     the TransformFunc signature.
 
-// LastAppliedConfigAnnotation is the annotation kubectl apply writes with
-// the whole applied object; DropLastAppliedConfiguration removes it.
-const LastAppliedConfigAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+// lastAppliedConfigAnnotation is the annotation kubectl apply writes with
+// the whole applied object (k8s.io/api/core/v1.LastAppliedConfigAnnotation);
+// DropLastAppliedConfiguration removes it.
+const lastAppliedConfigAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // StripManagedFields removes metadata.managedFields, which server-side
 // apply writes on every object and which is often 30-50% of a cached
@@ -86,22 +87,22 @@ func dropLastApplied(obj interface{}, apply bool) bool {
 	case *unstructured.Unstructured:
 		md, _ := o.Object["metadata"].(map[string]interface{})
 		ann, _ := md["annotations"].(map[string]interface{})
-		if _, ok := ann[LastAppliedConfigAnnotation]; !ok {
+		if _, ok := ann[lastAppliedConfigAnnotation]; !ok {
 			return false
 		}
 		if apply {
-			delete(ann, LastAppliedConfigAnnotation)
+			delete(ann, lastAppliedConfigAnnotation)
 			if len(ann) == 0 {
 				delete(md, "annotations")
 			}
 		}
 		return true
 	case *metav1.PartialObjectMetadata:
-		if _, ok := o.Annotations[LastAppliedConfigAnnotation]; !ok {
+		if _, ok := o.Annotations[lastAppliedConfigAnnotation]; !ok {
 			return false
 		}
 		if apply {
-			delete(o.Annotations, LastAppliedConfigAnnotation)
+			delete(o.Annotations, lastAppliedConfigAnnotation)
 			if len(o.Annotations) == 0 {
 				o.Annotations = nil
 			}
@@ -113,11 +114,11 @@ func dropLastApplied(obj interface{}, apply bool) bool {
 		return false
 	}
 	ann := m.GetAnnotations()
-	if _, ok := ann[LastAppliedConfigAnnotation]; !ok {
+	if _, ok := ann[lastAppliedConfigAnnotation]; !ok {
 		return false
 	}
 	if apply {
-		delete(ann, LastAppliedConfigAnnotation)
+		delete(ann, lastAppliedConfigAnnotation)
 		if len(ann) == 0 {
 			ann = nil
 		}
@@ -194,19 +195,8 @@ var projectedMetadataFields = []string{
 // Unstructured is a new object that shares kept values with the input (the
 // input is not modified).
 //
-// Project panics on a malformed path, like regexp.MustCompile; use
-// ProjectPaths to get an error instead.
-func Project(paths ...string) toolscache.TransformFunc {
-	f, err := ProjectPaths(paths...)
-	if err != nil {
-		panic(err)
-	}
-	return f
-}
-
-// ProjectPaths is Project returning an error (wrapping ErrInvalidFieldPath)
-// for a malformed path instead of panicking.
-func ProjectPaths(paths ...string) (toolscache.TransformFunc, error) {
+// A malformed path is an error wrapping ErrInvalidFieldPath.
+func Project(paths ...string) (toolscache.TransformFunc, error) {
 	var parsed []fieldPath
 	for _, path := range paths {
 		p, err := parseFieldPath(path)

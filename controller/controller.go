@@ -373,13 +373,13 @@ func (c *Controller) handleEvents(src *handleSource) toolscache.ResourceEventHan
 	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			deliver(subscription.Event{Type: dynamicinformer.Added, Object: obj, IsInitialList: initial})
+			deliver(subscription.Event{Type: subscription.Added, Object: obj, IsInitialList: initial})
 		},
 		UpdateFunc: func(old, obj any) {
-			deliver(subscription.Event{Type: dynamicinformer.Updated, Object: obj, OldObject: old})
+			deliver(subscription.Event{Type: subscription.Updated, Object: obj, OldObject: old})
 		},
 		DeleteFunc: func(obj any) {
-			e := subscription.Event{Type: dynamicinformer.Deleted, Object: obj}
+			e := subscription.Event{Type: subscription.Deleted, Object: obj}
 			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				e.Object, e.FinalStateUnknown = d.Obj, true
 			}
@@ -412,7 +412,7 @@ func (c *Controller) onSubscriptionEvent(src *subscriptionSource, e subscription
 
 // enqueue queues e's key. An add or update proves the resource is served.
 func (c *Controller) enqueue(r *resource, e subscription.Event) {
-	if e.Type != dynamicinformer.Deleted && r.removed.Load() {
+	if e.Type != subscription.Deleted && r.removed.Load() {
 		r.removed.Store(false)
 	}
 	if c.opts.Filter != nil && !c.opts.Filter(e) {

@@ -63,20 +63,19 @@
 // typo resolved in a loop costs the server at most one round per interval
 // (and the loop up to an interval per miss). The wait is bounded by the
 // caller's ctx. A deleted resource stays known until the next round; call
-// Invalidate (on a CRD delete event, say) or Refresh to drop it.
+// Refresh to drop it.
 //
 // Besides misses, rounds are run by Refresh, which is forced (it ignores
 // the interval; for one owner that paces itself, such as a periodic
-// rediscovery loop), and by RefreshIfStale, which runs one only if the
-// latest round is older than a maximum age and respects the interval (for
-// callers that may be many or frequent). After Invalidate, the next lookup
-// or RefreshIfStale runs a round at once.
+// rediscovery loop). The factory in dynamicinformer also marks its
+// resolver outdated on CRD events, so that the next lookup runs a round at
+// once.
 //
 // If discovery of some group-versions fails (an aggregated API server is
 // down), the round still succeeds for everything else: the failed
 // group-versions keep the resources they had in the previous round (so that
-// a blip does not look like a removal), FailedGroups reports them, Refresh
-// returns a *GroupDiscoveryError, and a miss wraps one next to ErrNotFound.
+// a blip does not look like a removal), Refresh returns a
+// *GroupDiscoveryError, and a miss wraps one next to ErrNotFound.
 //
 // # Concurrency and ownership
 //

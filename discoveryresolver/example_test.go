@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery/fake"
@@ -91,26 +90,4 @@ func ExampleResolver_OnChange() {
 	_ = r.Refresh(ctx)
 	// Output:
 	// removed stable.example.com/v1, Resource=crontabs
-}
-
-func ExampleResolver_RefreshIfStale() {
-	client := fakeClient()
-	r := discoveryresolver.New(client)
-	ctx := context.Background()
-	// One owner runs forced rounds at its own pace (a rediscovery loop).
-	if err := r.Refresh(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
-	rounds := len(client.Actions())
-	// Any number of other callers ask for data at most 30s old: while the
-	// latest round is younger than that, they add no round.
-	for i := 0; i < 10; i++ {
-		if err := r.RefreshIfStale(ctx, 30*time.Second); err != nil {
-			fmt.Println(err)
-		}
-	}
-	fmt.Println("discovery requests added:", len(client.Actions())-rounds)
-	// Output:
-	// discovery requests added: 0
 }

@@ -41,11 +41,11 @@ func WithLogger(l logr.Logger) Option {
 }
 
 // WithMinRefreshInterval sets the minimum time between the start of a
-// discovery round and the start of the next one triggered by a miss or by
-// RefreshIfStale (default one second). A miss within the
-// interval waits for its end (bounded by its ctx) and shares the round that
-// starts then, so that a typo resolved in a loop cannot hammer the API
-// server. Refresh, and the first round after Invalidate, are not
+// discovery round and the start of the next one triggered by a miss
+// (default one second). A miss within the interval waits for its end
+// (bounded by its ctx) and shares the round that starts then, so that a
+// typo resolved in a loop cannot hammer the API server. Refresh, and the
+// first round after the factory marks the resolver outdated, are not
 // rate-limited. Zero or negative disables the limit (concurrent misses
 // still share one round).
 func WithMinRefreshInterval(d time.Duration) Option {

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+
+	"github.com/informerkit/informerkit/internal/resolverhooks"
 )
 
 // Resolver maps references to served resources using the API server's
@@ -24,8 +26,8 @@ import (
 // in the snapshot are map lookups. A reference the snapshot does not know (a
 // miss) is answered from a discovery round that started after the call: it
 // runs one, or waits for the next one the minimum refresh interval allows.
-// At most one round runs at a time; concurrent misses, Refresh and
-// RefreshIfStale calls and invalidated lookups share it. The resolver starts
+// At most one round runs at a time; concurrent misses, Refresh calls and
+// invalidated lookups share it. The resolver starts
 // no goroutines: a round runs in the goroutine of the caller that started
 // it, and a waiting caller waits in its own.
 type Resolver struct {
@@ -35,7 +37,7 @@ type Resolver struct {
 	log    logr.Logger
 
 	snap    atomic.Pointer[snapshot] // nil until the first successful round
-	stale   atomic.Bool              // set by Invalidate: the next lookup refreshes first
+	stale   atomic.Bool              // set by invalidate: the next lookup refreshes first
 	started atomic.Uint64            // number of rounds started; written under mu, read without it
 
 	mu         sync.Mutex // guards round, last, lastStart, failedKeys, listeners, nextID, pending, delivering, direct
@@ -129,7 +131,7 @@ func (r *Resolver) resolveGVK(ctx context.Context, gvk schema.GroupVersionKind) 
 }
 
 // Lookup returns the cached resource served at gvr, without any network
-// I/O and without refreshing, even after Invalidate. An empty Version means
+// I/O and without refreshing, even when invalidated. An empty Version means
 // the preferred version of gvr's group-resource, as for ResolveGVR. It
 // reports false if the current snapshot does not serve gvr.
 func (r *Resolver) Lookup(gvr schema.GroupVersionResource) (Resource, bool) {
@@ -147,7 +149,7 @@ func (r *Resolver) Lookup(gvr schema.GroupVersionResource) (Resource, bool) {
 // Resources returns the preferred version of every served resource
 // (watchable or not), in discovery order: groups as the server orders them,
 // then resources as the group lists them. It runs a discovery round first
-// only if there is no snapshot yet or after Invalidate. The slice and its
+// only if there is no snapshot yet or it was invalidated. The slice and its
 // elements are the caller's.
 func (r *Resolver) Resources(ctx context.Context) ([]Resource, error) {
 	return r.Match(ctx, Filter{})
@@ -182,10 +184,10 @@ func (r *Resolver) Match(ctx context.Context, f Filter) ([]Resource, error) {
 	return out, nil
 }
 
-// FailedGroups returns the group-versions whose discovery failed in the
+// failedGroups returns the group-versions whose discovery failed in the
 // latest round, with their errors; empty when none failed. The map is the
 // caller's.
-func (r *Resolver) FailedGroups() map[schema.GroupVersion]error {
+func (r *Resolver) failedGroups() map[schema.GroupVersion]error {
 	s := r.snap.Load()
 	if s == nil {
 		return nil
@@ -193,41 +195,51 @@ func (r *Resolver) FailedGroups() map[schema.GroupVersion]error {
 	return copyGroupErrors(s.failed)
 }
 
-// Invalidate marks the cached discovery as outdated: the next Resolve*,
-// Resources, Match or RefreshIfStale call runs a round first
-// (or joins the one in flight), without waiting for the minimum refresh
-// interval; if that round fails as a whole, answers come from the previous
-// data. Call it when something suggests the served
-// resources changed (a CustomResourceDefinition or APIService event).
-// Lookup never refreshes.
-func (r *Resolver) Invalidate() {
+// invalidate marks the cached discovery as outdated: the next Resolve*,
+// Resources, Match or refreshIfStale call runs a round first (or joins the
+// one in flight), without waiting for the minimum refresh interval; if
+// that round fails as a whole, answers come from the previous data. The
+// factory calls it (through internal/resolverhooks) when a
+// CustomResourceDefinition changed. Lookup never refreshes.
+//
+// With gvs, the next rounds also read gvs from their own discovery
+// endpoints (/apis/group/version), not only from the aggregated discovery
+// document, until the document agrees: the aggregated document can lag
+// behind a resource added to a group-version that already existed
+// (minutes were observed with Kubernetes 1.37), while the group-version's
+// own endpoint is served by apiextensions-apiserver from the CRDs
+// themselves. A caching discovery client answers those reads from its
+// cache, so the factory gives the resolver a non-caching one. Marks
+// accumulate until each group-version's own endpoint and the aggregated
+// document agree (or it is gone from both).
+func (r *Resolver) invalidate(gvs ...schema.GroupVersion) {
+	if len(gvs) > 0 {
+		r.mu.Lock()
+		if r.direct == nil {
+			r.direct = map[schema.GroupVersion]bool{}
+		}
+		for _, gv := range gvs {
+			r.direct[gv] = true
+		}
+		r.mu.Unlock()
+	}
 	r.stale.Store(true)
 }
 
-// InvalidateGroupVersions is Invalidate, and also makes the next rounds
-// read gvs from their own discovery endpoints (/apis/group/version), not
-// only from the aggregated discovery document, until the document agrees.
-// Call it when a CustomResourceDefinition of the group changed: the
-// aggregated document can lag behind a resource added to a group-version
-// that already existed (minutes were observed with Kubernetes 1.37), while
-// the group-version's own endpoint is served by apiextensions-apiserver
-// from the CRDs themselves. A caching discovery client answers those reads
-// from its cache, so give the resolver a non-caching one. Safe for
-// concurrent use; marks accumulate until each group-version's own
-// endpoint and the aggregated document agree (or it is gone from both).
-func (r *Resolver) InvalidateGroupVersions(gvs ...schema.GroupVersion) {
-	r.mu.Lock()
-	if r.direct == nil {
-		r.direct = map[schema.GroupVersion]bool{}
-	}
-	for _, gv := range gvs {
-		r.direct[gv] = true
-	}
-	r.mu.Unlock()
-	r.Invalidate()
+func init() {
+	resolverhooks.Register(func(r any) resolverhooks.Maintenance { return maintenance{r.(*Resolver)} })
 }
 
-// readDirect reads the group-versions marked by InvalidateGroupVersions
+// maintenance is a Resolver's resolverhooks.Maintenance.
+type maintenance struct{ r *Resolver }
+
+func (m maintenance) Invalidate(gvs ...schema.GroupVersion) { m.r.invalidate(gvs...) }
+func (m maintenance) RefreshIfStale(ctx context.Context, maxAge time.Duration) error {
+	return m.r.refreshIfStale(ctx, maxAge)
+}
+func (m maintenance) FailedGroups() map[schema.GroupVersion]error { return m.r.failedGroups() }
+
+// readDirect reads the group-versions marked by invalidate
 // from their own endpoints and puts what they serve in place of the
 // aggregated document's entries; a group-version is unmarked once the
 // aggregated document says the same (the same resource names, or both

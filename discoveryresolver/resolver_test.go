@@ -302,7 +302,7 @@ func TestLookupNeverTouchesTheNetwork(t *testing.T) {
 	if _, ok := r.Lookup(gvr("", "v1", "pods")); ok {
 		t.Fatal("Lookup before any round found pods")
 	}
-	r.Invalidate()
+	r.invalidate()
 	if _, ok := r.Lookup(gvr("", "v1", "pods")); ok || f.calls.Load() != 0 {
 		t.Fatalf("Lookup ran discovery (%d rounds)", f.calls.Load())
 	}
@@ -339,7 +339,7 @@ func TestMissRefreshesAndFindsNewResource(t *testing.T) {
 
 // TestMissesAreRateLimited: misses within the minimum refresh interval wait
 // for the round the interval allows and share it; the wait is bounded by
-// ctx; Invalidate lets the next miss through at once; Refresh always runs.
+// ctx; invalidate lets the next miss through at once; Refresh always runs.
 func TestMissesAreRateLimited(t *testing.T) {
 	defer checkNoGoroutineLeak(t)()
 	f := newFake(cluster()...)
@@ -399,14 +399,14 @@ func TestMissesAreRateLimited(t *testing.T) {
 	if clock.pending() != 0 || f.calls.Load() != 2 {
 		t.Fatalf("after the cancelled wait: %d timers left, %d rounds; want 0, 2", clock.pending(), f.calls.Load())
 	}
-	// Invalidate lets the next miss through at once; Refresh always runs.
-	r.Invalidate()
+	// invalidate lets the next miss through at once; Refresh always runs.
+	r.invalidate()
 	_, _ = r.Resolve(ctx, "podz")
 	if err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.calls.Load(); got != 4 {
-		t.Fatalf("%d rounds after Invalidate+miss and Refresh, want 4", got)
+		t.Fatalf("%d rounds after invalidate+miss and Refresh, want 4", got)
 	}
 }
 
@@ -521,11 +521,11 @@ func TestInvalidateDropsRemovedResource(t *testing.T) {
 	}
 	f.set(cluster()[:5]...) // the CRD group is gone
 	if _, err := r.Resolve(ctx, "ct"); err != nil {
-		t.Fatalf("before Invalidate the cached answer stands: %v", err)
+		t.Fatalf("before invalidate the cached answer stands: %v", err)
 	}
-	r.Invalidate()
+	r.invalidate()
 	if _, err := r.Resolve(ctx, "ct"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Resolve(ct) after removal and Invalidate = %v, want ErrNotFound", err)
+		t.Fatalf("Resolve(ct) after removal and invalidate = %v, want ErrNotFound", err)
 	}
 	if _, ok := r.Lookup(gvr("stable.example.com", "v1", "crontabs")); ok {
 		t.Fatal("Lookup still finds the removed resource")
@@ -550,8 +550,8 @@ func TestPartialDiscoveryFailure(t *testing.T) {
 	if !errors.As(err, &gde) || len(gde.Groups) != 2 || !errors.Is(gde.Groups[metrics], down) {
 		t.Fatalf("Refresh = %v, want *GroupDiscoveryError for %v and %v", err, metrics, stable)
 	}
-	if fg := r.FailedGroups(); len(fg) != 2 || fg[metrics] == nil {
-		t.Fatalf("FailedGroups = %v", fg)
+	if fg := r.failedGroups(); len(fg) != 2 || fg[metrics] == nil {
+		t.Fatalf("failedGroups = %v", fg)
 	}
 	// Everything else resolves; the failed group keeps its last known state.
 	for ref, want := range map[string]schema.GroupVersionResource{
@@ -574,8 +574,8 @@ func TestPartialDiscoveryFailure(t *testing.T) {
 	if err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if fg := r.FailedGroups(); len(fg) != 0 {
-		t.Fatalf("FailedGroups after recovery = %v", fg)
+	if fg := r.failedGroups(); len(fg) != 0 {
+		t.Fatalf("failedGroups after recovery = %v", fg)
 	}
 }
 
@@ -896,7 +896,7 @@ func TestPanickingClientDoesNotStrandWaiters(t *testing.T) {
 
 // TestInvalidateGroupVersionsReadsOwnEndpoint: the aggregated discovery
 // document can lag behind a CRD added to an existing group-version; after
-// InvalidateGroupVersions the resolver reads the group-version's own
+// invalidate(gvs) the resolver reads the group-version's own
 // endpoint until the document agrees.
 func TestInvalidateGroupVersionsReadsOwnEndpoint(t *testing.T) {
 	ctx := context.Background()
@@ -914,14 +914,14 @@ func TestInvalidateGroupVersionsReadsOwnEndpoint(t *testing.T) {
 	if _, ok := r.Lookup(gv.WithResource("doohickeys")); ok {
 		t.Fatal("the stale aggregated document alone cannot show the new resource")
 	}
-	r.InvalidateGroupVersions(gv)
+	r.invalidate(gv)
 	if _, err := r.Resolve(ctx, "doohickeys"); err != nil {
-		t.Fatalf("after InvalidateGroupVersions: %v", err)
+		t.Fatalf("after invalidate(gv): %v", err)
 	}
 	// A group-version the aggregated document does not have at all.
 	gv2 := schema.GroupVersion{Group: "new.example.com", Version: "v1"}
 	f.setOwn(gv2, &metav1.APIResourceList{GroupVersion: gv2.String(), APIResources: []metav1.APIResource{res("widgets", "Widget")}})
-	r.InvalidateGroupVersions(gv2)
+	r.invalidate(gv2)
 	if res, err := r.Resolve(ctx, "widgets.new.example.com"); err != nil || res.GVR != gv2.WithResource("widgets") {
 		t.Fatalf("new group-version: %v %v", res, err)
 	}
@@ -939,7 +939,7 @@ func TestInvalidateGroupVersionsReadsOwnEndpoint(t *testing.T) {
 	// The group-version's own endpoint says it is gone while the aggregated
 	// document still lists it: gone.
 	f.setOwn(gv, nil)
-	r.InvalidateGroupVersions(gv)
+	r.invalidate(gv)
 	if err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

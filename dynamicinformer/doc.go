@@ -226,15 +226,15 @@
 //
 // # Metrics
 //
-// Options.Metrics receives what each informer does: its state
-// changes, the events it delivers by type with the number of objects
-// cached, its list and watch requests and their failures by reason, watch
-// restarts, the time of its last complete list, recovered handler panics,
+// Options.Metrics sends what each informer does to a metrics.Exporter
+// (package github.com/informerkit/informerkit/dynamicinformer/metrics):
+// its state changes, the events it delivers by type with the number of
+// objects cached, its list and watch requests and their failures by
+// reason, watch restarts, its complete lists, recovered handler panics,
 // client-go's own informer metrics (FIFO depth, processing latency, the
 // cache's resourceVersion: enabled under a client-go informer name per
 // informer instance, so that an informer released and created again does
-// not collide with the old one), and how many informers the factory holds
-// and how many of them run. The module
+// not collide with the old one). The module
 // github.com/informerkit/informerkit/prometheusmetrics exports them with
 // Prometheus collectors; this package depends on no metrics library.
 // Without Metrics nothing is added to the informers.

@@ -200,7 +200,7 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 		return f.deadHandle(gvr, cfg, ErrStopped), ErrStopped
 	}
 	if other, ok := f.informers[key]; ok { // created meanwhile by another caller
-		e.metrics.end(0)
+		e.metrics.end()
 		if err := other.join(cfg, other.cancel != nil); err != nil {
 			return f.deadHandle(gvr, cfg, err), err
 		}

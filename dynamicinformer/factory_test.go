@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	ikcache "github.com/informerkit/informerkit/cache"
+	"github.com/informerkit/informerkit/internal/labelindex"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
@@ -314,7 +315,7 @@ func TestLabelIndexOptions(t *testing.T) {
 	waitFor(t, def.Informer().HasSynced)
 	waitFor(t, off.Informer().HasSynced)
 
-	tierIndex := ikcache.LabelKeyIndexName("tier")
+	tierIndex := labelindex.LabelKeyIndexName("tier")
 	if ikcache.HasIndex(def.Informer().GetIndexer(), tierIndex) {
 		t.Fatal("per-key index present before any selector List")
 	}
@@ -346,7 +347,7 @@ func TestLabelIndexOptions(t *testing.T) {
 	if again.Informer().GetIndexer() != def.Informer().GetIndexer() {
 		t.Fatal("LabelIndexKeys split the informer")
 	}
-	if keys, err := again.Informer().GetIndexer().IndexKeys(ikcache.LabelKeyIndexName("app"), "x"); err != nil || len(keys) != 1 {
+	if keys, err := again.Informer().GetIndexer().IndexKeys(labelindex.LabelKeyIndexName("app"), "x"); err != nil || len(keys) != 1 {
 		t.Fatalf("app index: %v, %v", keys, err)
 	}
 	f.Shutdown()

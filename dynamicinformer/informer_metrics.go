@@ -3,7 +3,6 @@ package dynamicinformer
 import (
 	"errors"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,42 +11,31 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+	"github.com/informerkit/informerkit/dynamicinformer/metrics"
 )
 
 // metricsDeps is what an entry needs to report metrics (nil: the factory
 // has none).
 type metricsDeps struct {
-	newInformer func(Status) InformerMetrics
-	counts      *informerCounts
+	newInformer func(metrics.Identity) metrics.Informer
 }
 
-func newMetricsDeps(m Metrics) *metricsDeps {
+func newMetricsDeps(m metrics.Exporter) *metricsDeps {
 	if m == nil {
 		return nil
 	}
-	return &metricsDeps{newInformer: m.NewInformer, counts: &informerCounts{report: m.Informers}}
+	return &metricsDeps{newInformer: m.NewInformer}
 }
 
-// informerCounts keeps a factory's wanted and running informer counts
-// and reports every change, in order.
-type informerCounts struct {
-	report func(wanted, running int)
+// The event types metrics.Informer.Event is given.
+const (
+	eventAdded   = "ADDED"
+	eventUpdated = "UPDATED"
+	eventDeleted = "DELETED"
+)
 
-	mu      sync.Mutex // guards wanted and running, and serializes report
-	wanted  int
-	running int
-}
-
-func (c *informerCounts) change(wanted, running int) {
-	if wanted == 0 && running == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.wanted += wanted
-	c.running += running
-	c.report(c.wanted, c.running)
-}
+// stateStopped is the last state a metrics.Informer is given.
+const stateStopped = string(Stopped)
 
 // entryMetrics is one entry's side of its metrics: where its observations
 // go now (sink; nil once it stopped), the client-go informer name that
@@ -60,7 +48,7 @@ type entryMetrics struct {
 	reported State // guarded by the entry's pubMu
 }
 
-type metricsSink struct{ m InformerMetrics }
+type metricsSink struct{ m metrics.Informer }
 
 // informerNames numbers the client-go informer names of entries: a name
 // (and a GVR under it) can be registered once per process, and a
@@ -95,36 +83,34 @@ func (e *entry) startMetrics() error {
 	e.pubMu.Unlock()
 	noResync := time.Duration(0)
 	if _, err := e.informer.AddEventHandlerWithOptions(&metricsHandler{em: em}, toolscache.HandlerOptions{ResyncPeriod: &noResync}); err != nil {
-		em.end(0)
+		em.end()
 		return err
 	}
 	return nil
 }
 
-// identity is the informer's Status as Metrics.NewInformer sees it.
-func (e *entry) identity() Status {
-	return Status{
+// identity is the informer as metrics.Exporter.NewInformer sees it.
+func (e *entry) identity() metrics.Identity {
+	return metrics.Identity{
 		GVR:           e.currentGVR(),
 		Namespaces:    append([]string(nil), e.cfg.namespaces...),
 		LabelSelector: e.cfg.labelSelector,
 		FieldSelector: e.cfg.fieldSelector,
 		MetadataOnly:  e.cfg.metadataOnly,
-		State:         Pending,
 	}
 }
 
 // start begins reporting: the informer exists (Pending). The entry's
 // pubMu must be held.
-func (em *entryMetrics) start(st Status) {
-	em.sink.Store(&metricsSink{m: em.deps.newInformer(st)})
+func (em *entryMetrics) start(id metrics.Identity) {
+	em.sink.Store(&metricsSink{m: em.deps.newInformer(id)})
 	em.reported = Pending
-	em.deps.counts.change(1, 0)
-	em.current().State(Pending)
+	em.current().State(string(Pending))
 }
 
 // current is where observations go now; a no-op after the informer
 // stopped.
-func (em *entryMetrics) current() InformerMetrics {
+func (em *entryMetrics) current() metrics.Informer {
 	if s := em.sink.Load(); s != nil {
 		return s.m
 	}
@@ -150,32 +136,21 @@ func (em *entryMetrics) state(s State) {
 	if em == nil || s == em.reported {
 		return
 	}
-	was := em.reported
 	em.reported = s
-	m := em.current()
-	m.State(s)
-	if s == Synced {
-		m.Synced(time.Now())
-	}
-	running := 0
-	if isRunning(was) {
-		running--
-	}
-	if isRunning(s) {
-		running++
-	}
 	if s == Stopped {
-		em.end(running)
+		em.end()
 		return
 	}
-	em.deps.counts.change(0, running)
+	m := em.current()
+	m.State(string(s))
+	if s == Synced {
+		m.Synced()
+	}
 }
 
-func isRunning(s State) bool { return s == Syncing || s == Synced }
-
-// end stops reporting; running is the change of the running count that
-// goes with it.
-func (em *entryMetrics) end(running int) {
+// end stops reporting: the last call, State("Stopped"), and client-go's
+// name for the informer released.
+func (em *entryMetrics) end() {
 	if em == nil {
 		return
 	}
@@ -183,9 +158,8 @@ func (em *entryMetrics) end(running int) {
 	if s == nil {
 		return
 	}
-	s.m.Stopped()
+	s.m.State(stateStopped)
 	em.name.Release()
-	em.deps.counts.change(-1, running)
 }
 
 // relisted: a list succeeded while the informer was Synced. The entry's
@@ -194,12 +168,12 @@ func (em *entryMetrics) relisted() {
 	if em == nil || em.reported != Synced {
 		return
 	}
-	em.current().Synced(time.Now())
+	em.current().Synced()
 }
 
-// move: the informer follows another version; st identifies it anew. The
+// move: the informer follows another version; id identifies it anew. The
 // entry's pubMu must be held.
-func (em *entryMetrics) move(st Status) {
+func (em *entryMetrics) move(id metrics.Identity) {
 	if em == nil {
 		return
 	}
@@ -207,10 +181,10 @@ func (em *entryMetrics) move(st Status) {
 	if old == nil {
 		return
 	}
-	old.m.Stopped()
-	m := em.deps.newInformer(st)
+	old.m.State(stateStopped)
+	m := em.deps.newInformer(id)
 	em.sink.Store(&metricsSink{m: m})
-	m.State(em.reported)
+	m.State(string(em.reported))
 }
 
 func (em *entryMetrics) request(verb string, err error) {
@@ -232,7 +206,7 @@ func (em *entryMetrics) handlerPanic() {
 	}
 }
 
-// requestReason is the reason Metrics.Request is given for err.
+// requestReason is the reason metrics.Informer.Request is given for err.
 func requestReason(err error) string {
 	if err == nil {
 		return ""
@@ -262,20 +236,20 @@ type metricsHandler struct {
 
 func (h *metricsHandler) OnAdd(interface{}, bool) {
 	h.objects++
-	h.em.current().Event(Added, h.objects)
+	h.em.current().Event(eventAdded, h.objects)
 }
 
 func (h *metricsHandler) OnUpdate(interface{}, interface{}) {
-	h.em.current().Event(Updated, h.objects)
+	h.em.current().Event(eventUpdated, h.objects)
 }
 
 func (h *metricsHandler) OnDelete(interface{}) {
 	h.objects--
-	h.em.current().Event(Deleted, h.objects)
+	h.em.current().Event(eventDeleted, h.objects)
 }
 
 // clientGoProvider is the toolscache.InformerMetricsProvider of one
-// informer: its metrics go to the informer's current InformerMetrics, and
+// informer: its metrics go to the informer's current metrics.Informer, and
 // stop when client-go's name for it is released.
 type clientGoProvider struct{ em *entryMetrics }
 
@@ -311,9 +285,9 @@ func (m clientGoMetric) Observe(v float64) { m.Set(v) }
 // stoppedMetrics receives what comes after an informer stopped.
 type stoppedMetrics struct{}
 
-func (stoppedMetrics) State(State)                     {}
-func (stoppedMetrics) Synced(time.Time)                {}
-func (stoppedMetrics) Event(EventType, int)            {}
+func (stoppedMetrics) State(string)                    {}
+func (stoppedMetrics) Synced()                         {}
+func (stoppedMetrics) Event(string, int)               {}
 func (stoppedMetrics) Request(string, string)          {}
 func (stoppedMetrics) WatchRestart()                   {}
 func (stoppedMetrics) HandlerPanic()                   {}
@@ -321,4 +295,3 @@ func (stoppedMetrics) QueuedItems(int)                 {}
 func (stoppedMetrics) ProcessingLatency(time.Duration) {}
 func (stoppedMetrics) StoreResourceVersion(float64)    {}
 func (stoppedMetrics) OutsideShard(int)                {}
-func (stoppedMetrics) Stopped()                        {}

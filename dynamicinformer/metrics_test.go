@@ -24,36 +24,40 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+	"github.com/informerkit/informerkit/dynamicinformer/metrics"
 )
 
-// recorder is a Metrics that keeps everything it is told.
+// recorder is a metrics.Exporter that keeps everything it is told.
 type recorder struct {
 	mu        sync.Mutex // guards everything below
 	informers []*informerRecord
-	counts    [][2]int
 }
 
-func (r *recorder) NewInformer(st Status) InformerMetrics {
+func (r *recorder) NewInformer(id metrics.Identity) metrics.Informer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ir := &informerRecord{r: r, id: st, requests: map[string]int{}, events: map[EventType]int{}}
+	ir := &informerRecord{r: r, id: id, requests: map[string]int{}, events: map[string]int{}}
 	r.informers = append(r.informers, ir)
 	return ir
 }
 
-func (r *recorder) Informers(wanted, running int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.counts = append(r.counts, [2]int{wanted, running})
-}
-
+// lastCounts derives the factory's informer counts as package metrics
+// says an exporter does: wanted, the informers not yet Stopped; running,
+// those of them Syncing or Synced.
 func (r *recorder) lastCounts() [2]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.counts) == 0 {
-		return [2]int{-1, -1}
+	var c [2]int
+	for _, ir := range r.informers {
+		if ir.stopped {
+			continue
+		}
+		c[0]++
+		if n := len(ir.states); n > 0 && (ir.states[n-1] == Syncing || ir.states[n-1] == Synced) {
+			c[1]++
+		}
 	}
-	return r.counts[len(r.counts)-1]
+	return c
 }
 
 func (r *recorder) all() []*informerRecord {
@@ -62,13 +66,13 @@ func (r *recorder) all() []*informerRecord {
 	return slices.Clone(r.informers)
 }
 
-// informerRecord is one InformerMetrics; its fields are guarded by r.mu.
+// informerRecord is one metrics.Informer; its fields are guarded by r.mu.
 type informerRecord struct {
 	r                    *recorder
-	id                   Status
-	states               []State
+	id                   metrics.Identity
+	states               []State // without the last, Stopped
 	synced               int
-	events               map[EventType]int
+	events               map[string]int
 	objects              int
 	requests             map[string]int // "verb reason"
 	restarts             int
@@ -77,6 +81,7 @@ type informerRecord struct {
 	storeRV              float64
 	stopped              bool
 	callsAfterStop       int
+	repeatedState        int
 	maxQueued            int
 	processingLatencySum time.Duration
 	outsideShard         int
@@ -92,12 +97,23 @@ func (ir *informerRecord) do(f func()) {
 	f()
 }
 
-func (ir *informerRecord) State(s State)       { ir.do(func() { ir.states = append(ir.states, s) }) }
-func (ir *informerRecord) Synced(time.Time)    { ir.do(func() { ir.synced++ }) }
+func (ir *informerRecord) State(s string) {
+	ir.do(func() {
+		if n := len(ir.states); n > 0 && string(ir.states[n-1]) == s {
+			ir.repeatedState++
+		}
+		if s == "Stopped" {
+			ir.stopped = true
+			return
+		}
+		ir.states = append(ir.states, State(s))
+	})
+}
+func (ir *informerRecord) Synced()             { ir.do(func() { ir.synced++ }) }
 func (ir *informerRecord) WatchRestart()       { ir.do(func() { ir.restarts++ }) }
 func (ir *informerRecord) HandlerPanic()       { ir.do(func() { ir.panics++ }) }
 func (ir *informerRecord) Request(v, r string) { ir.do(func() { ir.requests[v+" "+r]++ }) }
-func (ir *informerRecord) Event(t EventType, objects int) {
+func (ir *informerRecord) Event(t string, objects int) {
 	ir.do(func() { ir.events[t]++; ir.objects = objects })
 }
 func (ir *informerRecord) QueuedItems(n int) {
@@ -108,14 +124,6 @@ func (ir *informerRecord) ProcessingLatency(d time.Duration) {
 }
 func (ir *informerRecord) StoreResourceVersion(rv float64) { ir.do(func() { ir.storeRV = rv }) }
 func (ir *informerRecord) OutsideShard(n int)              { ir.do(func() { ir.outsideShard += n }) }
-func (ir *informerRecord) Stopped() {
-	ir.r.mu.Lock()
-	defer ir.r.mu.Unlock()
-	if ir.stopped {
-		ir.callsAfterStop++
-	}
-	ir.stopped = true
-}
 
 // read runs f on the record under the recorder's lock.
 func (ir *informerRecord) read(f func(ir *informerRecord) bool) bool {
@@ -172,11 +180,11 @@ func TestMetricsFollowAnInformer(t *testing.T) {
 		t.Fatalf("%d informers reported, want 1", len(recs))
 	}
 	ir := recs[0]
-	if ir.id.GVR != widgets || !slices.Equal(ir.id.Namespaces, []string{"a"}) || ir.id.State != Pending {
-		t.Fatalf("NewInformer got %+v, want widgets in namespace a, Pending", ir.id)
+	if ir.id.GVR != widgets || !slices.Equal(ir.id.Namespaces, []string{"a"}) || ir.id.LabelSelector != "" || ir.id.MetadataOnly {
+		t.Fatalf("NewInformer got %+v, want widgets in namespace a", ir.id)
 	}
 	waitFor(t, func() bool {
-		return ir.read(func(ir *informerRecord) bool { return ir.events[Updated] == 1 && ir.panics == 1 })
+		return ir.read(func(ir *informerRecord) bool { return ir.events["UPDATED"] == 1 && ir.panics == 1 })
 	})
 	waitFor(t, func() bool { return rec.lastCounts() == [2]int{1, 1} })
 	ir.read(func(ir *informerRecord) bool {
@@ -186,7 +194,7 @@ func TestMetricsFollowAnInformer(t *testing.T) {
 		if ir.synced != 1 {
 			t.Errorf("Synced reported %d times, want 1", ir.synced)
 		}
-		if ir.events[Added] != 3 || ir.events[Updated] != 1 || ir.events[Deleted] != 1 {
+		if ir.events["ADDED"] != 3 || ir.events["UPDATED"] != 1 || ir.events["DELETED"] != 1 {
 			t.Errorf("events %v, want 3 added, 1 updated, 1 deleted", ir.events)
 		}
 		if ir.objects != 2 {
@@ -208,7 +216,7 @@ func TestMetricsFollowAnInformer(t *testing.T) {
 	waitFor(t, func() bool { return ir.read(func(ir *informerRecord) bool { return ir.stopped }) })
 	waitFor(t, func() bool { return rec.lastCounts() == [2]int{0, 0} })
 
-	// The same informer again: a new InformerMetrics, client-go's metrics
+	// The same informer again: a new metrics.Informer, client-go's metrics
 	// on for it too.
 	h2 := f.ForResource(widgets, WithNamespaces("a"))
 	waitFor(t, h2.Informer().HasSynced)
@@ -217,7 +225,7 @@ func TestMetricsFollowAnInformer(t *testing.T) {
 		t.Fatalf("%d informers reported after re-creation, want 2", len(recs))
 	}
 	waitFor(t, func() bool {
-		return recs[1].read(func(ir *informerRecord) bool { return ir.latencies > 0 && ir.events[Added] == 2 })
+		return recs[1].read(func(ir *informerRecord) bool { return ir.latencies > 0 && ir.events["ADDED"] == 2 })
 	})
 	f.Shutdown()
 	if got := rec.lastCounts(); got != [2]int{0, 0} {
@@ -225,11 +233,11 @@ func TestMetricsFollowAnInformer(t *testing.T) {
 	}
 	for i, ir := range rec.all() {
 		ir.read(func(ir *informerRecord) bool {
-			if !ir.stopped || ir.states[len(ir.states)-1] != Stopped {
-				t.Errorf("informer %d: stopped %v, states %v; want Stopped last", i, ir.stopped, ir.states)
+			if !ir.stopped {
+				t.Errorf("informer %d: states %v; want Stopped last", i, ir.states)
 			}
-			if ir.callsAfterStop != 0 {
-				t.Errorf("informer %d: %d calls after Stopped", i, ir.callsAfterStop)
+			if ir.callsAfterStop != 0 || ir.repeatedState != 0 {
+				t.Errorf("informer %d: %d calls after Stopped, %d states repeated", i, ir.callsAfterStop, ir.repeatedState)
 			}
 			return true
 		})
@@ -336,7 +344,7 @@ func TestNoMetricsNoCost(t *testing.T) {
 }
 
 // An informer that follows another version reports under its new GVR from
-// then on: the old InformerMetrics is Stopped, the new one starts at the
+// then on: the old metrics.Informer is Stopped, the new one starts at the
 // informer's state and sees the relist; the informer counts stay.
 func TestMetricsFollowVersion(t *testing.T) {
 	before := runtime.NumGoroutine()

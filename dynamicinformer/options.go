@@ -17,6 +17,7 @@ import (
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
+	"github.com/informerkit/informerkit/dynamicinformer/metrics"
 	"github.com/informerkit/informerkit/shard"
 )
 
@@ -73,9 +74,10 @@ type Options struct {
 	// first list at the same time; the others wait, Pending (see the
 	// package documentation, "Start-up"). Zero: 50; negative: no bound.
 	MaxConcurrentInitialLists int
-	// Metrics receives the factory's observations (see Metrics). Nil:
+	// Metrics receives what the factory's informers do (an exporter: see
+	// package dynamicinformer/metrics; prometheusmetrics implements it). Nil:
 	// none, at no cost.
-	Metrics Metrics
+	Metrics metrics.Exporter
 	// APIMachineryDecoding makes informers decode with client-go's
 	// dynamic client codec, as client-go's own informers do, instead of
 	// the fast decode path of NewForConfig's factories (see the package
@@ -138,10 +140,10 @@ type factoryConfig struct {
 	discovery      discovery.DiscoveryInterface
 	metadataClient metadata.Interface
 	followCRDs     bool
-	rediscovery    time.Duration // <= 0: off
-	watchIdle      time.Duration // <= 0: off
-	metrics        Metrics       // nil: none (no handler added, client-go's informer metrics off)
-	maxInitial     int           // <= 0: no bound
+	rediscovery    time.Duration    // <= 0: off
+	watchIdle      time.Duration    // <= 0: off
+	metrics        metrics.Exporter // nil: none (no handler added, client-go's informer metrics off)
+	maxInitial     int              // <= 0: no bound
 	// decodingClients: informers' fast decode path (NewForConfig), unless
 	// apimachineryDecoding.
 	decodingClients      *codec.Clients

@@ -187,7 +187,7 @@ func TestShardHandlersSeeOnlyTheShard(t *testing.T) {
 	}
 }
 
-// An exporter is told (InformerMetrics.OutsideShard) about every object
+// An exporter is told (metrics.Informer.OutsideShard) about every object
 // dropped outside the shard.
 func TestShardMetrics(t *testing.T) {
 	s, _ := shard.Static(0, 2)

@@ -156,7 +156,7 @@ func (p Projection) validate() error {
 		if slices.Contains(paths, "") {
 			return fmt.Errorf("%w: empty field path in %q", ErrInvalid, p.Fields)
 		}
-		if _, err := ikcache.ProjectPaths(paths...); err != nil {
+		if _, err := ikcache.Project(paths...); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
@@ -236,7 +236,7 @@ func resolve(c resourceConfig, fast bool) plan {
 		p.transforms = append(p.transforms, ikcache.DropLastAppliedConfiguration)
 	}
 	if len(paths) > 0 {
-		project, _ := ikcache.ProjectPaths(paths...) // validated
+		project, _ := ikcache.Project(paths...) // validated
 		p.transforms = append(p.transforms, project)
 	}
 	if c.transform.f != nil {

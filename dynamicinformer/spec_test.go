@@ -13,6 +13,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
 // Each merged option of the package documentation's table, on a second
@@ -104,7 +105,7 @@ func TestIndexersAndAutoLabelIndexMerge(t *testing.T) {
 	if h2.Informer().GetIndexer() != h1.Informer().GetIndexer() {
 		t.Fatal("not shared")
 	}
-	for _, name := range []string{"x", "y", ikcache.AutoLabelKeyIndex, ikcache.LabelKeyIndexName("app")} {
+	for _, name := range []string{"x", "y", labelindex.AutoLabelKeyIndex, labelindex.LabelKeyIndexName("app")} {
 		if !ikcache.HasIndex(idx, name) {
 			t.Errorf("index %q missing after the second handle", name)
 		}

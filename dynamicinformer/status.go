@@ -88,7 +88,7 @@ type Status struct {
 	ContactErr error
 	// HandlerPanics counts panics recovered from handlers added with
 	// InformerHandle.Informer(); LastHandlerPanic is the last one
-	// (an *eventhandler.PanicError, errors.Is eventhandler.ErrPanic), nil
+	// (an *eventhandler.PanicError, see errors.As), nil
 	// if none.
 	// A panic does not change State: the informer itself is healthy.
 	HandlerPanics    int64

@@ -1,17 +1,14 @@
 package eventhandler
 
 import (
-	"errors"
 	"fmt"
 	"runtime/debug"
 
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// ErrPanic is what every *PanicError matches with errors.Is.
-var ErrPanic = errors.New("event handler panicked")
-
-// PanicError describes one panic recovered from an event handler.
+// PanicError describes one panic recovered from an event handler; match
+// it with errors.As.
 type PanicError struct {
 	// Event is "add", "update" or "delete".
 	Event string
@@ -26,9 +23,6 @@ type PanicError struct {
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("event handler panicked on %s of %s: %v", e.Event, e.Key, e.Value)
 }
-
-// Is makes errors.Is(err, ErrPanic) true.
-func (e *PanicError) Is(target error) bool { return target == ErrPanic }
 
 // RecoverPanics returns a handler that calls h and recovers a panic in any
 // of its methods: the event is skipped, report (if not nil) is called once

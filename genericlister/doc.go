@@ -1,15 +1,14 @@
 // Package genericlister reads a shared informer's cache of
 // *unstructured.Unstructured objects: Get, List and namespace-scoped views,
-// queries by field and by index, and an adapter to client-go's
-// cache.GenericLister (NewGeneric).
+// queries by field and by index. dynamicinformer's InformerHandle.Lister
+// is the same reader behind client-go's cache.GenericLister.
 //
-// Lists use informerkit's per-key label indexes (cache.LabelKeyIndexName)
-// and client-go's
-// namespace index whenever the indexer has them: a selector such as
+// Lists use informerkit's per-key label indexes (cache.LabelKeyIndexers)
+// and client-go's namespace index whenever the indexer has them: a selector such as
 // "app=web" or "app in (a,b),tier" is answered from index sets, in time
 // proportional to the matching objects rather than to the cache size. When
-// the indexer carries cache.AutoLabelKeyIndex (informerkit's factory
-// default), the first List that needs an index for a label key adds it.
+// the indexer carries the marker of cache.AutoLabelKeyIndexers
+// (informerkit's factory default), the first List that needs an index for a label key adds it.
 // Without any index every query still works, by scanning. The answer never
 // depends on which indexes exist.
 //
@@ -28,13 +27,13 @@
 //   - Object types: the indexer may hold *unstructured.Unstructured,
 //     *cache.Compact (compact mode), *metav1.PartialObjectMetadata
 //     (metadata-only informers) or typed objects. Compact objects are
-//     returned decoded, by Lister and NewGeneric alike, through their
+//     returned decoded, by Lister and InformerHandle.Lister alike, through their
 //     cache.Compactor, which keeps the decoded objects that are read and
 //     shares them like cached objects (same rule: never modify them).
 //     ListCompact and GetCompact return the Compacts themselves, without
 //     decoding: Compact.GetObjectMeta and Compact.NestedField read them, so
 //     listing a compact cache costs what listing a normal one does.
-//     NewGeneric returns other objects as they are; Lister converts
+//     InformerHandle.Lister returns other objects as they are; Lister converts
 //     anything else that is not Unstructured to a fresh Unstructured on
 //     each read.
 package genericlister

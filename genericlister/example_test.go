@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -78,20 +77,6 @@ func ExampleLister_ByField() {
 	objs, _ := genericlister.New(idx, deployments).ByField("spec.replicas", "1")
 	fmt.Println(names(objs))
 	// Output: [dev/web prod/db]
-}
-
-// NewGeneric serves code written for client-go's GenericLister, also over
-// the *metav1.PartialObjectMetadata of a metadata-only informer.
-func ExampleNewGeneric() {
-	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, labelindex.LabelIndexers())
-	_ = idx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "web", Labels: map[string]string{"app": "web"}}})
-	_ = idx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "db", Labels: map[string]string{"app": "db"}}})
-	var lister toolscache.GenericLister = genericlister.NewGeneric(idx, deployments)
-	objs, _ := lister.List(labels.SelectorFromSet(labels.Set{"app": "db"}))
-	for _, o := range objs {
-		fmt.Printf("%T %s\n", o, o.(metav1.Object).GetName())
-	}
-	// Output: *v1.PartialObjectMetadata db
 }
 
 // In compact mode ListCompact lists the cache's Compacts without decoding

@@ -7,9 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/internal/listerhooks"
 )
 
-// NewGeneric returns a client-go toolscache.GenericLister over indexer that
+func init() { listerhooks.NewGeneric = newGeneric }
+
+// newGeneric returns a client-go toolscache.GenericLister over indexer that
 // works whatever runtime.Object type the indexer holds:
 // *unstructured.Unstructured, *metav1.PartialObjectMetadata from a
 // metadata-only informer, or typed objects. Code written against client-go's
@@ -20,8 +24,9 @@ import (
 // The objects returned are the cached objects themselves (no conversion;
 // the decoded form of a compact-mode *cache.Compact, see Lister), shared
 // with every reader: do not modify them, DeepCopyObject first. Lists are
-// unordered. The lister is safe for concurrent use.
-func NewGeneric(indexer toolscache.Indexer, resource schema.GroupResource) toolscache.GenericLister {
+// unordered. The lister is safe for concurrent use. dynamicinformer's
+// InformerHandle.Lister is one (through internal/listerhooks).
+func newGeneric(indexer toolscache.Indexer, resource schema.GroupResource) toolscache.GenericLister {
 	return &genericLister{indexer: indexer, resource: resource}
 }
 

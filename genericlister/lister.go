@@ -59,8 +59,8 @@ func New(indexer toolscache.Indexer, resource schema.GroupResource) *Lister {
 //
 // The requirements "key=value", "key==value", "key in (v1,v2)" and "key"
 // are answered from an index when one covers the key: the key's per-key
-// index (cache.LabelKeyIndexName), else a per-key index that List adds
-// when the indexer allows it (the cache.AutoLabelKeyIndex marker, which
+// index (cache.LabelKeyIndexers), else a per-key index that List adds
+// when the indexer allows it (the cache.AutoLabelKeyIndexers marker, which
 // dynamicinformer installs by default; adding one indexes every object
 // once, under the indexer's write lock). From the indexes,
 // the candidate sets of the indexable requirements are compared and only

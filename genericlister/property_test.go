@@ -128,7 +128,7 @@ func keysOf[T runtime.Object](t *testing.T, objs []T) []string {
 // identically from: both indexes, both over compact-mode objects, label
 // index only, per-key indexes for some keys (alone, with the namespace
 // index, with the inverted index for the other keys), per-key indexes
-// added on demand (cache.AutoLabelKeyIndex: indexes appear while the test
+// added on demand (cache.AutoLabelKeyIndexers: indexes appear while the test
 // runs, after objects exist), namespace index only, none (scan).
 func indexerVariants() map[string]toolscache.Indexer {
 	merge := func(all ...toolscache.Indexers) toolscache.Indexers {
@@ -207,12 +207,12 @@ func TestListMatchesBruteForce(t *testing.T) {
 				if ns == "" {
 					got, err = l.List(sel)
 					if err == nil {
-						gotGeneric, err = NewGeneric(l.indexer, l.resource).List(sel)
+						gotGeneric, err = newGeneric(l.indexer, l.resource).List(sel)
 					}
 				} else {
 					got, err = l.Namespace(ns).List(sel)
 					if err == nil {
-						gotGeneric, err = NewGeneric(l.indexer, l.resource).ByNamespace(ns).List(sel)
+						gotGeneric, err = newGeneric(l.indexer, l.resource).ByNamespace(ns).List(sel)
 					}
 				}
 				if err != nil {
@@ -260,7 +260,7 @@ func TestListMatchesBruteForce(t *testing.T) {
 	// added, not by scanning: every key the selectors used has its index.
 	for _, name := range []string{"auto+namespace", "auto+compact"} {
 		for k := 0; k < nKeys; k++ {
-			if !ikcache.HasIndex(variants[name], ikcache.LabelKeyIndexName(fmt.Sprintf("k%d", k))) {
+			if !ikcache.HasIndex(variants[name], labelindex.LabelKeyIndexName(fmt.Sprintf("k%d", k))) {
 				t.Errorf("%s: no per-key index for k%d after %d selectors", name, k, 2*nSelectors)
 			}
 		}
@@ -286,7 +286,7 @@ func TestGenericListerPartialObjectMetadata(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := NewGeneric(idx, widgets)
+	g := newGeneric(idx, widgets)
 	l := New(idx, widgets)
 	for s := 0; s < 500; s++ {
 		sel, err := randomSelector(r)

@@ -25,7 +25,7 @@ const namespaceSetThreshold = 1024
 // order. It narrows with the label indexes (per-key, see
 // labelindex.LabelKeyIndexName, or the inverted labelindex.LabelIndex) and
 // toolscache.NamespaceIndex when the indexer has them, adding per-key
-// indexes on demand where the indexer allows it (cache.AutoLabelKeyIndex),
+// indexes on demand where the indexer allows it (the cache.AutoLabelKeyIndexers marker),
 // and otherwise scans. Every object passed to appendFn has been checked
 // against the whole selector and the namespace, so an index only ever
 // makes the answer faster, never different.
@@ -104,7 +104,7 @@ type indexQuery struct {
 }
 
 // labelIndexes finds, per label key, the index that answers requirements on
-// it: the key's own index (cache.LabelKeyIndexName), else the inverted
+// it: the key's own index (labelindex.LabelKeyIndexName), else the inverted
 // labelindex.LabelIndex, else a per-key index added on demand
 // (labelindex.EnsureLabelKeyIndex).
 type labelIndexes struct {

@@ -13,6 +13,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/dynamicinformer/metrics"
 )
 
 // BenchmarkInitialSyncMetrics measures listing n objects into a fresh
@@ -82,11 +83,11 @@ func BenchmarkInitialSyncMetrics(b *testing.B) {
 func BenchmarkEvent(b *testing.B) {
 	m := New()
 	b.RunParallel(func(pb *testing.PB) {
-		in := m.NewInformer(dynamicinformer.Status{GVR: widgets, State: dynamicinformer.Pending})
+		in := m.NewInformer(metrics.Identity{GVR: widgets})
 		n := 0
 		for pb.Next() {
 			n++
-			in.Event(dynamicinformer.Added, n)
+			in.Event("ADDED", n)
 		}
 	})
 }

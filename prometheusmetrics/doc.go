@@ -3,8 +3,9 @@
 // own module so that the library (github.com/informerkit/informerkit)
 // depends on no metrics library.
 //
-// New returns a *Metrics that is both a dynamicinformer.Metrics (give it
-// to the factory as dynamicinformer.Options.Metrics) and a
+// New returns a *Metrics that is both a metrics.Exporter (package
+// github.com/informerkit/informerkit/dynamicinformer/metrics; give it to
+// the factory as dynamicinformer.Options.Metrics) and a
 // prometheus.Collector (register it with any registry: a plain
 // prometheus.NewRegistry, prometheus.DefaultRegisterer, or
 // controller-runtime's metrics.Registry):

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/dynamicinformer/metrics"
 )
 
 // States are the informer states informerkit_informer_state has a series
@@ -18,7 +19,7 @@ var States = []dynamicinformer.State{
 }
 
 // eventTypes are the values of the type label of the events counter.
-var eventTypes = []dynamicinformer.EventType{dynamicinformer.Added, dynamicinformer.Updated, dynamicinformer.Deleted}
+var eventTypes = [3]string{"ADDED", "UPDATED", "DELETED"}
 
 // ProcessingBuckets are the buckets of
 // informerkit_informer_processing_duration_seconds: 100µs to about 1.6 s.
@@ -30,7 +31,7 @@ func withLabels(extra ...string) []string {
 	return append(append([]string(nil), gvrLabels...), extra...)
 }
 
-// Metrics is a dynamicinformer.Metrics that keeps Prometheus collectors,
+// Metrics is a metrics.Exporter that keeps Prometheus collectors,
 // and a prometheus.Collector of them (see the package documentation). It
 // is safe for concurrent use. Create it with New.
 type Metrics struct {
@@ -54,9 +55,9 @@ type Metrics struct {
 }
 
 var (
-	_ dynamicinformer.Metrics         = (*Metrics)(nil)
-	_ dynamicinformer.InformerMetrics = (*informer)(nil)
-	_ prometheus.Collector            = (*Metrics)(nil)
+	_ metrics.Exporter     = (*Metrics)(nil)
+	_ metrics.Informer     = (*informer)(nil)
+	_ prometheus.Collector = (*Metrics)(nil)
 )
 
 // New returns a Metrics with no series yet.
@@ -142,15 +143,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Informers implements dynamicinformer.Metrics.
-func (m *Metrics) Informers(wanted, running int) {
-	m.wanted.Set(float64(wanted))
-	m.running.Set(float64(running))
-}
-
-// NewInformer implements dynamicinformer.Metrics.
-func (m *Metrics) NewInformer(st dynamicinformer.Status) dynamicinformer.InformerMetrics {
-	gvr := st.GVR
+// NewInformer implements metrics.Exporter.
+func (m *Metrics) NewInformer(id metrics.Identity) metrics.Informer {
+	gvr := id.GVR
 	lv := []string{gvr.Group, gvr.Version, gvr.Resource}
 	m.mu.Lock()
 	if m.refs[gvr] == 0 {
@@ -163,6 +158,7 @@ func (m *Metrics) NewInformer(st dynamicinformer.Status) dynamicinformer.Informe
 	}
 	m.refs[gvr]++
 	m.mu.Unlock()
+	m.wanted.Inc()
 	in := &informer{
 		m: m, gvr: gvr, labels: lv,
 		objectsGauge:  m.objects.WithLabelValues(lv...),
@@ -175,7 +171,7 @@ func (m *Metrics) NewInformer(st dynamicinformer.Status) dynamicinformer.Informe
 		processing:    m.processing.WithLabelValues(lv...),
 	}
 	for i, t := range eventTypes {
-		in.events[i] = m.events.WithLabelValues(append(lv, string(t))...)
+		in.events[i] = m.events.WithLabelValues(append(lv, t)...)
 	}
 	return in
 }
@@ -196,7 +192,7 @@ func (m *Metrics) release(gvr schema.GroupVersionResource) {
 	}
 }
 
-// informer is one informer's dynamicinformer.InformerMetrics: its series
+// informer is one informer's metrics.Informer: its series
 // resolved once, and what it added to the resource's shared gauges (so it
 // can take it back when it stops).
 type informer struct {
@@ -215,44 +211,63 @@ type informer struct {
 	events        [3]prometheus.Counter // by eventTypes
 
 	mu      sync.Mutex // guards state, objects, queued, stopped (what this informer added to shared gauges)
-	state   dynamicinformer.State
+	state   string     // "": none counted
 	objects int
 	queued  int
 	stopped bool
 }
 
-func (in *informer) stateGauge(s dynamicinformer.State) prometheus.Gauge {
-	return in.m.state.WithLabelValues(in.labels[0], in.labels[1], in.labels[2], string(s))
+func (in *informer) stateGauge(s string) prometheus.Gauge {
+	return in.m.state.WithLabelValues(in.labels[0], in.labels[1], in.labels[2], s)
 }
 
-func (in *informer) State(s dynamicinformer.State) {
+func isRunning(s string) bool {
+	return s == string(dynamicinformer.Syncing) || s == string(dynamicinformer.Synced)
+}
+
+// State implements metrics.Informer. The informers_wanted and
+// informers_running gauges follow from it: wanted from NewInformer to
+// Stopped, running while Syncing or Synced.
+func (in *informer) State(s string) {
 	in.mu.Lock()
-	defer in.mu.Unlock()
 	if in.stopped || s == in.state {
+		in.mu.Unlock()
 		return
 	}
 	if in.state != "" {
 		in.stateGauge(in.state).Dec()
 	}
+	if isRunning(in.state) != isRunning(s) {
+		if isRunning(s) {
+			in.m.running.Inc()
+		} else {
+			in.m.running.Dec()
+		}
+	}
 	in.state = ""
-	if s != dynamicinformer.Stopped {
+	if s != string(dynamicinformer.Stopped) {
 		in.stateGauge(s).Inc()
 		in.state = s
+		in.mu.Unlock()
+		return
 	}
+	// Stopped, the last call: take back what the informer added to the
+	// resource's gauges.
+	in.stopped = true
+	in.objectsGauge.Add(-float64(in.objects))
+	in.queuedGauge.Add(-float64(in.queued))
+	in.mu.Unlock()
+	in.m.wanted.Dec()
+	in.m.release(in.gvr)
 }
 
-func (in *informer) Synced(t time.Time) {
-	in.lastSync.Set(float64(t.UnixNano()) / 1e9)
-}
+func (in *informer) Synced() { in.lastSync.SetToCurrentTime() }
 
-func (in *informer) Event(t dynamicinformer.EventType, objects int) {
-	switch t {
-	case dynamicinformer.Added:
-		in.events[0].Inc()
-	case dynamicinformer.Updated:
-		in.events[1].Inc()
-	case dynamicinformer.Deleted:
-		in.events[2].Inc()
+func (in *informer) Event(t string, objects int) {
+	for i, et := range eventTypes {
+		if t == et {
+			in.events[i].Inc()
+		}
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -273,7 +288,7 @@ func (in *informer) Request(verb, reason string) {
 func (in *informer) WatchRestart() { in.watchRestarts.Inc() }
 func (in *informer) HandlerPanic() { in.handlerPanics.Inc() }
 
-// OutsideShard implements dynamicinformer.InformerMetrics.
+// OutsideShard implements metrics.Informer.
 func (in *informer) OutsideShard(n int) { in.outsideShard.Add(float64(n)) }
 
 func (in *informer) QueuedItems(n int) {
@@ -294,21 +309,4 @@ func (in *informer) StoreResourceVersion(rv float64) {
 	if !in.stopped {
 		in.storeRV.Set(rv)
 	}
-}
-
-// Stopped takes back what the informer added to the resource's gauges.
-func (in *informer) Stopped() {
-	in.mu.Lock()
-	if in.stopped {
-		in.mu.Unlock()
-		return
-	}
-	in.stopped = true
-	if in.state != "" {
-		in.stateGauge(in.state).Dec()
-	}
-	in.objectsGauge.Add(-float64(in.objects))
-	in.queuedGauge.Add(-float64(in.queued))
-	in.mu.Unlock()
-	in.m.release(in.gvr)
 }

@@ -23,6 +23,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/dynamicinformer/metrics"
 )
 
 var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -241,7 +242,7 @@ func TestScrape(t *testing.T) {
 // library reports, it exposes).
 func TestRequestErrorsByReason(t *testing.T) {
 	m := New()
-	in := m.NewInformer(dynamicinformer.Status{GVR: widgets, State: dynamicinformer.Pending})
+	in := m.NewInformer(metrics.Identity{GVR: widgets})
 	in.Request("list", "Forbidden")
 	in.Request("list", "Forbidden")
 	in.Request("watch", "ConnectionError")
@@ -276,12 +277,49 @@ func TestRequestErrorsByReason(t *testing.T) {
 // reach the resource's counter.
 func TestOutsideShard(t *testing.T) {
 	m := New()
-	in := m.NewInformer(dynamicinformer.Status{GVR: widgets, State: dynamicinformer.Pending})
+	in := m.NewInformer(metrics.Identity{GVR: widgets})
 	in.OutsideShard(3)
 	in.OutsideShard(2)
 	got := testutil.ToFloat64(m.outsideShard.WithLabelValues(widgets.Group, widgets.Version, widgets.Resource))
 	if got != 5 {
 		t.Fatalf("informerkit_objects_outside_shard_total = %v, want 5", got)
 	}
-	in.Stopped()
+	in.State("Stopped")
+}
+
+// informers_wanted and informers_running follow from the informers'
+// states alone: wanted from NewInformer to Stopped, running while
+// Syncing or Synced, and an informer that moves to another version (the
+// old one Stopped, the new one starting at its state) leaves both as
+// they were.
+func TestInformerCountsFromStates(t *testing.T) {
+	m := New()
+	counts := func() [2]float64 { return [2]float64{testutil.ToFloat64(m.wanted), testutil.ToFloat64(m.running)} }
+	check := func(step string, want [2]float64) {
+		t.Helper()
+		if got := counts(); got != want {
+			t.Fatalf("%s: wanted/running %v, want %v", step, got, want)
+		}
+	}
+	a := m.NewInformer(metrics.Identity{GVR: widgets})
+	a.State("Pending")
+	b := m.NewInformer(metrics.Identity{GVR: widgets, Namespaces: []string{"x"}})
+	b.State("Pending")
+	check("two created", [2]float64{2, 0})
+	a.State("Syncing")
+	a.State("Synced")
+	b.State("Syncing")
+	check("both running", [2]float64{2, 2})
+	b.State("Failed")
+	check("one failed", [2]float64{2, 1})
+	// a moves to v2.
+	a.State("Stopped")
+	a2 := m.NewInformer(metrics.Identity{GVR: widgets.GroupResource().WithVersion("v2")})
+	a2.State("Synced")
+	check("after the move", [2]float64{2, 1})
+	a.State("Synced") // after Stopped: ignored
+	check("a call after Stopped", [2]float64{2, 1})
+	a2.State("Stopped")
+	b.State("Stopped")
+	check("all stopped", [2]float64{0, 0})
 }

@@ -34,8 +34,7 @@ func Example() {
 			{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: metav1.Verbs{"get", "list", "watch"}},
 		}},
 	}}}
-	factory := dynamicinformer.NewSharedInformerFactory(client, 0,
-		dynamicinformer.WithResolver(discoveryresolver.New(discovery)), dynamicinformer.WithoutCRDTracking())
+	factory := dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{Resolver: discoveryresolver.New(discovery), DisableCRDTracking: true})
 	defer factory.Shutdown()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -20,10 +20,19 @@ import (
 	"github.com/informerkit/informerkit/eventhandler"
 )
 
+// EventType says what happened to an object.
+type EventType string
+
+const (
+	Added   EventType = "ADDED"
+	Updated EventType = "UPDATED"
+	Deleted EventType = "DELETED"
+)
+
 // Event is one change seen by a Subscription.
 type Event struct {
-	// Type is dynamicinformer.Added, Updated or Deleted.
-	Type dynamicinformer.EventType
+	// Type is Added, Updated or Deleted.
+	Type EventType
 	GVR  schema.GroupVersionResource
 	// Object is the new state (Added, Updated) or the last known state
 	// (Deleted). It is shared with the cache: do not mutate it.
@@ -263,7 +272,7 @@ func (s *Subscription) drop(m *member) {
 	m.seen = nil
 	m.mu.Unlock()
 	for _, obj := range seen {
-		s.deliverDropped(Event{Type: dynamicinformer.Deleted, GVR: m.handle.GVR(), Object: obj, FinalStateUnknown: true})
+		s.deliverDropped(Event{Type: Deleted, GVR: m.handle.GVR(), Object: obj, FinalStateUnknown: true})
 	}
 }
 
@@ -322,7 +331,7 @@ func (s *Subscription) adapter(gvr schema.GroupVersionResource, m *member) tools
 			return
 		}
 		k := objectKey(e.Object)
-		if e.Type == dynamicinformer.Deleted {
+		if e.Type == Deleted {
 			delete(m.seen, k)
 		} else {
 			m.seen[k] = e.Object
@@ -331,13 +340,13 @@ func (s *Subscription) adapter(gvr schema.GroupVersionResource, m *member) tools
 	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			record(Event{Type: dynamicinformer.Added, GVR: gvr, Object: obj, IsInitialList: initial})
+			record(Event{Type: Added, GVR: gvr, Object: obj, IsInitialList: initial})
 		},
 		UpdateFunc: func(old, obj any) {
-			record(Event{Type: dynamicinformer.Updated, GVR: gvr, Object: obj, OldObject: old})
+			record(Event{Type: Updated, GVR: gvr, Object: obj, OldObject: old})
 		},
 		DeleteFunc: func(obj any) {
-			e := Event{Type: dynamicinformer.Deleted, GVR: gvr, Object: obj}
+			e := Event{Type: Deleted, GVR: gvr, Object: obj}
 			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				e.Object, e.FinalStateUnknown = d.Obj, true
 			}

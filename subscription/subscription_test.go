@@ -18,6 +18,7 @@ import (
 
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/dynamicinformer/metrics"
 )
 
 func name(e Event) string { return e.Object.(metav1.Object).GetName() }
@@ -26,27 +27,24 @@ func name(e Event) string { return e.Object.(metav1.Object).GetName() }
 // dropped.
 type panicMetrics struct{ panics atomic.Int64 }
 
-func (m *panicMetrics) NewInformer(dynamicinformer.Status) dynamicinformer.InformerMetrics {
+func (m *panicMetrics) NewInformer(metrics.Identity) metrics.Informer {
 	return informerMetrics{m}
 }
-func (m *panicMetrics) Informers(int, int) {}
 
 type informerMetrics struct{ m *panicMetrics }
 
-func (informerMetrics) State(dynamicinformer.State)          {}
-func (informerMetrics) Synced(time.Time)                     {}
-func (informerMetrics) Event(dynamicinformer.EventType, int) {}
-func (informerMetrics) Request(string, string)               {}
-func (informerMetrics) WatchRestart()                        {}
-func (i informerMetrics) HandlerPanic()                      { i.m.panics.Add(1) }
-func (informerMetrics) QueuedItems(int)                      {}
-func (informerMetrics) ProcessingLatency(time.Duration)      {}
-func (informerMetrics) StoreResourceVersion(float64)         {}
-func (informerMetrics) OutsideShard(int)                     {}
-func (informerMetrics) Stopped()                             {}
-func (informerMetrics) String() string                       { return "" }
+func (informerMetrics) State(string)                    {}
+func (informerMetrics) Synced()                         {}
+func (informerMetrics) Event(string, int)               {}
+func (informerMetrics) Request(string, string)          {}
+func (informerMetrics) WatchRestart()                   {}
+func (i informerMetrics) HandlerPanic()                 { i.m.panics.Add(1) }
+func (informerMetrics) QueuedItems(int)                 {}
+func (informerMetrics) ProcessingLatency(time.Duration) {}
+func (informerMetrics) StoreResourceVersion(float64)    {}
+func (informerMetrics) OutsideShard(int)                {}
 
-var _ dynamicinformer.InformerMetrics = informerMetrics{}
+var _ metrics.Informer = informerMetrics{}
 
 // A subscription asks discovery nothing of its own: with rediscovery off,
 // the rounds stay those of the start. It delivers initial objects as
@@ -59,14 +57,13 @@ func TestSubscriptionAddsNoDiscoveryRounds(t *testing.T) {
 	d := newLockedDiscovery(served([]string{"widgets"}))
 	c := fakeClient(object(widgets, "a", "w1"), object(widgets, "a", "boom"))
 	metrics := &panicMetrics{}
-	f := dynamicinformer.NewSharedInformerFactory(c, 0, dynamicinformer.WithResolver(discoveryresolver.New(d)),
-		dynamicinformer.WithRediscoveryInterval(0), dynamicinformer.WithoutCRDTracking(), dynamicinformer.WithMetrics(metrics))
+	f := dynamicinformer.NewSharedInformerFactory(c, dynamicinformer.Options{Resolver: discoveryresolver.New(d), RediscoveryInterval: -1, DisableCRDTracking: true, Metrics: metrics})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.Start(ctx)
 	var log eventLog
 	sub, err := New(ctx, f, discoveryresolver.Filter{Groups: []string{"example.com"}}, func(e Event) {
-		if e.Type == dynamicinformer.Added && name(e) == "boom" {
+		if e.Type == Added && name(e) == "boom" {
 			panic("handler bug")
 		}
 		log.add(e)
@@ -79,7 +76,7 @@ func TestSubscriptionAddsNoDiscoveryRounds(t *testing.T) {
 		t.Fatalf("resources %v", r)
 	}
 	waitUntil(t, "the initial event", 10*time.Second, func() bool { return len(log.get()) == 1 })
-	if e := log.get()[0]; e.Type != dynamicinformer.Added || !e.IsInitialList || e.GVR != widgets || name(e) != "w1" {
+	if e := log.get()[0]; e.Type != Added || !e.IsInitialList || e.GVR != widgets || name(e) != "w1" {
 		t.Fatalf("event %+v", e)
 	}
 	sts := f.Statuses()
@@ -109,7 +106,7 @@ func TestSubscriptionAddsNoDiscoveryRounds(t *testing.T) {
 	deleted := func() []string {
 		var out []string
 		for _, e := range log.get() {
-			if e.Type == dynamicinformer.Deleted && e.GVR == widgets {
+			if e.Type == Deleted && e.GVR == widgets {
 				out = append(out, name(e))
 			}
 		}
@@ -133,7 +130,7 @@ func TestLateSubscriberGetsInitialList(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	d := newLockedDiscovery(served([]string{"widgets"}))
 	c := fakeClient(object(widgets, "a", "w1"), object(widgets, "b", "w2"))
-	f := dynamicinformer.NewSharedInformerFactory(c, 0, dynamicinformer.WithResolver(discoveryresolver.New(d)), dynamicinformer.WithoutCRDTracking())
+	f := dynamicinformer.NewSharedInformerFactory(c, dynamicinformer.Options{Resolver: discoveryresolver.New(d), DisableCRDTracking: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h := f.ForResource(widgets)
@@ -151,7 +148,7 @@ func TestLateSubscriberGetsInitialList(t *testing.T) {
 	waitUntil(t, "the initial objects", 10*time.Second, func() bool { return sub.HasSynced() && len(log.get()) == 2 })
 	var got []string
 	for _, e := range log.get() {
-		if e.Type != dynamicinformer.Added || !e.IsInitialList || e.GVR != widgets {
+		if e.Type != Added || !e.IsInitialList || e.GVR != widgets {
 			t.Fatalf("initial event %+v", e)
 		}
 		got = append(got, name(e))
@@ -167,7 +164,7 @@ func TestLateSubscriberGetsInitialList(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the live add", 10*time.Second, func() bool { return len(log.get()) == 3 })
-	if e := log.get()[2]; e.Type != dynamicinformer.Added || e.IsInitialList || name(e) != "w3" {
+	if e := log.get()[2]; e.Type != Added || e.IsInitialList || name(e) != "w3" {
 		t.Fatalf("live event %+v", e)
 	}
 	sub.Stop()
@@ -188,8 +185,7 @@ func TestStopsMatchingDeletesWhatWasSeen(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	d := newLockedDiscovery(served([]string{"widgets", "gadgets"}))
 	c := fakeClient(object(widgets, "a", "w1"), object(widgets, "a", "boom"), object(gadgets, "a", "g1"))
-	f := dynamicinformer.NewSharedInformerFactory(c, 0, dynamicinformer.WithResolver(discoveryresolver.New(d)),
-		dynamicinformer.WithRediscoveryInterval(0), dynamicinformer.WithoutCRDTracking())
+	f := dynamicinformer.NewSharedInformerFactory(c, dynamicinformer.Options{Resolver: discoveryresolver.New(d), RediscoveryInterval: -1, DisableCRDTracking: true})
 	var logMu sync.Mutex
 	var logged []string
 	logger := funcr.New(func(prefix, args string) {
@@ -202,7 +198,7 @@ func TestStopsMatchingDeletesWhatWasSeen(t *testing.T) {
 	f.Start(ctx)
 	var log eventLog
 	sub, err := New(ctx, f, discoveryresolver.Filter{Categories: []string{"things"}}, func(e Event) {
-		if e.Type == dynamicinformer.Deleted && name(e) == "boom" {
+		if e.Type == Deleted && name(e) == "boom" {
 			panic("delete bug")
 		}
 		log.add(e)
@@ -222,7 +218,7 @@ func TestStopsMatchingDeletesWhatWasSeen(t *testing.T) {
 	waitUntil(t, "widgets dropped", 10*time.Second, func() bool { return slices.Equal(sub.Resources(), []schema.GroupVersionResource{gadgets}) })
 	var deletes []Event
 	for _, e := range log.get() {
-		if e.Type == dynamicinformer.Deleted {
+		if e.Type == Deleted {
 			deletes = append(deletes, e)
 		}
 	}
@@ -260,7 +256,7 @@ func TestHandlerCallsAreSerialized(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	d := newLockedDiscovery(served([]string{"widgets", "gadgets"}))
 	c := fakeClient()
-	f := dynamicinformer.NewSharedInformerFactory(c, 0, dynamicinformer.WithResolver(discoveryresolver.New(d)), dynamicinformer.WithoutCRDTracking())
+	f := dynamicinformer.NewSharedInformerFactory(c, dynamicinformer.Options{Resolver: discoveryresolver.New(d), DisableCRDTracking: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.Start(ctx)
@@ -304,8 +300,7 @@ func TestHandlerCallsAreSerialized(t *testing.T) {
 func TestShutdownEndsSubscription(t *testing.T) {
 	noLeaks := newGoroutinesCheck()
 	d := newLockedDiscovery(served([]string{"widgets"}))
-	f := dynamicinformer.NewSharedInformerFactory(fakeClient(object(widgets, "a", "w1")), 0,
-		dynamicinformer.WithResolver(discoveryresolver.New(d)), dynamicinformer.WithoutCRDTracking())
+	f := dynamicinformer.NewSharedInformerFactory(fakeClient(object(widgets, "a", "w1")), dynamicinformer.Options{Resolver: discoveryresolver.New(d), DisableCRDTracking: true})
 	ctx := context.Background()
 	f.Start(ctx)
 	var log eventLog
@@ -337,7 +332,7 @@ func TestShutdownEndsSubscription(t *testing.T) {
 func TestNewErrors(t *testing.T) {
 	ctx := context.Background()
 	d := newLockedDiscovery(served([]string{"widgets"}))
-	f := dynamicinformer.NewSharedInformerFactory(fakeClient(), 0, dynamicinformer.WithResolver(discoveryresolver.New(d)), dynamicinformer.WithoutCRDTracking())
+	f := dynamicinformer.NewSharedInformerFactory(fakeClient(), dynamicinformer.Options{Resolver: discoveryresolver.New(d), DisableCRDTracking: true})
 	defer f.Shutdown()
 	if _, err := New(ctx, nil, discoveryresolver.Filter{}, func(Event) {}); !errors.Is(err, dynamicinformer.ErrInvalid) {
 		t.Errorf("nil factory: %v", err)
@@ -345,7 +340,7 @@ func TestNewErrors(t *testing.T) {
 	if _, err := New(ctx, f, discoveryresolver.Filter{}, nil); !errors.Is(err, dynamicinformer.ErrInvalid) {
 		t.Errorf("nil handler: %v", err)
 	}
-	noResolver := dynamicinformer.NewSharedInformerFactory(fakeClient(), 0, dynamicinformer.WithoutCRDTracking())
+	noResolver := dynamicinformer.NewSharedInformerFactory(fakeClient(), dynamicinformer.Options{DisableCRDTracking: true})
 	defer noResolver.Shutdown()
 	if _, err := New(ctx, noResolver, discoveryresolver.Filter{}, func(Event) {}); !errors.Is(err, dynamicinformer.ErrInvalid) {
 		t.Errorf("no resolver: %v", err)

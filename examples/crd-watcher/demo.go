@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/subscription"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
@@ -113,7 +114,7 @@ func runDemo(ctx context.Context, cp *controlplane.ControlPlane, w *watcher) err
 	step := func(format string, args ...any) {
 		w.out.info("%s DEMO    "+format, append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 	}
-	wait := func(typ dynamicinformer.EventType, gvr schema.GroupVersionResource, name string) error {
+	wait := func(typ subscription.EventType, gvr schema.GroupVersionResource, name string) error {
 		if !w.watches(gvr) {
 			time.Sleep(300 * time.Millisecond)
 			return nil
@@ -133,7 +134,7 @@ func runDemo(ctx context.Context, cp *controlplane.ControlPlane, w *watcher) err
 	type action struct {
 		say  string
 		do   func() error
-		typ  dynamicinformer.EventType
+		typ  subscription.EventType
 		gvr  schema.GroupVersionResource
 		name string
 	}
@@ -141,15 +142,15 @@ func runDemo(ctx context.Context, cp *controlplane.ControlPlane, w *watcher) err
 	actions := []action{
 		{"create crontab demo/minutely", func() error {
 			return createObj(ctx, cp, ct, "CronTab", "minutely", map[string]any{"cronSpec": "* * * * *", "image": "busybox:1.36"})
-		}, dynamicinformer.Added, ct, "minutely"},
+		}, subscription.Added, ct, "minutely"},
 		{"update crontab demo/nightly (schedule, image, a label)", func() error {
 			return updateObj(ctx, cp, ct, "nightly", func(u *unstructured.Unstructured) {
 				_ = unstructured.SetNestedField(u.Object, "30 2 * * *", "spec", "cronSpec")
 				_ = unstructured.SetNestedField(u.Object, "busybox:1.37", "spec", "image")
 				_ = unstructured.SetNestedField(u.Object, "batch", "metadata", "labels", "tier")
 			})
-		}, dynamicinformer.Updated, ct, "nightly"},
-		{"delete crontab demo/hourly", func() error { return deleteObj(ctx, cp, ct, "hourly") }, dynamicinformer.Deleted, ct, "hourly"},
+		}, subscription.Updated, ct, "nightly"},
+		{"delete crontab demo/hourly", func() error { return deleteObj(ctx, cp, ct, "hourly") }, subscription.Deleted, ct, "hourly"},
 	}
 	if err := waitState(ct, dynamicinformer.Synced); err != nil {
 		return err
@@ -178,17 +179,17 @@ func runDemo(ctx context.Context, cp *controlplane.ControlPlane, w *watcher) err
 	actions = []action{
 		{"create widget demo/gizmo", func() error {
 			return createObj(ctx, cp, wd, "Widget", "gizmo", map[string]any{"size": int64(3), "color": "blue"})
-		}, dynamicinformer.Added, wd, "gizmo"},
+		}, subscription.Added, wd, "gizmo"},
 		{"update widget demo/gizmo (size 3 → 5, color removed)", func() error {
 			return updateObj(ctx, cp, wd, "gizmo", func(u *unstructured.Unstructured) {
 				_ = unstructured.SetNestedField(u.Object, int64(5), "spec", "size")
 				unstructured.RemoveNestedField(u.Object, "spec", "color")
 			})
-		}, dynamicinformer.Updated, wd, "gizmo"},
+		}, subscription.Updated, wd, "gizmo"},
 		{"create widget demo/gadget", func() error {
 			return createObj(ctx, cp, wd, "Widget", "gadget", map[string]any{"size": int64(1)})
-		}, dynamicinformer.Added, wd, "gadget"},
-		{"delete widget demo/gizmo", func() error { return deleteObj(ctx, cp, wd, "gizmo") }, dynamicinformer.Deleted, wd, "gizmo"},
+		}, subscription.Added, wd, "gadget"},
+		{"delete widget demo/gizmo", func() error { return deleteObj(ctx, cp, wd, "gizmo") }, subscription.Deleted, wd, "gizmo"},
 	}
 	for _, a := range actions {
 		if w.cfg.All && !w.watches(a.gvr) {
@@ -213,7 +214,7 @@ func runDemo(ctx context.Context, cp *controlplane.ControlPlane, w *watcher) err
 		return err
 	}
 	for _, name := range []string{"nightly", "minutely"} {
-		if err := wait(dynamicinformer.Deleted, ct, name); err != nil {
+		if err := wait(subscription.Deleted, ct, name); err != nil {
 			return err
 		}
 	}

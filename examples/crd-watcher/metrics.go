@@ -17,9 +17,10 @@ import (
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/prometheusmetrics"
+	"github.com/informerkit/informerkit/subscription"
 )
 
-var eventTypes = []string{string(dynamicinformer.Added), string(dynamicinformer.Updated), string(dynamicinformer.Deleted)}
+var eventTypes = []string{string(subscription.Added), string(subscription.Updated), string(subscription.Deleted)}
 
 // counters counts events per GVR and type.
 type counters struct {

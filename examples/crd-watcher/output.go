@@ -125,7 +125,7 @@ func (p *printer) event(ev subscription.Event, unmatched string) {
 		return
 	}
 	var changes []Change
-	if ev.Type == dynamicinformer.Updated {
+	if ev.Type == subscription.Updated {
 		if old, ok := objectOf(ev.OldObject); ok {
 			changes = Diff(old.Object, u.Object)
 		}
@@ -151,11 +151,11 @@ func (p *printer) event(ev subscription.Event, unmatched string) {
 	}
 	var detail string
 	switch {
-	case ev.Type == dynamicinformer.Updated && len(changes) == 0:
+	case ev.Type == subscription.Updated && len(changes) == 0:
 		detail = "(no change)"
-	case ev.Type == dynamicinformer.Updated && len(changes) <= inlineChanges:
+	case ev.Type == subscription.Updated && len(changes) <= inlineChanges:
 		detail = FormatChanges(changes, maxValueLen)
-	case ev.Type == dynamicinformer.Updated:
+	case ev.Type == subscription.Updated:
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d changes:", len(changes))
 		for _, c := range changes {

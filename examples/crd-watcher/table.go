@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/subscription"
 )
 
@@ -163,11 +162,11 @@ func objectKey(u *unstructured.Unstructured) string {
 
 // eventType maps the informer's event types to the watch event types that
 // kubectl prints (UPDATED is MODIFIED there).
-func eventType(t dynamicinformer.EventType) watch.EventType {
+func eventType(t subscription.EventType) watch.EventType {
 	switch t {
-	case dynamicinformer.Added:
+	case subscription.Added:
 		return watch.Added
-	case dynamicinformer.Deleted:
+	case subscription.Deleted:
 		return watch.Deleted
 	}
 	return watch.Modified

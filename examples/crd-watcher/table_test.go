@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/internal/leakcheck"
 	"github.com/informerkit/informerkit/subscription"
 )
@@ -237,7 +236,7 @@ func gear(ns, name string, created time.Time) *unstructured.Unstructured {
 	return u
 }
 
-func (h *tableHarness) send(typ dynamicinformer.EventType, u *unstructured.Unstructured, initial bool, namespaces ...string) {
+func (h *tableHarness) send(typ subscription.EventType, u *unstructured.Unstructured, initial bool, namespaces ...string) {
 	h.tab.event(subscription.Event{Type: typ, GVR: gearsGVR, Object: u, IsInitialList: initial}, u, namespaces, "", "")
 }
 
@@ -285,10 +284,10 @@ func TestTableInitialListOneRequestHeaderOnce(t *testing.T) {
 	// The first row's request is held while the rest of the initial list
 	// arrives: those wait together and come from one LIST.
 	release := h.fake.hold()
-	h.send(dynamicinformer.Added, gear("a", "g1", created), true)
+	h.send(subscription.Added, gear("a", "g1", created), true)
 	<-h.fake.started
 	for i := 2; i <= 5; i++ {
-		h.send(dynamicinformer.Added, gear("a", fmt.Sprintf("g%d", i), created), true)
+		h.send(subscription.Added, gear("a", fmt.Sprintf("g%d", i), created), true)
 	}
 	release()
 	ls := h.lines(6)
@@ -310,10 +309,10 @@ func TestTableUpdateGetsRowDeleteUsesLastRow(t *testing.T) {
 	h := newTableHarness(t, false, false)
 	created := time.Now().Add(-5 * time.Hour)
 	h.fake.set("a", "g1", 1, "alice")
-	h.send(dynamicinformer.Added, gear("a", "g1", created), true, "a")
+	h.send(subscription.Added, gear("a", "g1", created), true, "a")
 	h.lines(2)
 	h.fake.set("a", "g1", 7, "alice")
-	h.send(dynamicinformer.Updated, gear("a", "g1", created), false, "a")
+	h.send(subscription.Updated, gear("a", "g1", created), false, "a")
 	ls := h.lines(3)
 	// One namespace watched: no NAMESPACE column; kubectl's word for an
 	// update is MODIFIED; the header is not repeated.
@@ -321,7 +320,7 @@ func TestTableUpdateGetsRowDeleteUsesLastRow(t *testing.T) {
 	wantFields(t, ls[2], "MODIFIED", "g1", "7", "5h")
 
 	h.fake.remove("a", "g1") // the server cannot convert what is gone
-	h.send(dynamicinformer.Deleted, gear("a", "g1", created), false, "a")
+	h.send(subscription.Deleted, gear("a", "g1", created), false, "a")
 	ls = h.lines(4)
 	wantFields(t, ls[3], "DELETED", "g1", "7", "5h")
 	if gets, _ := h.fake.counts(); gets != 2 {
@@ -333,7 +332,7 @@ func TestTableColumnsChangeReprintHeader(t *testing.T) {
 	h := newTableHarness(t, true, false)
 	created := time.Now().Add(-5 * time.Hour)
 	h.fake.set("a", "g1", 1, "alice")
-	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
+	h.send(subscription.Added, gear("a", "g1", created), false, "a")
 	ls := h.lines(2)
 	// -o wide: the priority-1 column OWNER too.
 	wantFields(t, ls[0], "EVENT", "NAME", "SIZE", "OWNER", "AGE")
@@ -344,7 +343,7 @@ func TestTableColumnsChangeReprintHeader(t *testing.T) {
 	h.fake.columns = append(h.fake.columns[:3:3], metav1.TableColumnDefinition{Name: "Shape", Type: "string"}, h.fake.columns[3])
 	h.fake.objs["a/g1"]["shape"] = "round"
 	h.fake.mu.Unlock()
-	h.send(dynamicinformer.Updated, gear("a", "g1", created), false, "a")
+	h.send(subscription.Updated, gear("a", "g1", created), false, "a")
 	ls = h.lines(4)
 	wantFields(t, ls[2], "EVENT", "NAME", "SIZE", "OWNER", "SHAPE", "AGE")
 	wantFields(t, ls[3], "MODIFIED", "g1", "1", "alice", "round", "5h")
@@ -358,12 +357,12 @@ func TestTableCoalescesEventsOfOneObject(t *testing.T) {
 	// While g1's row is being fetched, g2 is added and updated three
 	// times: one row for g2, ADDED, with its latest state.
 	release := h.fake.hold()
-	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
+	h.send(subscription.Added, gear("a", "g1", created), false, "a")
 	<-h.fake.started
-	h.send(dynamicinformer.Added, gear("a", "g2", created), false, "a")
+	h.send(subscription.Added, gear("a", "g2", created), false, "a")
 	for i := range 3 {
 		h.fake.set("a", "g2", int64(i+2), "alice")
-		h.send(dynamicinformer.Updated, gear("a", "g2", created), false, "a")
+		h.send(subscription.Updated, gear("a", "g2", created), false, "a")
 	}
 	release()
 	ls := h.lines(3)
@@ -378,7 +377,7 @@ func TestTableBurstBecomesList(t *testing.T) {
 	h := newTableHarness(t, false, false)
 	created := time.Now().Add(-5 * time.Hour)
 	h.fake.set("a", "first", 0, "x")
-	h.send(dynamicinformer.Added, gear("a", "first", created), false)
+	h.send(subscription.Added, gear("a", "first", created), false)
 	h.lines(2)
 	for i := range 30 {
 		h.fake.set("a", fmt.Sprintf("b%02d", i), int64(i), "x")
@@ -387,10 +386,10 @@ func TestTableBurstBecomesList(t *testing.T) {
 	h.fake.pageSize = 500
 	h.fake.mu.Unlock()
 	release := h.fake.hold()
-	h.send(dynamicinformer.Added, gear("a", "b00", created), false)
+	h.send(subscription.Added, gear("a", "b00", created), false)
 	<-h.fake.started
 	for i := 1; i < 30; i++ {
-		h.send(dynamicinformer.Added, gear("a", fmt.Sprintf("b%02d", i), created), false)
+		h.send(subscription.Added, gear("a", fmt.Sprintf("b%02d", i), created), false)
 	}
 	release()
 	ls := h.lines(32)
@@ -407,16 +406,16 @@ func TestTableGoneBeforeFetchedPrintsNameAndAge(t *testing.T) {
 	h := newTableHarness(t, false, false)
 	created := time.Now().Add(-3 * time.Hour)
 	h.fake.set("a", "g1", 1, "alice")
-	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
+	h.send(subscription.Added, gear("a", "g1", created), false, "a")
 	h.lines(2)
 	// Added and deleted while another row is fetched: an ADDED and a
 	// DELETED under the last columns, name and age from the informer's
 	// object, the other cells empty.
 	release := h.fake.hold()
-	h.send(dynamicinformer.Updated, gear("a", "g1", created), false, "a")
+	h.send(subscription.Updated, gear("a", "g1", created), false, "a")
 	<-h.fake.started
-	h.send(dynamicinformer.Added, gear("a", "ghost", created), false, "a")
-	h.send(dynamicinformer.Deleted, gear("a", "ghost", created), false, "a")
+	h.send(subscription.Added, gear("a", "ghost", created), false, "a")
+	h.send(subscription.Deleted, gear("a", "ghost", created), false, "a")
 	release()
 	ls := h.lines(5)
 	wantFields(t, ls[2], "MODIFIED", "g1", "1", "5h")
@@ -434,7 +433,7 @@ func TestTableKindInNameWithSeveralResources(t *testing.T) {
 	h := newTableHarness(t, false, true)
 	created := time.Now().Add(-5 * time.Hour)
 	h.fake.set("a", "g1", 1, "alice")
-	h.send(dynamicinformer.Added, gear("a", "g1", created), false)
+	h.send(subscription.Added, gear("a", "g1", created), false)
 	ls := h.lines(2)
 	wantFields(t, ls[1], "ADDED", "a", "gear.example.com/g1", "1", "5h")
 }
@@ -445,10 +444,10 @@ func TestTableServerRefusesTable(t *testing.T) {
 	h.fake.notTable = true
 	h.fake.set("a", "g1", 1, "alice")
 	h.fake.set("a", "g2", 2, "alice")
-	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
+	h.send(subscription.Added, gear("a", "g1", created), false, "a")
 	h.lines(2)
-	h.send(dynamicinformer.Updated, gear("a", "g1", created), false, "a")
-	h.send(dynamicinformer.Added, gear("a", "g2", created), false, "a")
+	h.send(subscription.Updated, gear("a", "g1", created), false, "a")
+	h.send(subscription.Added, gear("a", "g2", created), false, "a")
 	ls := h.lines(4)
 	wantFields(t, ls[0], "EVENT", "NAME", "AGE")
 	wantFields(t, ls[1], "ADDED", "g1", "4h")
@@ -467,14 +466,14 @@ func TestTableRequestFailureWarnsOnceAndPrintsWhatIsKnown(t *testing.T) {
 	h := newTableHarness(t, false, false)
 	created := time.Now().Add(-4 * time.Hour)
 	h.fake.set("a", "g1", 1, "alice")
-	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
+	h.send(subscription.Added, gear("a", "g1", created), false, "a")
 	h.lines(2)
 	h.fake.mu.Lock()
 	h.fake.fail = apierrors.NewForbidden(gearsGVR.GroupResource(), "g1", fmt.Errorf("no"))
 	h.fake.mu.Unlock()
-	h.send(dynamicinformer.Updated, gear("a", "g1", created), false, "a")
+	h.send(subscription.Updated, gear("a", "g1", created), false, "a")
 	h.lines(3)
-	h.send(dynamicinformer.Updated, gear("a", "g1", created), false, "a")
+	h.send(subscription.Updated, gear("a", "g1", created), false, "a")
 	ls := h.lines(4)
 	// The last row known, its age recomputed.
 	wantFields(t, ls[2], "MODIFIED", "g1", "1", "4h")
@@ -489,7 +488,7 @@ func TestTableStopPrintsWaitingRowsAndEnds(t *testing.T) {
 	created := time.Now().Add(-4 * time.Hour)
 	h.fake.set("a", "g1", 1, "alice")
 	release := h.fake.hold()
-	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
+	h.send(subscription.Added, gear("a", "g1", created), false, "a")
 	<-h.fake.started
 	go func() {
 		time.Sleep(100 * time.Millisecond)
@@ -497,7 +496,7 @@ func TestTableStopPrintsWaitingRowsAndEnds(t *testing.T) {
 	}()
 	h.tab.stop() // waits for the row being fetched
 	wantFields(t, h.lines(2)[1], "ADDED", "g1", "1", "5h")
-	h.send(dynamicinformer.Added, gear("a", "late", created), false, "a") // after stop: dropped
+	h.send(subscription.Added, gear("a", "late", created), false, "a") // after stop: dropped
 	time.Sleep(100 * time.Millisecond)
 	h.lines(2)
 }
@@ -530,10 +529,10 @@ func TestTableInitialListIsOneAlignedBlock(t *testing.T) {
 	}
 	// The informer delivers an initial list in a burst, but the first
 	// event's rows may start before the rest arrive: they wait for it.
-	h.send(dynamicinformer.Added, gear("ns", names[0], created), true, "ns")
+	h.send(subscription.Added, gear("ns", names[0], created), true, "ns")
 	time.Sleep(20 * time.Millisecond) // well within tableInitialWindow
 	for _, n := range names[1:] {
-		h.send(dynamicinformer.Added, gear("ns", n, created), true, "ns")
+		h.send(subscription.Added, gear("ns", n, created), true, "ns")
 	}
 	h.lines(4)
 	out := strings.Split(strings.TrimRight(h.out.String(), "\n"), "\n")
@@ -555,15 +554,15 @@ func TestTableDeletedAndCreatedAgainPrintsTheNewObject(t *testing.T) {
 	created := time.Now().Add(-5 * time.Hour)
 	h.fake.set("a", "g0", 0, "x")
 	h.fake.set("a", "g1", 1, "x")
-	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
+	h.send(subscription.Added, gear("a", "g1", created), false, "a")
 	h.lines(2)
 	release := h.fake.hold()
-	h.send(dynamicinformer.Added, gear("a", "g0", created), false, "a")
+	h.send(subscription.Added, gear("a", "g0", created), false, "a")
 	<-h.fake.started
 	// While g0's row is fetched, g1 is deleted and created again.
-	h.send(dynamicinformer.Deleted, gear("a", "g1", created), false, "a")
+	h.send(subscription.Deleted, gear("a", "g1", created), false, "a")
 	h.fake.set("a", "g1", 9, "x")
-	h.send(dynamicinformer.Added, gear("a", "g1", created), false, "a")
+	h.send(subscription.Added, gear("a", "g1", created), false, "a")
 	release()
 	ls := h.lines(4)
 	wantFields(t, ls[2], "ADDED", "g0", "0", "5h")
@@ -574,7 +573,7 @@ func TestTableClusterScopedHasNoNamespaceColumn(t *testing.T) {
 	h := newTableHarness(t, false, false)
 	created := time.Now().Add(-5 * time.Hour)
 	h.fake.set("", "node-1", 4, "x")
-	h.send(dynamicinformer.Added, gear("", "node-1", created), false)
+	h.send(subscription.Added, gear("", "node-1", created), false)
 	ls := h.lines(2)
 	wantFields(t, ls[0], "EVENT", "NAME", "SIZE", "AGE")
 	wantFields(t, ls[1], "ADDED", "node-1", "4", "5h")

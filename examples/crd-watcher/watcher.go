@@ -362,13 +362,13 @@ func (w *watcher) handlerFor(gvr schema.GroupVersionResource, namespaces []strin
 	on := w.onEvent(namespaces, label, field)
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			on(subscription.Event{Type: dynamicinformer.Added, GVR: gvr, Object: obj, IsInitialList: initial})
+			on(subscription.Event{Type: subscription.Added, GVR: gvr, Object: obj, IsInitialList: initial})
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			on(subscription.Event{Type: dynamicinformer.Updated, GVR: gvr, Object: newObj, OldObject: oldObj})
+			on(subscription.Event{Type: subscription.Updated, GVR: gvr, Object: newObj, OldObject: oldObj})
 		},
 		DeleteFunc: func(obj any) {
-			ev := subscription.Event{Type: dynamicinformer.Deleted, GVR: gvr, Object: obj}
+			ev := subscription.Event{Type: subscription.Deleted, GVR: gvr, Object: obj}
 			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				ev.Object, ev.FinalStateUnknown = d.Obj, true
 			}
@@ -390,7 +390,7 @@ func (w *watcher) onEvent(namespaces []string, label, field string) func(subscri
 			w.table.event(ev, u, namespaces, label, field) // a DELETED row is a DELETED row: no GET to tell selector deletes apart
 		} else {
 			var unmatched string
-			if ev.Type == dynamicinformer.Deleted && (label != "" || field != "") && w.stillExists(ev.GVR, u) {
+			if ev.Type == subscription.Deleted && (label != "" || field != "") && w.stillExists(ev.GVR, u) {
 				unmatched = strings.Trim(label+","+field, ",")
 			}
 			w.out.event(ev, unmatched)
@@ -427,7 +427,7 @@ func eventKey(typ string, gvr schema.GroupVersionResource, ns, name string) stri
 
 // waitEvent waits until an event of that type has been printed for the
 // object (the demo uses it to keep its output in a readable order).
-func (w *watcher) waitEvent(ctx context.Context, typ dynamicinformer.EventType, gvr schema.GroupVersionResource, ns, name string) error {
+func (w *watcher) waitEvent(ctx context.Context, typ subscription.EventType, gvr schema.GroupVersionResource, ns, name string) error {
 	key := eventKey(string(typ), gvr, ns, name)
 	for {
 		w.seenMu.Lock()

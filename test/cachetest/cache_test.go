@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,6 +22,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/genericlister"
+	"github.com/informerkit/informerkit/internal/listerhooks"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
@@ -77,7 +79,7 @@ func setup(t *testing.T, group string, n int) fixture {
 			"metadata": map[string]interface{}{
 				"name":        fmt.Sprintf("w%03d", i),
 				"labels":      l,
-				"annotations": map[string]interface{}{ikcache.LastAppliedConfigAnnotation: `{"big":"blob"}`, "keep": "me"},
+				"annotations": map[string]interface{}{corev1.LastAppliedConfigAnnotation: `{"big":"blob"}`, "keep": "me"},
 			},
 			"spec": spec,
 		}}
@@ -146,10 +148,14 @@ func TestDynamicInformerTransformsAndLabelIndex(t *testing.T) {
 
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(cp.Dynamic(), 0, f.ns, nil)
 	inf := factory.ForResource(f.gvr).Informer()
+	size, err := ikcache.Project("spec.size")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := inf.SetTransform(ikcache.Chain(
 		ikcache.StripManagedFields,
 		ikcache.DropLastAppliedConfiguration,
-		ikcache.Project("spec.size"),
+		size,
 	)); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +178,7 @@ func TestDynamicInformerTransformsAndLabelIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(full.GetManagedFields()) == 0 || full.GetAnnotations()[ikcache.LastAppliedConfigAnnotation] == "" {
+	if len(full.GetManagedFields()) == 0 || full.GetAnnotations()[corev1.LastAppliedConfigAnnotation] == "" {
 		t.Fatalf("server object lacks managedFields or last-applied: %v", full.Object["metadata"])
 	}
 
@@ -185,7 +191,7 @@ func TestDynamicInformerTransformsAndLabelIndex(t *testing.T) {
 		t.Errorf("cached object has managedFields %v", mf)
 	}
 	ann := got.GetAnnotations()
-	if _, ok := ann[ikcache.LastAppliedConfigAnnotation]; ok || ann["keep"] != "me" {
+	if _, ok := ann[corev1.LastAppliedConfigAnnotation]; ok || ann["keep"] != "me" {
 		t.Errorf("cached annotations = %v, want only keep=me", ann)
 	}
 	spec, _, _ := unstructured.NestedMap(got.Object, "spec")
@@ -202,7 +208,7 @@ func TestDynamicInformerTransformsAndLabelIndex(t *testing.T) {
 		return names(objs), err
 	}
 	waitEqual(t, f, list)
-	generic := genericlister.NewGeneric(inf.GetIndexer(), f.gvr.GroupResource())
+	generic := listerhooks.NewGeneric(inf.GetIndexer(), f.gvr.GroupResource())
 	waitEqual(t, f, func(sel labels.Selector) ([]string, error) {
 		objs, err := generic.ByNamespace(f.ns).List(sel)
 		return objectNames(objs), err
@@ -244,11 +250,11 @@ func TestMetadataInformerGenericLister(t *testing.T) {
 		if !ok {
 			t.Fatalf("metadata informer cached %T", obj)
 		}
-		if p.ManagedFields != nil || p.Annotations[ikcache.LastAppliedConfigAnnotation] != "" {
+		if p.ManagedFields != nil || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
 			t.Fatalf("transform not applied to %s: %+v", p.Name, p.ObjectMeta)
 		}
 	}
-	generic := genericlister.NewGeneric(inf.GetIndexer(), f.gvr.GroupResource())
+	generic := listerhooks.NewGeneric(inf.GetIndexer(), f.gvr.GroupResource())
 	waitEqual(t, f, func(sel labels.Selector) ([]string, error) {
 		objs, err := generic.List(sel)
 		return objectNames(objs), err

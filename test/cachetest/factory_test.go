@@ -3,11 +3,11 @@ package cachetest
 import (
 	"context"
 	"fmt"
-	"github.com/informerkit/informerkit/genericlister"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +17,8 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/genericlister"
+	"github.com/informerkit/informerkit/internal/labelindex"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
@@ -111,7 +113,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 		if st.State != dynamicinformer.Synced || st.Err != nil || st.Objects != 45 {
 			t.Errorf("%s: status %+v, want Synced with 45 objects", name, st)
 		}
-		if !ikcache.HasIndex(h.Informer().GetIndexer(), ikcache.AutoLabelKeyIndex) {
+		if !ikcache.HasIndex(h.Informer().GetIndexer(), labelindex.AutoLabelKeyIndex) {
 			t.Errorf("%s: the factory did not install on-demand label indexing", name)
 		}
 	}
@@ -123,7 +125,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(server.GetManagedFields()) == 0 || server.GetAnnotations()[ikcache.LastAppliedConfigAnnotation] == "" {
+	if len(server.GetManagedFields()) == 0 || server.GetAnnotations()[corev1.LastAppliedConfigAnnotation] == "" {
 		t.Fatalf("server object lacks managedFields or last-applied: %v", server.Object["metadata"])
 	}
 
@@ -136,7 +138,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 		}
 		ann := u.GetAnnotations()
 		spec, _, _ := unstructured.NestedMap(u.Object, "spec")
-		_, hasLastApplied := ann[ikcache.LastAppliedConfigAnnotation]
+		_, hasLastApplied := ann[corev1.LastAppliedConfigAnnotation]
 		if u.GetManagedFields() != nil || hasLastApplied || ann["keep"] != "me" || len(spec) != 1 || spec["size"] == nil {
 			t.Errorf("%s: %s not reduced: metadata %v, spec %v", where, u.GetName(), u.Object["metadata"], spec)
 		}
@@ -147,7 +149,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: %T, want *metav1.PartialObjectMetadata", where, obj)
 		}
-		_, hasLastApplied := p.Annotations[ikcache.LastAppliedConfigAnnotation]
+		_, hasLastApplied := p.Annotations[corev1.LastAppliedConfigAnnotation]
 		if p.ManagedFields != nil || hasLastApplied || p.Annotations["keep"] != "me" || p.Labels["app"] == "" {
 			t.Errorf("%s: %s not reduced: %+v", where, p.Name, p.ObjectMeta)
 		}
@@ -223,7 +225,7 @@ func TestFactoryReducedObjects(t *testing.T) {
 	// after the label changes below are answered from them.
 	for name, h := range map[string]*dynamicinformer.InformerHandle{"projected": projected, "meta": meta, "compact": compact} {
 		for _, key := range []string{"app", "tier"} {
-			if !ikcache.HasIndex(h.Informer().GetIndexer(), ikcache.LabelKeyIndexName(key)) {
+			if !ikcache.HasIndex(h.Informer().GetIndexer(), labelindex.LabelKeyIndexName(key)) {
 				t.Errorf("%s: no per-key index for %q after selector Lists", name, key)
 			}
 		}

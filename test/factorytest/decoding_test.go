@@ -35,7 +35,7 @@ func decodingObject(apiVersion, ns, name string, i int) map[string]interface{} {
 		"metadata": map[string]interface{}{
 			"name": name, "namespace": ns,
 			"labels":      map[string]interface{}{"i": fmt.Sprint(i), "app": "decode"},
-			"annotations": map[string]interface{}{ikcache.LastAppliedConfigAnnotation: string(lastApplied), "note": "caf\u00e9 \u2603 \U0001F680 \"q\" \\ \n"},
+			"annotations": map[string]interface{}{corev1.LastAppliedConfigAnnotation: string(lastApplied), "note": "caf\u00e9 \u2603 \U0001F680 \"q\" \\ \n"},
 		},
 		"spec": map[string]interface{}{
 			"count": int64(i), "big": int64(9007199254740993), "neg": int64(-42), "ratio": 0.1 * float64(i+1), "exp": 1.5e300,
@@ -153,7 +153,7 @@ func seedDecoding(t *testing.T, ctx context.Context, prefix string) (gvr schema.
 // annotation, non-ASCII data and binary data.
 func decodingConfigMap(ns string, i int) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns,
-		Annotations: map[string]string{ikcache.LastAppliedConfigAnnotation: `{"kind":"ConfigMap"}`}},
+		Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: `{"kind":"ConfigMap"}`}},
 		Data: map[string]string{"k": fmt.Sprintf("v-%d \u00e9", i)}, BinaryData: map[string][]byte{"b": {0, 1, 2, 255}}}
 }
 

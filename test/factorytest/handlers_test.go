@@ -91,7 +91,8 @@ func TestSlowAndPanickingHandlers(t *testing.T) {
 	events := fast.events()
 	eventually(t, ctx, "every panic counted", func() bool { return h.Status().HandlerPanics == int64(events) })
 	st := h.Status()
-	if !errors.Is(st.LastHandlerPanic, eventhandler.ErrPanic) || st.State != dynamicinformer.Synced {
+	var pe *eventhandler.PanicError
+	if !errors.As(st.LastHandlerPanic, &pe) || st.State != dynamicinformer.Synced {
 		t.Fatalf("status %+v", st)
 	}
 	slowAtFast := slow.events()

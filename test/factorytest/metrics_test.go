@@ -8,11 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/dynamicinformer/metrics"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
-// metricsRecorder is a dynamicinformer.Metrics that keeps counts per
-// informer GVR.
+// metricsRecorder is a metrics.Exporter that keeps counts per informer
+// GVR, and the factory's wanted/running informer counts derived from the
+// states (as package metrics says an exporter does).
 type metricsRecorder struct {
 	mu      sync.Mutex // guards everything below
 	byGVR   map[schema.GroupVersionResource]*informerCounts
@@ -22,7 +24,7 @@ type metricsRecorder struct {
 
 type informerCounts struct {
 	states      []dynamicinformer.State
-	events      map[dynamicinformer.EventType]int
+	events      map[string]int
 	objects     int
 	requests    map[string]int // "verb reason"
 	restarts    int
@@ -38,18 +40,13 @@ func newMetricsRecorder() *metricsRecorder {
 	return &metricsRecorder{byGVR: map[schema.GroupVersionResource]*informerCounts{}}
 }
 
-func (r *metricsRecorder) NewInformer(st dynamicinformer.Status) dynamicinformer.InformerMetrics {
+func (r *metricsRecorder) NewInformer(id metrics.Identity) metrics.Informer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := &informerCounts{events: map[dynamicinformer.EventType]int{}, requests: map[string]int{}}
-	r.byGVR[st.GVR] = c
+	c := &informerCounts{events: map[string]int{}, requests: map[string]int{}}
+	r.byGVR[id.GVR] = c
+	r.wanted++
 	return &recordedInformer{r: r, c: c}
-}
-
-func (r *metricsRecorder) Informers(wanted, running int) {
-	r.mu.Lock()
-	r.wanted, r.running = wanted, running
-	r.mu.Unlock()
 }
 
 // read runs f on gvr's counts under the lock (c nil: no informer yet).
@@ -78,11 +75,33 @@ func (ri *recordedInformer) do(f func(c *informerCounts)) {
 	f(ri.c)
 }
 
-func (ri *recordedInformer) State(s dynamicinformer.State) {
-	ri.do(func(c *informerCounts) { c.states = append(c.states, s) })
+func isRunning(s dynamicinformer.State) bool {
+	return s == dynamicinformer.Syncing || s == dynamicinformer.Synced
 }
-func (ri *recordedInformer) Synced(time.Time) { ri.do(func(c *informerCounts) { c.synced++ }) }
-func (ri *recordedInformer) Event(t dynamicinformer.EventType, objects int) {
+
+func (ri *recordedInformer) State(s string) {
+	ri.do(func(c *informerCounts) {
+		was := dynamicinformer.State("")
+		if len(c.states) > 0 {
+			was = c.states[len(c.states)-1]
+		}
+		now := dynamicinformer.State(s)
+		if isRunning(was) != isRunning(now) {
+			if isRunning(now) {
+				ri.r.running++
+			} else {
+				ri.r.running--
+			}
+		}
+		if now == dynamicinformer.Stopped {
+			c.stopped = true
+			ri.r.wanted--
+		}
+		c.states = append(c.states, now)
+	})
+}
+func (ri *recordedInformer) Synced() { ri.do(func(c *informerCounts) { c.synced++ }) }
+func (ri *recordedInformer) Event(t string, objects int) {
 	ri.do(func(c *informerCounts) { c.events[t]++; c.objects = objects; c.lastEventAt = time.Now() })
 }
 func (ri *recordedInformer) Request(verb, reason string) {
@@ -97,11 +116,6 @@ func (ri *recordedInformer) ProcessingLatency(time.Duration) {
 }
 func (ri *recordedInformer) StoreResourceVersion(rv float64) {
 	ri.do(func(c *informerCounts) { c.storeRV = rv })
-}
-func (ri *recordedInformer) Stopped() {
-	ri.r.mu.Lock()
-	ri.c.stopped = true
-	ri.r.mu.Unlock()
 }
 
 // TestMetricsFromTheServer: what the library reports through Options.Metrics
@@ -137,7 +151,7 @@ func TestMetricsFromTheServer(t *testing.T) {
 		return deniedRec.read(secrets, func(c *informerCounts) bool { return c.requests["list Forbidden"] >= 1 })
 	})
 	eventually(t, ctx, "5 objects delivered", func() bool {
-		return rec.read(gvr, func(c *informerCounts) bool { return c.objects == 5 && c.events[dynamicinformer.Added] == 5 })
+		return rec.read(gvr, func(c *informerCounts) bool { return c.objects == 5 && c.events["ADDED"] == 5 })
 	})
 	rec.read(gvr, func(c *informerCounts) bool {
 		// The first sync streams (a watch-list request), or lists.
@@ -167,7 +181,7 @@ func TestMetricsFromTheServer(t *testing.T) {
 	}
 	eventually(t, ctx, "Removed with every object deleted", func() bool {
 		return rec.read(gvr, func(c *informerCounts) bool {
-			return c.states[len(c.states)-1] == dynamicinformer.Removed && c.events[dynamicinformer.Deleted] == 5 && c.objects == 0
+			return c.states[len(c.states)-1] == dynamicinformer.Removed && c.events["DELETED"] == 5 && c.objects == 0
 		})
 	})
 	rec.mu.Lock()

@@ -31,7 +31,7 @@ func (l *eventLog) add(e subscription.Event) {
 	l.mu.Unlock()
 }
 
-func (l *eventLog) count(t dynamicinformer.EventType, gvr schema.GroupVersionResource) int {
+func (l *eventLog) count(t subscription.EventType, gvr schema.GroupVersionResource) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -75,7 +75,7 @@ func TestSubscriptionFollowsCRDs(t *testing.T) {
 	// The handler panics on one object: the factory recovers it, counts it
 	// in the informer's Status, and the subscription goes on.
 	handler := func(e subscription.Event) {
-		if m, ok := e.Object.(metav1.Object); ok && e.Type == dynamicinformer.Added && m.GetName() == "doohickeys-1" {
+		if m, ok := e.Object.(metav1.Object); ok && e.Type == subscription.Added && m.GetName() == "doohickeys-1" {
 			panic("handler bug")
 		}
 		log.add(e)
@@ -85,7 +85,7 @@ func TestSubscriptionFollowsCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Stop()
-	eventually(t, ctx, "existing objects replayed to the subscriber", func() bool { return log.count(dynamicinformer.Added, gadgets) == 3 })
+	eventually(t, ctx, "existing objects replayed to the subscriber", func() bool { return log.count(subscription.Added, gadgets) == 3 })
 
 	second := controlplane.NewCRD(group, "Doohickey", "doohickeys")
 	if err := cp.InstallCRD(ctx, second); err != nil {
@@ -111,18 +111,18 @@ func TestSubscriptionFollowsCRDs(t *testing.T) {
 	}
 	createGadgets(dooh, "Doohickey", 2)
 	eventually(t, ctx, "objects of the new CRD, with their GVR (one skipped by the panic)", func() bool {
-		return log.count(dynamicinformer.Added, dooh) == 1 && handlerPanics(f, dooh) == 1
+		return log.count(subscription.Added, dooh) == 1 && handlerPanics(f, dooh) == 1
 	})
 
 	if err := cp.DeleteCRD(ctx, first.Name); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, ctx, "deleted CRD leaves the subscription", func() bool { return !slices.Contains(sub.Resources(), gadgets) })
-	eventually(t, ctx, "a Deleted per object of the deleted CRD", func() bool { return log.count(dynamicinformer.Deleted, gadgets) == 3 })
-	before := log.count(dynamicinformer.Added, gadgets) + log.count(dynamicinformer.Updated, gadgets)
+	eventually(t, ctx, "a Deleted per object of the deleted CRD", func() bool { return log.count(subscription.Deleted, gadgets) == 3 })
+	before := log.count(subscription.Added, gadgets) + log.count(subscription.Updated, gadgets)
 	createGadgets(dooh, "Doohickey", 0)
 	time.Sleep(2 * time.Second)
-	if after := log.count(dynamicinformer.Added, gadgets) + log.count(dynamicinformer.Updated, gadgets); after != before {
+	if after := log.count(subscription.Added, gadgets) + log.count(subscription.Updated, gadgets); after != before {
 		t.Fatalf("events for a deleted CRD after removal: %d -> %d", before, after)
 	}
 	if !slices.Contains(sub.Resources(), dooh) {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/internal/resolverhooks"
 	"github.com/informerkit/informerkit/test/controlplane"
 	"github.com/informerkit/informerkit/test/crds"
 )
@@ -85,7 +86,7 @@ func waitResolvable(ctx context.Context, refs ...string) error {
 	}
 	r := discoveryresolver.New(disc)
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		r.Invalidate()
+		resolverhooks.Of(r).Invalidate()
 		for _, ref := range refs {
 			if _, err := r.Resolve(ctx, ref); err != nil {
 				return false, nil
@@ -434,7 +435,7 @@ func TestCRDLifecycle(t *testing.T) {
 	if err := cp.InstallCRD(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	// Misses alone (no Refresh, no Invalidate) find it once the interval has
+	// Misses alone (no Refresh, no invalidation) find it once the interval has
 	// passed; the poll only covers the aggregated document's lag.
 	var got discoveryresolver.Resource
 	err := wait.PollUntilContextTimeout(ctx, 60*time.Millisecond, 20*time.Second, false, func(ctx context.Context) (bool, error) {
@@ -645,8 +646,8 @@ func TestPartialDiscoveryFailure(t *testing.T) {
 			if _, ok := gde.Groups[broken]; !ok {
 				t.Fatalf("failed groups %v lack %v", gde.Groups, broken)
 			}
-			if _, ok := r.FailedGroups()[broken]; !ok {
-				t.Fatalf("FailedGroups() = %v, lacks %v", r.FailedGroups(), broken)
+			if _, ok := resolverhooks.Of(r).FailedGroups()[broken]; !ok {
+				t.Fatalf("FailedGroups() = %v, lacks %v", resolverhooks.Of(r).FailedGroups(), broken)
 			}
 			_, err = r.Resolve(ctx, "nosuchresource")
 			if !errors.Is(err, discoveryresolver.ErrNotFound) || !errors.As(err, &gde) {
@@ -688,7 +689,7 @@ func TestCorpusGatewayAPI(t *testing.T) {
 		}
 		r := discoveryresolver.New(disc)
 		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			r.Invalidate()
+			resolverhooks.Of(r).Invalidate()
 			for _, name := range installed {
 				if _, err := r.Resolve(ctx, name); !errors.Is(err, discoveryresolver.ErrNotFound) {
 					return false, nil

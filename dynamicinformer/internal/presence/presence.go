@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/internal/resolverhooks"
 )
 
 // ErrNamespaceOnClusterScoped: a namespace was asked of a cluster-scoped
@@ -354,7 +355,7 @@ func (p *Presence) verdictLocked(m Member) Verdict {
 		if _, ok := p.cfg.Resolver.Lookup(gvr); ok {
 			return p.scopeLocked(m, Verdict{Served: true, Known: true})
 		}
-		if len(p.cfg.Resolver.FailedGroups()) == 0 {
+		if len(resolverhooks.Of(p.cfg.Resolver).FailedGroups()) == 0 {
 			return Verdict{Known: true, Reason: fmt.Sprintf("%s is not in discovery", gvr)}
 		}
 	}
@@ -528,7 +529,7 @@ func (p *Presence) NotFound(gvr schema.GroupVersionResource) {
 	}
 	p.mu.Unlock()
 	if p.cfg.Resolver != nil {
-		p.cfg.Resolver.Invalidate()
+		resolverhooks.Of(p.cfg.Resolver).Invalidate()
 	}
 }
 
@@ -539,7 +540,7 @@ func (p *Presence) recheck(gvr schema.GroupVersionResource) {
 	if p.cfg.Resolver != nil && ctx != nil {
 		// Rate-limited and shared: many informers meeting 404s at once
 		// cost one round.
-		p.discoveryAnswered(p.cfg.Resolver.RefreshIfStale(ctx, 0))
+		p.discoveryAnswered(resolverhooks.Of(p.cfg.Resolver).RefreshIfStale(ctx, 0))
 	}
 	p.reevaluate(gvr, "re-check after 404", true)
 }
