@@ -1,5 +1,5 @@
 // Package metrics is the interface between informerkit's informer factory
-// and a metrics exporter. The factory (dynamicinformer.WithMetrics) calls
+// and a metrics exporter. The factory (dynamicinformer.Options.Metrics) calls
 // an Exporter once per informer it creates and reports that informer's
 // life to the Informer it returns; the module
 // github.com/informerkit/informerkit/prometheusmetrics implements it with

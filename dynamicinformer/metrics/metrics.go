@@ -7,7 +7,7 @@ import (
 )
 
 // Exporter receives what a factory's informers do. Set it with
-// dynamicinformer.WithMetrics. It must be safe for concurrent use, must
+// dynamicinformer.Options.Metrics. It must be safe for concurrent use, must
 // not block, and must not call back into the factory, its handles or its
 // subscriptions.
 type Exporter interface {
