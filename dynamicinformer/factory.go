@@ -52,6 +52,8 @@ type Factory struct {
 	presence *presence.Presence
 	metrics  *metricsDeps // nil without WithMetrics
 	contact  *contactMonitor
+	// reviews answers the access checks of every informer (nil: no client).
+	reviews *access.Reviewer
 	// initialLists bounds the informers' concurrent first lists.
 	initialLists *gate.Slots
 
@@ -95,6 +97,9 @@ func newFactory(client dynamic.Interface, contact *contactMonitor, defaultResync
 		metrics:   newMetricsDeps(cfg.metrics),
 		contact:   contact,
 	}
+	if client != nil {
+		f.reviews = access.NewReviewer(access.DynamicClient(client))
+	}
 	contact.probeThrough(client)
 	contact.setOnChange(f.contactChanged)
 	f.initialLists = gate.NewSlots(cfg.maxInitial)
@@ -131,8 +136,14 @@ func NewForConfig(cfg *rest.Config, defaultResync time.Duration, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
+	reviews, err := access.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
 	all := append([]Option{withDiscovery(disc), WithMetadataClient(md), withDecodingClients(clients)}, opts...)
-	return newFactory(dyn, monitor, defaultResync, all), nil
+	f := newFactory(dyn, monitor, defaultResync, all)
+	f.reviews = access.NewReviewer(reviews) // a request budget of their own
+	return f, nil
 }
 
 // Resolver is the discovery resolver in use (nil without one).
@@ -269,9 +280,7 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 		},
 	}
 	deps.initialLists = f.initialLists
-	if f.client != nil {
-		deps.review = access.DynamicReview(f.client)
-	}
+	deps.review = f.reviews
 	deps.accessBackoff = f.cfg.accessBackoff
 	var e *entry
 	current := func() schema.GroupVersionResource {
