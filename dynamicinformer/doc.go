@@ -150,9 +150,9 @@
 // (an admin's answer for all informers), then per resource; NewForConfig's
 // factory makes them with a request budget of their own (see
 // docs/DESIGN.md). Missing verbs make it Failed with an error that errors.Is
-// ErrForbidden and names them and the namespaces (`access check
-// (SelfSubjectRulesReview): may not watch widgets.example.com in
-// namespace a`); it sends no list or watch, and asks again 1 s later,
+// ErrForbidden and names the user, the verbs and the namespaces (`access
+// check (SelfSubjectRulesReview): user "alice" may not watch
+// widgets.example.com in namespace a`); it sends no list or watch, and asks again 1 s later,
 // doubling to every 30 s, until access is granted, then syncs by itself.
 // Without the check the first list's 403 says the same, in the server's
 // words, and the reflector retries the list at its back-off. A review

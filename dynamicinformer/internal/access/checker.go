@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -38,11 +39,15 @@ type DeniedError struct {
 	// Via names the reviews that answered (ViaRulesReview,
 	// ViaAccessReview, or both, comma-separated).
 	Via string
+	// User is the user as the server names it ("" unknown).
+	User string
 }
 
-// Error names the missing verbs per namespace, e.g. `may not list, watch
-// widgets.example.com in namespace a; may not watch it in all
-// namespaces` — namespaces with the same missing verbs are grouped.
+// Error names the user and the missing verbs per namespace, e.g.
+// `access check (SelfSubjectRulesReview): user "alice" may not list,
+// watch widgets.example.com in namespace a; may not watch
+// widgets.example.com in namespaces b, c` — namespaces with the same
+// missing verbs are grouped.
 func (e *DeniedError) Error() string {
 	gr := e.Resource
 	if e.Group != "" {
@@ -79,6 +84,9 @@ func (e *DeniedError) Error() string {
 	for i, g := range groups {
 		if i > 0 {
 			b.WriteString("; ")
+		}
+		if i == 0 && e.User != "" {
+			b.WriteString("user " + strconv.Quote(e.User) + " ")
 		}
 		b.WriteString("may not " + g.verbs + " " + gr + " ")
 		if len(g.ns) == 1 && g.ns[0] == "" {
@@ -169,7 +177,7 @@ func check(ctx context.Context, r *Reviewer, group, resource string, namespaces 
 	if byAccess {
 		via = append(via, ViaAccessReview)
 	}
-	return &DeniedError{Group: group, Resource: resource, Missing: missing, Via: strings.Join(via, ", ")}
+	return &DeniedError{Group: group, Resource: resource, Missing: missing, Via: strings.Join(via, ", "), User: r.userName(ctx)}
 }
 
 // Hooks is what Wait tells its informer. Neither may block.

@@ -24,6 +24,18 @@ type fakeClient struct {
 	hold     chan struct{} // if set, reviews wait for it to close
 	asked    []Attributes  // access reviews
 	rulesFor []string      // rules reviews
+	user     string        // "" : the user review fails
+	users    int           // user reviews
+}
+
+func (f *fakeClient) User(context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.users++
+	if f.user == "" {
+		return "", errors.New("the server could not find the requested resource")
+	}
+	return f.user, nil
 }
 
 func newFake(allowed ...string) *fakeClient {
@@ -385,5 +397,29 @@ func TestWaitProceedsWhenReviewFails(t *testing.T) {
 	}
 	if access, _ := f.counts(); got == nil || access != 1 {
 		t.Fatalf("Unavailable(%v) after %d reviews; want the error after 1", got, access)
+	}
+}
+
+// A denial names the user as the server does, asked once for all
+// denials; a server that cannot say leaves the name out.
+func TestDenialNamesTheUser(t *testing.T) {
+	f := newFake()
+	f.user = "alice"
+	r := NewReviewer(f)
+	for _, res := range []string{"widgets", "gadgets"} {
+		err := check(context.Background(), r, "example.com", res, nil, r.since(time.Time{}), true)
+		want := `access check (SelfSubjectAccessReview): user "alice" may not list, watch ` + res + ".example.com in all namespaces"
+		if err == nil || err.Error() != want {
+			t.Fatalf("check: %v, want %q", err, want)
+		}
+	}
+	if f.users != 1 {
+		t.Fatalf("%d user reviews, want 1", f.users)
+	}
+	anon := newFake()
+	r = NewReviewer(anon)
+	err := check(context.Background(), r, "example.com", "widgets", nil, r.since(time.Time{}), true)
+	if want := "access check (SelfSubjectAccessReview): may not list, watch widgets.example.com in all namespaces"; err == nil || err.Error() != want {
+		t.Fatalf("check without a user review: %v, want %q", err, want)
 	}
 }

@@ -30,6 +30,9 @@ type Client interface {
 	// RulesReview lists what the user may do in namespace (a
 	// SelfSubjectRulesReview; namespace is not "").
 	RulesReview(ctx context.Context, namespace string) (Rules, error)
+	// User is the user's name as the server authenticates it (a
+	// SelfSubjectReview).
+	User(ctx context.Context) (string, error)
 }
 
 // The request budget of a client from NewClient: kubectl's budget for
@@ -44,6 +47,7 @@ const (
 var (
 	ssarGVR = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
 	ssrrGVR = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectrulesreviews"}
+	ssrGVR  = schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}
 )
 
 // NewClient returns a Client on cfg with a request budget of its own
@@ -99,6 +103,22 @@ func (d dynamicClient) RulesReview(ctx context.Context, namespace string) (Rules
 		return Rules{}, err
 	}
 	return parseRules(out.Object)
+}
+
+func (d dynamicClient) User(ctx context.Context) (string, error) {
+	req := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "authentication.k8s.io/v1",
+		"kind":       "SelfSubjectReview",
+	}}
+	out, err := d.client.Resource(ssrGVR).Create(ctx, req, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	name, _, _ := unstructured.NestedString(out.Object, "status", "userInfo", "username")
+	if name == "" {
+		return "", fmt.Errorf("SelfSubjectReview answer without status.userInfo.username")
+	}
+	return name, nil
 }
 
 // parseRules reads a SelfSubjectRulesReview's status. An answer without

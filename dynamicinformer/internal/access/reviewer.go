@@ -23,9 +23,37 @@ type Reviewer struct {
 	MaxAge time.Duration
 	now    func() time.Time
 
-	mu      sync.Mutex // guards flights, swept
+	mu      sync.Mutex // guards flights, swept, user, userAsked
 	flights map[question]*flight
 	swept   time.Time
+	// user is the user's name ("" unknown), asked once, on the first
+	// denial.
+	user      string
+	userAsked bool
+}
+
+// userName is the user's name for a denial, asked of the server once
+// ("" if it could not be).
+func (r *Reviewer) userName(ctx context.Context) string {
+	r.mu.Lock()
+	if r.userAsked {
+		defer r.mu.Unlock()
+		return r.user
+	}
+	r.mu.Unlock()
+	name, err := r.client.User(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ctx.Err() == nil && !r.userAsked {
+		r.userAsked = true
+		if err == nil {
+			r.user = name
+		}
+	}
+	if err != nil {
+		return r.user
+	}
+	return name
 }
 
 // NewReviewer shares client's reviews.
