@@ -125,3 +125,22 @@ func TestContactMonitor(t *testing.T) {
 		t.Fatalf("changes = %s, want lost,restored", got)
 	}
 }
+
+// An outage lasts from the last contact: a probe that hangs until its
+// timeout before it fails counts in full.
+func TestContactOutageFromLastContact(t *testing.T) {
+	var down time.Duration
+	m := newContactMonitor(nil, time.Hour, func(err error, d time.Duration) {
+		if err == nil {
+			down = d
+		}
+	})
+	m.record(nil)
+	time.Sleep(150 * time.Millisecond) // a probe into a black hole
+	m.record(errors.New("timeout"))
+	time.Sleep(50 * time.Millisecond)
+	m.record(nil)
+	if down < 200*time.Millisecond {
+		t.Fatalf("outage of %v reported, want at least 200ms (since the last contact)", down)
+	}
+}
