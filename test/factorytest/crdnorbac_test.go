@@ -94,8 +94,10 @@ func TestCRDRemovedWithoutCRDRBAC(t *testing.T) {
 	for time.Now().Before(deadline) {
 		if st := h.Status(); st.State != dynamicinformer.Removed {
 			mu.Lock()
+			states := strings.Join(trail, " → ")
+			mu.Unlock()
 			t.Fatalf("%v after the CRD was deleted: %s, want Removed until it is served again; states: %s",
-				time.Since(deleted).Round(time.Millisecond), st.State, strings.Join(trail, " → "))
+				time.Since(deleted).Round(time.Millisecond), st.State, states)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
