@@ -3,16 +3,23 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+
+	"github.com/informerkit/informerkit/dynamicinformer"
 )
 
 func probeClient(t *testing.T, host string) rest.Interface {
@@ -142,5 +149,24 @@ func TestContactOutageFromLastContact(t *testing.T) {
 	m.record(nil)
 	if down < 200*time.Millisecond {
 		t.Fatalf("outage of %v reported, want at least 200ms (since the last contact)", down)
+	}
+}
+
+// When an informer notices the lost contact first, the watcher says it as
+// the CONTACT line does: the server and the cause, not the informer's
+// request (GVR, URL, query).
+func TestContactErrFromAnInformer(t *testing.T) {
+	w := &watcher{contact: newContactMonitor(nil, time.Hour, nil), ep: endpoint{Host: "https://127.0.0.1:38287"}, cfg: &Config{RequestTimeout: 5 * time.Second}}
+	gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
+	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:38287/apis/gateway.networking.k8s.io/v1/gateways?allowWatchBookmarks=true",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	st := dynamicinformer.Status{GVR: gvr, State: dynamicinformer.Synced,
+		ContactErr: fmt.Errorf("%s: no contact with the API server: %w", gvr, refused)}
+	err := w.contactErr([]dynamicinformer.Status{st})
+	if err == nil {
+		t.Fatal("no contact error")
+	}
+	if want := "cannot reach the API server at https://127.0.0.1:38287: connection refused"; err.Error() != want {
+		t.Fatalf("contact error %q, want %q", err, want)
 	}
 }

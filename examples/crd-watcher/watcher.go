@@ -200,7 +200,9 @@ func (w *watcher) contactErr(sts []dynamicinformer.Status) error {
 	}
 	for _, st := range sts {
 		if _, err := libraryContact(st); err != nil {
-			return fmt.Errorf("%s: %v", gvrString(st.GVR), err)
+			// Said as the CONTACT line says it: not the informer's
+			// request (its GVR, URL and query).
+			return errors.New(explain(w.ep, err, w.cfg.RequestTimeout))
 		}
 	}
 	return nil
