@@ -19,7 +19,7 @@ func (e *entry) accessCheck() func(context.Context) error {
 		return nil
 	}
 	c := &access.Checker{
-		Review:     e.deps.review,
+		Reviewer:   e.deps.review,
 		Group:      e.currentGVR().Group,
 		Resource:   func() string { return e.currentGVR().Resource },
 		Namespaces: e.cfg.namespaces,

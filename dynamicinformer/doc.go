@@ -181,12 +181,17 @@
 //
 // With WithAccessCheck (per informer, or for all in Options.Defaults), an
 // informer asks the server before its first list whether its user may
-// list and watch its resource in each of its namespaces (a
-// SelfSubjectAccessReview per verb and namespace, through the dynamic
-// client). Missing verbs make it Failed with an error that errors.Is
-// ErrForbidden and names them and the namespaces (`access check
-// (SelfSubjectAccessReview): may not watch widgets.example.com in
-// namespace a`); it sends no list or watch, and asks again 1 s later,
+// list and watch its resource in each of its namespaces. The factory's
+// informers share the reviews: one SelfSubjectRulesReview per namespace
+// answers for every resource in it (SelfSubjectAccessReviews where the
+// rules are incomplete), and all namespaces are answered by
+// SelfSubjectAccessReviews, first one per verb for every resource at once
+// (an admin's answer for all informers), then per resource; NewForConfig's
+// factory makes them with a request budget of their own (see
+// docs/DESIGN.md). Missing verbs make it Failed with an error that errors.Is
+// ErrForbidden and names the user, the verbs and the namespaces (`access
+// check (SelfSubjectRulesReview): user "alice" may not watch
+// widgets.example.com in namespace a`); it sends no list or watch, and asks again 1 s later,
 // doubling to every 30 s, until access is granted, then syncs by itself.
 // Without the check the first list's 403 says the same, in the server's
 // words, and the reflector retries the list at its back-off. A review

@@ -54,6 +54,8 @@ type Factory struct {
 	presence *presence.Presence
 	metrics  *metricsDeps // nil without Options.Metrics
 	contact  *contactMonitor
+	// reviews answers the access checks of every informer (nil: no client).
+	reviews *access.Reviewer
 	// initialLists bounds the informers' concurrent first lists.
 	initialLists *gate.Slots
 
@@ -98,6 +100,9 @@ func newFactory(client dynamic.Interface, contact *contactMonitor, opts Options)
 		metrics:   newMetricsDeps(cfg.metrics),
 		contact:   contact,
 	}
+	if client != nil {
+		f.reviews = access.NewReviewer(access.DynamicClient(client))
+	}
 	contact.probeThrough(client)
 	contact.setOnChange(f.contactChanged)
 	f.initialLists = gate.NewSlots(cfg.maxInitial)
@@ -135,8 +140,14 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Factory, error) {
 			return nil, err
 		}
 	}
+	reviews, err := access.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
 	opts.discovery, opts.decodingClients = disc, clients
-	return newFactory(dyn, monitor, opts), nil
+	f := newFactory(dyn, monitor, opts)
+	f.reviews = access.NewReviewer(reviews) // a request budget of their own
+	return f, nil
 }
 
 // Resolver is the discovery resolver in use (nil without one).
@@ -277,9 +288,7 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 		},
 	}
 	deps.initialLists = f.initialLists
-	if f.client != nil {
-		deps.review = access.DynamicReview(f.client)
-	}
+	deps.review = f.reviews
 	deps.accessBackoff = f.cfg.accessBackoff
 	var e *entry
 	current := func() schema.GroupVersionResource {

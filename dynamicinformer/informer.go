@@ -76,10 +76,10 @@ type entryDeps struct {
 	// initialLists bounds the first list of the factory's informers
 	// (nil: no bound).
 	initialLists *gate.Slots
-	// review answers access questions for WithAccessCheck (nil: no
-	// client to ask); accessBackoff is the re-check back-off (zero:
-	// access's defaults).
-	review        access.Review
+	// review answers access questions for WithAccessCheck, shared by the
+	// factory's informers (nil: no client to ask); accessBackoff is the
+	// re-check back-off (zero: access's defaults).
+	review        *access.Reviewer
 	accessBackoff struct{ min, max time.Duration }
 }
 

@@ -281,8 +281,8 @@ func WithLabelIndexKeys(keys ...string) ResourceOption {
 
 // WithAccessCheck turns the RBAC pre-flight on or off (default off; on for
 // every informer with Options.Defaults). Before its
-// first list the informer asks the server, with a SelfSubjectAccessReview
-// per verb and namespace (through the factory's dynamic client), whether
+// first list the informer asks the server (reviews shared by the
+// factory's informers; see the package documentation), whether
 // its user may list and watch its resource in each of its namespaces (all
 // namespaces when it has none). If not, its status is Failed with an error
 // that errors.Is ErrForbidden and names the missing verbs and namespaces,

@@ -125,10 +125,9 @@ type contactMonitor struct {
 	interval time.Duration
 	onChange func(err error, down time.Duration)
 
-	mu     sync.Mutex // guards err, last, lostAt
-	err    error      // nil while in contact
-	last   time.Time  // last successful probe
-	lostAt time.Time  // first failed probe of the current outage
+	mu   sync.Mutex // guards err, last
+	err  error      // nil while in contact
+	last time.Time  // last successful probe
 }
 
 // contactInterval is how often the monitor probes the server.
@@ -163,12 +162,12 @@ func (m *contactMonitor) record(err error) {
 	var down time.Duration
 	switch {
 	case err == nil:
-		m.last = now
 		if was != nil {
-			down = now.Sub(m.lostAt)
+			// From the last contact, not the first failed probe: a probe
+			// into a black hole fails only at its timeout.
+			down = now.Sub(m.last)
 		}
-	case was == nil:
-		m.lostAt = now
+		m.last = now
 	}
 	m.err = err
 	m.mu.Unlock()

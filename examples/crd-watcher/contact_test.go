@@ -3,16 +3,23 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+
+	"github.com/informerkit/informerkit/dynamicinformer"
 )
 
 func probeClient(t *testing.T, host string) rest.Interface {
@@ -123,5 +130,43 @@ func TestContactMonitor(t *testing.T) {
 	defer mu.Unlock()
 	if got := strings.Join(changes, ","); got != "lost,restored" {
 		t.Fatalf("changes = %s, want lost,restored", got)
+	}
+}
+
+// An outage lasts from the last contact: a probe that hangs until its
+// timeout before it fails counts in full.
+func TestContactOutageFromLastContact(t *testing.T) {
+	var down time.Duration
+	m := newContactMonitor(nil, time.Hour, func(err error, d time.Duration) {
+		if err == nil {
+			down = d
+		}
+	})
+	m.record(nil)
+	time.Sleep(150 * time.Millisecond) // a probe into a black hole
+	m.record(errors.New("timeout"))
+	time.Sleep(50 * time.Millisecond)
+	m.record(nil)
+	if down < 200*time.Millisecond {
+		t.Fatalf("outage of %v reported, want at least 200ms (since the last contact)", down)
+	}
+}
+
+// When an informer notices the lost contact first, the watcher says it as
+// the CONTACT line does: the server and the cause, not the informer's
+// request (GVR, URL, query).
+func TestContactErrFromAnInformer(t *testing.T) {
+	w := &watcher{contact: newContactMonitor(nil, time.Hour, nil), ep: endpoint{Host: "https://127.0.0.1:38287"}, cfg: &Config{RequestTimeout: 5 * time.Second}}
+	gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
+	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:38287/apis/gateway.networking.k8s.io/v1/gateways?allowWatchBookmarks=true",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	st := dynamicinformer.Status{GVR: gvr, State: dynamicinformer.Synced,
+		ContactErr: fmt.Errorf("%s: no contact with the API server: %w", gvr, refused)}
+	err := w.contactErr([]dynamicinformer.Status{st})
+	if err == nil {
+		t.Fatal("no contact error")
+	}
+	if want := "cannot reach the API server at https://127.0.0.1:38287: connection refused"; err.Error() != want {
+		t.Fatalf("contact error %q, want %q", err, want)
 	}
 }

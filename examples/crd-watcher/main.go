@@ -146,6 +146,7 @@ func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, s
 		}
 		return exitError
 	}
+	w.noteCRDAccess(ctx)
 	if cfg.MetricsAddr != "" {
 		m, err := startMetrics(cfg.MetricsAddr, health{
 			informers: w.metrics, statuses: w.factory.Statuses, counts: w.counts, contactErr: w.contactErr, lastContact: w.lastContact, group: w.group,

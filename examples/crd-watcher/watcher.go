@@ -198,7 +198,9 @@ func (w *watcher) contactErr(sts []dynamicinformer.Status) error {
 	}
 	for _, st := range sts {
 		if _, err := libraryContact(st); err != nil {
-			return fmt.Errorf("%s: %v", gvrString(st.GVR), err)
+			// Said as the CONTACT line says it: not the informer's
+			// request (its GVR, URL and query).
+			return errors.New(explain(w.ep, err, w.cfg.RequestTimeout))
 		}
 	}
 	return nil
@@ -690,5 +692,36 @@ func (w *watcher) shutdown() {
 	w.out.statusTable("final status", server, group, final, w.counts.snapshot())
 	for _, st := range final {
 		w.out.finalStatus(st)
+	}
+}
+
+// crdRediscovery is how often the library refreshes discovery (its
+// default): without a CRD watch, CRD changes are seen that late.
+const crdRediscovery = 30 * time.Second
+
+// noteCRDAccess says once, at start, when the user may not list or watch
+// CustomResourceDefinitions: the library then follows CRDs through
+// discovery and 404 answers, so a CRD installed later is seen only at the
+// next discovery refresh. A review that cannot be made says nothing.
+func (w *watcher) noteCRDAccess(ctx context.Context) {
+	var missing []string
+	for _, verb := range []string{"list", "watch"} {
+		req := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+			"spec": map[string]interface{}{"resourceAttributes": map[string]interface{}{
+				"verb": verb, "group": "apiextensions.k8s.io", "resource": "customresourcedefinitions"}},
+		}}
+		gvr := schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
+		out, err := w.dyn.Resource(gvr).Create(ctx, req, metav1.CreateOptions{})
+		if err != nil {
+			return
+		}
+		if allowed, found, _ := unstructured.NestedBool(out.Object, "status", "allowed"); found && !allowed {
+			missing = append(missing, verb)
+		}
+	}
+	if len(missing) > 0 {
+		w.out.info("note: may not %s customresourcedefinitions: CRDs installed or deleted are seen at the next discovery refresh (every %v) or after a 404, not at once",
+			strings.Join(missing, ", "), crdRediscovery)
 	}
 }

@@ -54,8 +54,8 @@ func TestRBACPreflight(t *testing.T) {
 		st   dynamicinformer.Status
 		want string
 	}{
-		{"cluster-wide", stAll, "may not list, watch " + crd.Resource + "." + crd.Group + " in all namespaces"},
-		{ns, stNS, "may not watch " + crd.Resource + "." + crd.Group + " in namespace " + ns},
+		{"cluster-wide", stAll, `user "` + user + `" may not list, watch ` + crd.Resource + "." + crd.Group + " in all namespaces"},
+		{ns, stNS, `(SelfSubjectRulesReview): user "` + user + `" may not watch ` + crd.Resource + "." + crd.Group + " in namespace " + ns},
 	} {
 		if !errors.Is(c.st.Err, dynamicinformer.ErrForbidden) || !strings.Contains(c.st.Err.Error(), c.want) {
 			t.Fatalf("%s: status error %v, want ErrForbidden saying %q", c.name, c.st.Err, c.want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,17 +24,30 @@ const (
 // ErrDenied is matched (errors.Is) by every *DeniedError.
 var ErrDenied = errors.New("access denied")
 
+// The reviews a DeniedError's answers came from.
+const (
+	ViaAccessReview = "SelfSubjectAccessReview"
+	ViaRulesReview  = "SelfSubjectRulesReview"
+)
+
 // DeniedError says which verbs the user lacks in which namespaces.
 type DeniedError struct {
 	Group, Resource string
 	// Missing are the questions answered "no", in namespace then verb
 	// order.
 	Missing []Attributes
+	// Via names the reviews that answered (ViaRulesReview,
+	// ViaAccessReview, or both, comma-separated).
+	Via string
+	// User is the user as the server names it ("" unknown).
+	User string
 }
 
-// Error names the missing verbs per namespace, e.g. `may not list, watch
-// widgets.example.com in namespace a; may not watch it in all
-// namespaces` — namespaces with the same missing verbs are grouped.
+// Error names the user and the missing verbs per namespace, e.g.
+// `access check (SelfSubjectRulesReview): user "alice" may not list,
+// watch widgets.example.com in namespace a; may not watch
+// widgets.example.com in namespaces b, c` — namespaces with the same
+// missing verbs are grouped.
 func (e *DeniedError) Error() string {
 	gr := e.Resource
 	if e.Group != "" {
@@ -62,10 +76,17 @@ func (e *DeniedError) Error() string {
 		groups[i].ns = append(groups[i].ns, ns)
 	}
 	var b strings.Builder
-	b.WriteString("access check (SelfSubjectAccessReview): ")
+	via := e.Via
+	if via == "" {
+		via = ViaAccessReview
+	}
+	b.WriteString("access check (" + via + "): ")
 	for i, g := range groups {
 		if i > 0 {
 			b.WriteString("; ")
+		}
+		if i == 0 && e.User != "" {
+			b.WriteString("user " + strconv.Quote(e.User) + " ")
 		}
 		b.WriteString("may not " + g.verbs + " " + gr + " ")
 		if len(g.ns) == 1 && g.ns[0] == "" {
@@ -95,30 +116,68 @@ func (e *DeniedError) Verbs() []string {
 	return out
 }
 
-// Check asks whether the user may list and watch group/resource in each
-// of namespaces (none: all namespaces). It returns a *DeniedError if some
+// check asks r whether the user may list and watch group/resource in
+// each of namespaces (none: all namespaces), from answers started at or
+// after since. A namespace is answered by its rules review when that is
+// complete, else (or when it fails) by an access review per verb; all
+// namespaces by an access review per verb, after the wildcard review
+// (every resource of every group) when first (a first check; later ones
+// use a shared wildcard answer only). It returns a *DeniedError if some
 // answer is no, or the first review error (no answer).
-func Check(ctx context.Context, review Review, group, resource string, namespaces []string) error {
+func check(ctx context.Context, r *Reviewer, group, resource string, namespaces []string, since time.Time, first bool) error {
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
 	var missing []Attributes
+	var byRules, byAccess bool
 	for _, ns := range namespaces {
+		if ns != "" {
+			rules, err := r.rulesFor(ctx, ns, since)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err == nil && !rules.Incomplete {
+				for _, verb := range Verbs {
+					if !rules.Allows(verb, group, resource) {
+						byRules = true
+						missing = append(missing, Attributes{Namespace: ns, Verb: verb, Group: group, Resource: resource})
+					}
+				}
+				continue
+			}
+		}
 		for _, verb := range Verbs {
+			if ns == "" {
+				all, err := r.wildcard(ctx, verb, since, !first)
+				if err != nil {
+					return err
+				}
+				if all {
+					continue
+				}
+			}
 			a := Attributes{Namespace: ns, Verb: verb, Group: group, Resource: resource}
-			allowed, err := review(ctx, a)
+			allowed, err := r.access(ctx, a, since)
 			if err != nil {
 				return err
 			}
 			if !allowed {
+				byAccess = true
 				missing = append(missing, a)
 			}
 		}
 	}
-	if len(missing) > 0 {
-		return &DeniedError{Group: group, Resource: resource, Missing: missing}
+	if len(missing) == 0 {
+		return nil
 	}
-	return nil
+	var via []string
+	if byRules {
+		via = append(via, ViaRulesReview)
+	}
+	if byAccess {
+		via = append(via, ViaAccessReview)
+	}
+	return &DeniedError{Group: group, Resource: resource, Missing: missing, Via: strings.Join(via, ", "), User: r.userName(ctx)}
 }
 
 // Hooks is what Wait tells its informer. Neither may block.
@@ -134,10 +193,11 @@ type Hooks struct {
 }
 
 // Checker holds an informer until its user may list and watch its
-// resource. The zero value of MinBackoff and MaxBackoff means the
+// resource, asking through Reviewer (shared by the informers of a
+// factory). The zero value of MinBackoff and MaxBackoff means the
 // defaults. Fields are set before first use and not changed after.
 type Checker struct {
-	Review     Review
+	Reviewer   *Reviewer
 	Group      string
 	Resource   func() string // the resource now (an informer may follow another version; the resource name stays)
 	Namespaces []string
@@ -163,8 +223,10 @@ func (c *Checker) Wait(ctx context.Context) error {
 		hi = DefaultMaxBackoff
 	}
 	delay := lo
+	var last time.Time // when the last check finished (zero: none yet)
 	for {
-		err := Check(ctx, c.Review, c.Group, c.Resource(), c.Namespaces)
+		err := check(ctx, c.Reviewer, c.Group, c.Resource(), c.Namespaces, c.Reviewer.since(last), last.IsZero())
+		last = c.Reviewer.now()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

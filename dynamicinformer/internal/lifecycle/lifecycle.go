@@ -439,7 +439,10 @@ func (t *transition) listStarted() {
 	case m.state == Failed:
 		t.fire("list-started-failed")
 		m.removal = removal{} // served again before the removal was published
-	case m.state == Pending || m.state == Removed || m.removal.id != 0:
+	case m.state == Removed:
+		t.fire("list-started-removed")
+		m.removal = removal{}
+	case m.state == Pending || m.removal.id != 0:
 		t.fire("list-started")
 		m.removal = removal{}
 		t.set(Syncing, nil, ListingReason)

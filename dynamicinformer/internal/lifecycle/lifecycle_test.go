@@ -198,7 +198,12 @@ func rows() []row {
 		{name: "slot waiting after a failure", from: failed, ev: Event{Kind: SlotWaiting}, rule: "slot-waiting-ignored", state: Failed, errIs: errForbidden, reason: "forbidden"},
 
 		{name: "list started from Pending", from: pending, ev: listStarted, rule: "list-started", state: Syncing, reason: ListingReason, effects: Publish, check: sinceIs(at(2))},
-		{name: "list started from Removed", from: removed, ev: listStarted, rule: "list-started", state: Syncing, reason: ListingReason, effects: Publish},
+		{name: "list started from Removed", from: removed, ev: listStarted, rule: "list-started-removed", state: Removed, errIs: errNotServed, reason: "CRD deleted"},
+		{name: "a 404 after a list started from Removed leaves it Removed", from: func(t *testing.T) Machine { return drive(t, removed(t), listStarted) },
+			ev:   Event{Kind: ListFailed, Class: NotServed, Reason: "resource not served", Err: kindErr(errNotServed, "404"), Detail: "404"},
+			rule: "list-failed-not-served", state: Removed, errIs: errNotServed, reason: "CRD deleted", effects: Log},
+		{name: "list answered after a list started from Removed", from: func(t *testing.T) Machine { return drive(t, removed(t), listStarted) }, ev: listAnswered,
+			rule: "list-answered", state: Syncing, reason: ListingReason, effects: Publish | Nudge},
 		{name: "list started while a removal drains", from: draining, ev: listStarted, rule: "list-started", state: Syncing, reason: ListingReason, effects: Publish,
 			check: func(t *testing.T, m Machine, o Output) {
 				if m.Removal() != 0 {
@@ -302,7 +307,7 @@ func rows() []row {
 		{name: "no sync before client-go's informer synced", from: func(t *testing.T) Machine { return drive(t, syncing(t), listAnswered, watchOpened) },
 			ev: checked(false, ""), rule: "cache-checked", state: Syncing, reason: ListingReason},
 		{name: "after a removal, not before the relist returned", from: func(t *testing.T) Machine { return drive(t, removed(t), listStarted, watchOpened) },
-			ev: checked(true, "10"), rule: "cache-checked", state: Syncing, reason: ListingReason, check: func(t *testing.T, _ Machine, o Output) {
+			ev: checked(true, "10"), rule: "cache-checked", state: Removed, errIs: errNotServed, reason: "CRD deleted", check: func(t *testing.T, _ Machine, o Output) {
 				if o.Poll {
 					t.Error("polling before the relist returned (its answer nudges)")
 				}

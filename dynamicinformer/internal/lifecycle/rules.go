@@ -106,7 +106,9 @@ var Rules = []Rule{
 
 	{ID: "list-started-failed", On: ListStarted, From: []State{Failed},
 		Also: "a pending removal is dropped; Failed until a list answers"},
-	{ID: "list-started", On: ListStarted, From: []State{Pending, Syncing, Synced, Removed}, When: "Pending or Removed, or a removal is pending",
+	{ID: "list-started-removed", On: ListStarted, From: []State{Removed},
+		Also: "nothing: Removed until the list answers (a 404 leaves it Removed; list answered makes it Syncing)"},
+	{ID: "list-started", On: ListStarted, From: []State{Pending, Syncing, Synced}, When: "Pending, or a removal is pending",
 		To: Syncing, Effects: Publish, Also: "reason \"" + ListingReason + "\"; a pending removal is dropped (served again before it was published)"},
 	{ID: "list-started-relist", On: ListStarted, From: running, When: "no removal is pending"},
 	{ID: "list-answered-relist", On: ListAnswered, From: running, Effects: Nudge,
