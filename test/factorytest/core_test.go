@@ -67,6 +67,7 @@ func TestLostServerIsReported(t *testing.T) {
 	if tookLost > 2*time.Second {
 		t.Fatalf("Stale %v after the server was lost; want within 2s", tookLost.Round(time.Millisecond))
 	}
+	t.Logf("Stale %v after the server was lost: %s", tookLost.Round(time.Millisecond), st.Reason)
 	if !h.Informer().HasSynced() {
 		t.Fatal("HasSynced false while Stale")
 	}
@@ -159,7 +160,7 @@ func TestLostServerIsReportedByClientFactory(t *testing.T) {
 	}
 	tookLost := time.Since(stopped)
 	st := h.Status()
-	t.Logf("ContactErr %v after the stop: %v", tookLost.Round(time.Millisecond), st.ContactErr)
+	t.Logf("ContactErr %v after the stop: %v (state %s: %s)", tookLost.Round(time.Millisecond), st.ContactErr, st.State, st.Reason)
 	if st.ContactErr == nil {
 		t.Fatalf("%v after the API server stopped: state %s, no ContactErr (want one within %v)", tookLost.Round(time.Millisecond), st.State, bound)
 	}
