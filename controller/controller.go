@@ -468,7 +468,7 @@ func (c *Controller) onStatus(st dynamicinformer.Status) {
 			}
 			c.removedMu.Unlock()
 		}
-	case st.State == dynamicinformer.Syncing || st.State == dynamicinformer.Synced:
+	case st.State == dynamicinformer.Syncing || st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale:
 		r.removed.Store(false)
 	}
 }

@@ -75,8 +75,12 @@ func TestClientFactoryReportsLostContact(t *testing.T) {
 	waitFor(t, func() bool { return h.Status().ContactErr != nil })
 	took := time.Since(lost)
 	st := h.Status()
-	if !errors.Is(st.ContactErr, ErrNoContact) || !errors.Is(st.ContactErr, syscall.ECONNREFUSED) || st.State != Synced {
+	if !errors.Is(st.ContactErr, ErrNoContact) || !errors.Is(st.ContactErr, syscall.ECONNREFUSED) || st.State != Stale {
 		t.Fatalf("state %s, ContactErr %v", st.State, st.ContactErr)
+	}
+	// The reason says it in words, without the request's URL.
+	if st.Reason != "no contact with the API server: connection refused" || st.Err != nil {
+		t.Fatalf("Stale: reason %q, err %v", st.Reason, st.Err)
 	}
 	if took > 5*time.Second {
 		t.Fatalf("lost contact reported after %v", took)
@@ -86,6 +90,9 @@ func TestClientFactoryReportsLostContact(t *testing.T) {
 	down.Store(false)
 	close(up)
 	waitFor(t, func() bool { return h.Status().ContactErr == nil })
+	if st := h.Status(); st.State != Synced || st.Reason != "" {
+		t.Fatalf("contact back: state %s, reason %q", st.State, st.Reason)
+	}
 	f.Shutdown()
 	noLeaks(t)
 }

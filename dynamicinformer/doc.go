@@ -89,10 +89,12 @@
 //
 // # Status
 //
-// Every informer has a Status (Pending, Syncing, Synced, Removed, Failed,
-// Stopped) with a typed error: errors.Is(st.Err, ErrForbidden),
+// Every informer has a Status (Pending, Syncing, Synced, Stale, Removed,
+// Failed, Stopped) with a typed error: errors.Is(st.Err, ErrForbidden),
 // ErrNotServed, ErrInvalid, ...
-// ContactErr and LastContact say whether the API server can be reached.
+// ContactErr and LastContact say whether the API server can be reached;
+// while it cannot, a Synced informer is Stale (its cache is complete but
+// no longer kept current).
 // Errors come from the reflector's watch-error handler, the liveness
 // layer and the gate, never from parsing logs. The factory lists all
 // statuses and notifies changes (OnStatusChange). Failures are logged to

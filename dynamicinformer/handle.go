@@ -42,7 +42,7 @@ func newHandle(e *entry, release func(*entry)) *InformerHandle {
 // value on every call; handles sharing an informer return different
 // values with the same GetIndexer and GetStore). Its cache, indexer and
 // sync state are the shared informer's (HasSynced: the informer has been
-// Synced at least once). Its handler methods are the handle's: AddEventHandler,
+// Synced or Stale at least once). Its handler methods are the handle's: AddEventHandler,
 // AddEventHandlerWithResyncPeriod and AddEventHandlerWithOptions recover
 // panics and are removed by Release (ErrStopped after it);
 // RemoveEventHandler removes a handler of this handle. The factory runs
@@ -67,9 +67,10 @@ func (h *InformerHandle) GVR() schema.GroupVersionResource { return h.e.currentG
 // Status is a snapshot of the informer's state.
 func (h *InformerHandle) Status() Status { return h.e.status() }
 
-// hasSynced reports whether the informer's state has been Synced at least
-// once: it turns true when the Synced status is recorded (so Status reads
-// Synced or a later state), and stays true (through Removed and back).
+// hasSynced reports whether the informer's state has been Synced (or
+// Stale) at least once: it turns true when that status is recorded (so
+// Status reads Synced, Stale or a later state), and stays true (through
+// Stale, Removed and back).
 func (h *InformerHandle) hasSynced() bool {
 	select {
 	case <-h.e.synced:
@@ -179,8 +180,9 @@ func (i *handleInformer) AddEventHandlerWithOptions(handler toolscache.ResourceE
 	return i.h.addEventHandler(handler, opts)
 }
 
-// HasSynced reports whether the informer's state has been Synced at least
-// once (Status reads Synced or a later state); it stays true.
+// HasSynced reports whether the informer's state has been Synced (or
+// Stale) at least once (Status reads Synced, Stale or a later state); it
+// stays true.
 func (i *handleInformer) HasSynced() bool { return i.h.hasSynced() }
 
 func (i *handleInformer) RemoveEventHandler(reg toolscache.ResourceEventHandlerRegistration) error {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -572,7 +575,40 @@ func (e *entry) contact(err error) {
 		return
 	}
 	ie := &InformerError{GVR: e.currentGVR(), Kind: ErrNoContact, Err: err}
-	e.apply(lifecycle.Event{Kind: lifecycle.ContactLost, Err: ie, Detail: err.Error()})
+	e.apply(lifecycle.Event{Kind: lifecycle.ContactLost, Err: ie, Reason: contactReason(err), Detail: err.Error()})
+}
+
+// contactReason says a lost contact for a status reason: ErrNoContact's
+// words and the cause without the request client-go wraps around it (its
+// method, URL and query, the dialled address), e.g. "no contact with the
+// API server: connection refused".
+func contactReason(err error) string {
+	text := err.Error()
+	var ue *url.Error
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &ue) && ue.Err != nil:
+		text = strings.Replace(text, ue.Error(), innermost(ue).Error(), 1)
+	case errors.As(err, &oe) && oe.Err != nil:
+		text = strings.Replace(text, oe.Error(), innermost(oe).Error(), 1)
+	}
+	return ErrNoContact.Error() + ": " + text
+}
+
+// innermost drops the URL and operation wrappers of a transport error.
+func innermost(err error) error {
+	for {
+		var ue *url.Error
+		var oe *net.OpError
+		switch {
+		case errors.As(err, &ue) && ue.Err != nil:
+			err = ue.Err
+		case errors.As(err, &oe) && oe.Err != nil:
+			err = oe.Err
+		default:
+			return err
+		}
+	}
 }
 
 // forbiddenNamespaces: a multi-namespace list was refused in some

@@ -136,6 +136,7 @@ func (em *entryMetrics) state(s State) {
 	if em == nil || s == em.reported {
 		return
 	}
+	prev := em.reported
 	em.reported = s
 	if s == Stopped {
 		em.end()
@@ -143,7 +144,9 @@ func (em *entryMetrics) state(s State) {
 	}
 	m := em.current()
 	m.State(string(s))
-	if s == Synced {
+	// A complete list arrived: Synced or Stale reached from elsewhere.
+	// Between the two only contact changed; the watch resumes.
+	if s == Synced && prev != Stale || s == Stale && prev != Synced {
 		m.Synced()
 	}
 }

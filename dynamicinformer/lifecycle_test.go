@@ -402,6 +402,10 @@ func TestContactLostAndRestored(t *testing.T) {
 	if !errors.Is(st.ContactErr, ErrNoContact) || !errors.Is(st.ContactErr, syscall.ECONNREFUSED) || !st.LastContact.IsZero() {
 		t.Fatalf("status %+v", st)
 	}
+	// Never synced: Syncing, its reason says no contact (no URL).
+	if st.State != Syncing || st.Reason != "listing; no contact with the API server: connection refused" {
+		t.Fatalf("before the first list: state %s, reason %q", st.State, st.Reason)
+	}
 	down.Store(false)
 	waitUntil(t, "synced", 10*time.Second, func() bool { return h.Status().State == Synced })
 	if st := h.Status(); st.ContactErr != nil || st.LastContact.IsZero() {

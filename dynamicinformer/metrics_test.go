@@ -43,7 +43,7 @@ func (r *recorder) NewInformer(id metrics.Identity) metrics.Informer {
 
 // lastCounts derives the factory's informer counts as package metrics
 // says an exporter does: wanted, the informers not yet Stopped; running,
-// those of them Syncing or Synced.
+// those of them Syncing, Synced or Stale.
 func (r *recorder) lastCounts() [2]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -53,7 +53,7 @@ func (r *recorder) lastCounts() [2]int {
 			continue
 		}
 		c[0]++
-		if n := len(ir.states); n > 0 && (ir.states[n-1] == Syncing || ir.states[n-1] == Synced) {
+		if n := len(ir.states); n > 0 && (ir.states[n-1] == Syncing || ir.states[n-1] == Synced || ir.states[n-1] == Stale) {
 			c[1]++
 		}
 	}
@@ -248,6 +248,41 @@ func TestMetricsFollowAnInformer(t *testing.T) {
 // Failed requests are reported by reason: the server's (Forbidden), a
 // server that cannot be reached (ConnectionError); a watch the server
 // closes is a restart.
+// Lost contact on a synced informer: the exporter is told Stale, then
+// Synced again; neither is a new complete list (Synced() is not called),
+// and a Stale informer still runs.
+func TestMetricsStale(t *testing.T) {
+	before := runtime.NumGoroutine()
+	client := fakeClient(rvWidget("a", "w1", "10"))
+	rec := &recorder{}
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, Metrics: rec})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := f.ForResource(widgets)
+	f.Start(ctx)
+	if !f.WaitForCacheSync(ctx)[widgets] {
+		t.Fatal("not synced")
+	}
+	ir := rec.all()[0]
+	waitFor(t, func() bool { return ir.read(func(ir *informerRecord) bool { return ir.synced == 1 }) })
+	h.e.contact(&url.Error{Op: "Get", URL: "https://api/apis/demo.example.com/v1/widgets", Err: syscall.ECONNREFUSED})
+	if got := rec.lastCounts(); got != [2]int{1, 1} {
+		t.Errorf("Stale: wanted/running %v, want [1 1]", got)
+	}
+	h.e.contact(nil)
+	ir.read(func(ir *informerRecord) bool {
+		if want := []State{Pending, Syncing, Synced, Stale, Synced}; !slices.Equal(ir.states, want) {
+			t.Errorf("states %v, want %v", ir.states, want)
+		}
+		if ir.synced != 1 {
+			t.Errorf("Synced reported %d times, want 1 (contact lost and back is no new list)", ir.synced)
+		}
+		return true
+	})
+	f.Shutdown()
+	checkNoLeaks(t, before)
+}
+
 func TestMetricsRequestsByReason(t *testing.T) {
 	before := runtime.NumGoroutine()
 	client := fakeClient(rvWidget("a", "w1", "10"))

@@ -21,6 +21,15 @@ const (
 	Syncing State = "Syncing"
 	// Synced: the initial list is in the cache and the watch runs.
 	Synced State = "Synced"
+	// Stale: the cache holds a complete list, but the API server cannot be
+	// reached (ContactErr says why), so the cache is no longer kept
+	// current and may be out of date. Reads are served from it, HasSynced
+	// stays true; Reason names the lost contact ("no contact with the API
+	// server: connection refused"). It replaces Synced within about a
+	// second of losing the server and gives way to Synced when a request
+	// is answered again (the watch resumes where it stopped). Any other
+	// event acts on it as on Synced.
+	Stale State = "Stale"
 	// Removed: the resource stopped being served (CRD deleted, version no
 	// longer served, API group gone). Handlers received a delete for every
 	// cached object and the cache is empty — except, rarely, an object
@@ -61,8 +70,8 @@ type Status struct {
 	OutsideShard int64
 	State        State
 	// Err says what is wrong, nil when nothing is: why the informer is
-	// Failed, Pending (ErrNotServed) or Removed, or, with Synced, the
-	// namespaces of a several-namespace informer that are forbidden (the
+	// Failed, Pending (ErrNotServed) or Removed, or, with Synced or
+	// Stale, the namespaces of a several-namespace informer that are forbidden (the
 	// others are cached). It is an *InformerError: errors.Is(err,
 	// ErrForbidden), ErrNotServed, ErrInvalid, ...; errors.As
 	// reaches the server's *apierrors.StatusError where there is one. A
@@ -82,9 +91,9 @@ type Status struct {
 	// *InformerError, errors.Is ErrNoContact, wrapping the connection
 	// error): from the first request that fails to connect — within
 	// about a second of losing the server, since the reflector retries
-	// its watch at once — until a request is answered again. State keeps
-	// saying what the cache holds (a Synced cache stays Synced, ageing);
-	// OnStatusChange reports both transitions.
+	// its watch at once — until a request is answered again. Meanwhile a
+	// Synced informer is Stale, a Syncing one says so in its Reason, and
+	// the other states stay; OnStatusChange reports both transitions.
 	ContactErr error
 	// HandlerPanics counts panics recovered from handlers added with
 	// InformerHandle.Informer(); LastHandlerPanic is the last one

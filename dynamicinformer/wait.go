@@ -26,8 +26,10 @@ const (
 // pattern of KEP-5647): when the informer is Synced and the cache's last
 // resourceVersion (client-go's Store.LastStoreSyncResourceVersion: the
 // last object, list or bookmark taken into the cache) is at least rv, in
-// the API server's order (resourceversion.CompareResourceVersion). While
-// the informer is Pending or Syncing it waits. When the informer is not
+// the API server's order (resourceversion.CompareResourceVersion). A
+// Stale informer whose cache has reached rv is caught up too (the write
+// is in its cache); one that has not waits, as Pending and Syncing do,
+// for contact to return or ctx to end. When the informer is not
 // caught up and Removed it returns an error wrapping ErrNotServed; Failed:
 // wrapping its Status.Err (so errors.Is(err, ErrForbidden), ErrStoreRead,
 // ... tell why); Stopped, or this handle released: ErrStopped (at once).
@@ -110,7 +112,7 @@ func (e *entry) waitFor(ctx context.Context, rv string, reached func(string) (bo
 		v := e.lc.View()
 		e.mu.Unlock()
 		state, stErr := State(v.State), v.Err
-		if state == Synced {
+		if state == Synced || state == Stale {
 			ok, err := reached(rv)
 			if ok || err != nil {
 				return err

@@ -3,7 +3,10 @@ package dynamicinformer
 import (
 	"context"
 	"errors"
+	"net"
+	"net/url"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,4 +98,60 @@ func TestWaitForResourceVersionFailed(t *testing.T) {
 	if !errors.Is(err, ErrForbidden) || !errors.As(err, &se) || !apierrors.IsForbidden(se) {
 		t.Fatalf("forbidden informer: %v, want ErrForbidden wrapping the server's 403", err)
 	}
+}
+
+// A Stale informer (contact lost on a synced cache) answers a wait its
+// cache has already reached, and keeps waiting — without failing — for a
+// version it has not: here the write arrives while it is still Stale.
+func TestWaitForResourceVersionStale(t *testing.T) {
+	before := runtime.NumGoroutine()
+	client := fakeClient(rvWidget("a", "w1", "10"))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := f.ForResource(widgets)
+	f.Start(ctx)
+	if !f.WaitForCacheSync(ctx)[widgets] {
+		t.Fatal("not synced")
+	}
+	if _, err := client.Resource(widgets).Namespace("a").Create(ctx, rvWidget("a", "w2", "20"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WaitForResourceVersion(ctx, "20"); err != nil {
+		t.Fatalf("WaitForResourceVersion(20): %v", err)
+	}
+
+	// The informer's requests meet a refused connection.
+	h.e.contact(&url.Error{Op: "Get", URL: "https://api.example:6443/apis/demo.example.com/v1/widgets?watch=true",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}})
+	st := h.Status()
+	if st.State != Stale || st.Reason != "no contact with the API server: connection refused" || st.Err != nil || !errors.Is(st.ContactErr, ErrNoContact) {
+		t.Fatalf("after contact lost: state %s, reason %q, err %v, ContactErr %v", st.State, st.Reason, st.Err, st.ContactErr)
+	}
+	if !h.Informer().HasSynced() {
+		t.Fatal("HasSynced false while Stale")
+	}
+	if err := h.WaitForResourceVersion(ctx, "20"); err != nil {
+		t.Fatalf("Stale, cache at 20: WaitForResourceVersion(20) = %v, want nil", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.WaitForResourceVersion(ctx, "40") }()
+	select {
+	case err := <-done:
+		t.Fatalf("Stale, cache at 20: WaitForResourceVersion(40) returned %v before the cache got there", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := client.Resource(widgets).Namespace("a").Create(ctx, rvWidget("a", "w4", "40"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitForResourceVersion(40) once the cache has it: %v", err)
+	}
+
+	h.e.contact(nil)
+	if st := h.Status(); st.State != Synced || st.Reason != "" || st.ContactErr != nil {
+		t.Fatalf("after contact regained: state %s, reason %q, ContactErr %v", st.State, st.Reason, st.ContactErr)
+	}
+	f.Shutdown()
+	checkNoLeaks(t, before)
 }

@@ -23,7 +23,7 @@
 // Every per-informer metric is labelled group, version, resource; the
 // informers of one resource (different namespaces or selectors) add up.
 //
-//	informerkit_informer_state{state}                       gauge      informers of the resource in each state (Pending, Syncing, Synced, Removed, Failed)
+//	informerkit_informer_state{state}                       gauge      informers of the resource in each state (Pending, Syncing, Synced, Stale, Removed, Failed)
 //	informerkit_objects_cached                              gauge      objects in the informers' caches (as delivered to handlers)
 //	informerkit_informer_events_total{type}                 counter    events delivered to handlers: ADDED, UPDATED, DELETED
 //	informerkit_list_watch_requests_total{verb}             counter    list and watch requests answered or failed (verb list, watch)
@@ -36,7 +36,7 @@
 //	informerkit_informer_processing_duration_seconds        histogram  time to process one queued item (client-go)
 //	informerkit_store_resource_version                      gauge      the cache's resourceVersion, as a number (client-go)
 //	informerkit_informers_wanted                            gauge      informers the factory holds
-//	informerkit_informers_running                           gauge      of those, informers Syncing or Synced
+//	informerkit_informers_running                           gauge      of those, informers Syncing, Synced or Stale
 //
 // Gauges of a resource disappear when its last informer stops; counters
 // and the histogram stay (a resource seen once keeps its series).

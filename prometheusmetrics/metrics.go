@@ -15,7 +15,7 @@ import (
 // for (a Stopped informer leaves the gauges).
 var States = []dynamicinformer.State{
 	dynamicinformer.Pending, dynamicinformer.Syncing, dynamicinformer.Synced,
-	dynamicinformer.Removed, dynamicinformer.Failed,
+	dynamicinformer.Stale, dynamicinformer.Removed, dynamicinformer.Failed,
 }
 
 // eventTypes are the values of the type label of the events counter.
@@ -118,7 +118,7 @@ func New() *Metrics {
 		}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "informerkit_informers_running",
-			Help: "Informers of the factory that are Syncing or Synced.",
+			Help: "Informers of the factory that are Syncing, Synced or Stale.",
 		}),
 		refs: map[schema.GroupVersionResource]int{},
 	}
@@ -222,12 +222,14 @@ func (in *informer) stateGauge(s string) prometheus.Gauge {
 }
 
 func isRunning(s string) bool {
-	return s == string(dynamicinformer.Syncing) || s == string(dynamicinformer.Synced)
+	return s == string(dynamicinformer.Syncing) || s == string(dynamicinformer.Synced) || s == string(dynamicinformer.Stale)
 }
 
 // State implements metrics.Informer. The informers_wanted and
 // informers_running gauges follow from it: wanted from NewInformer to
-// Stopped, running while Syncing or Synced.
+// Stopped, running while Syncing, Synced or Stale (a Stale informer runs:
+// it serves its complete cache and retries the server; the outage shows
+// in informerkit_informer_state{state="Stale"}).
 func (in *informer) State(s string) {
 	in.mu.Lock()
 	if in.stopped || s == in.state {

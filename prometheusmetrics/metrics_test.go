@@ -289,7 +289,7 @@ func TestOutsideShard(t *testing.T) {
 
 // informers_wanted and informers_running follow from the informers'
 // states alone: wanted from NewInformer to Stopped, running while
-// Syncing or Synced, and an informer that moves to another version (the
+// Syncing, Synced or Stale, and an informer that moves to another version (the
 // old one Stopped, the new one starting at its state) leaves both as
 // they were.
 func TestInformerCountsFromStates(t *testing.T) {
@@ -310,6 +310,14 @@ func TestInformerCountsFromStates(t *testing.T) {
 	a.State("Synced")
 	b.State("Syncing")
 	check("both running", [2]float64{2, 2})
+	a.State("Stale")
+	check("one stale: still running", [2]float64{2, 2})
+	stale := testutil.ToFloat64(m.state.WithLabelValues(widgets.Group, widgets.Version, widgets.Resource, "Stale"))
+	synced := testutil.ToFloat64(m.state.WithLabelValues(widgets.Group, widgets.Version, widgets.Resource, "Synced"))
+	if stale != 1 || synced != 0 {
+		t.Fatalf("one stale: state Stale %v, Synced %v; want 1 and 0", stale, synced)
+	}
+	a.State("Synced")
 	b.State("Failed")
 	check("one failed", [2]float64{2, 1})
 	// a moves to v2.

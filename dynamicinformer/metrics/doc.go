@@ -15,7 +15,8 @@
 //   - The number of informers the factory holds is the number of
 //     NewInformer calls whose Informer has not yet been told
 //     State("Stopped"); of those, the running ones are those whose last
-//     state is "Syncing" or "Synced".
+//     state is "Syncing", "Synced" or "Stale" (a Stale informer runs: it
+//     serves its complete cache and retries the server).
 //   - When an informer last held a complete list is the time of its last
 //     Synced call. Synced is separate from State because a relist of a
 //     synced informer does not change its state.

@@ -33,13 +33,15 @@ type Identity struct {
 // calls of different methods may be concurrent.
 type Informer interface {
 	// State: the informer's state is now s, one of dynamicinformer's
-	// State values ("Pending", "Syncing", "Synced", "Removed", "Failed")
+	// State values ("Pending", "Syncing", "Synced", "Stale", "Removed",
+	// "Failed")
 	// or "Stopped" (released, its factory shut down, or moved to another
 	// version). The first call says the state at creation; each call
 	// differs from the one before.
 	State(s string)
 	// Synced: the cache now holds a complete list from the server (the
-	// state became "Synced", or a relist of a synced informer succeeded).
+	// state became "Synced" or "Stale" other than from each other, or a
+	// relist of a synced informer succeeded).
 	Synced()
 	// Event: an event of type t ("ADDED", "UPDATED" or "DELETED") was
 	// delivered to the informer's handlers (handler resyncs are not

@@ -581,6 +581,83 @@ func TestE2EReadiness(t *testing.T) {
 	mustContain(t, "/metrics", metrics, "informerkit_server_contact 1")
 }
 
+// Issue 33, item 3: during an outage the state an operator sees says the
+// cache is no longer kept current — within 2 s of losing the server, the
+// JSON STATUS record, informerkit_informer_state and the status table say
+// Stale (its reason the lost contact, no URL), and Synced again once the
+// server is back.
+func TestE2EOutageShowsStale(t *testing.T) {
+	cp := controlPlane(t)
+	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--resource", "namespaces", "-o", "json",
+		"--metrics-addr", "127.0.0.1:0", "--request-timeout", "3s")
+	base := metricsBase(t, p)
+	namespaces := map[string]string{"group": "", "version": "v1", "resource": "namespaces"}
+	state := func(s string) map[string]string {
+		l := map[string]string{"state": s}
+		for k, v := range namespaces {
+			l[k] = v
+		}
+		return l
+	}
+	// statusLine waits for a JSON STATUS record of namespaces in state s
+	// after the first skip stdout lines, and returns it and its index.
+	statusLine := func(s string, skip int, timeout time.Duration) (string, int) {
+		t.Helper()
+		deadline := time.Now().Add(timeout)
+		for {
+			out, _ := p.lines()
+			for i := skip; i < len(out); i++ {
+				l := out[i]
+				if strings.Contains(l, `"type":"STATUS"`) && strings.Contains(l, `"resource":"namespaces"`) && strings.Contains(l, `"state":"`+s+`"`) {
+					return l, i
+				}
+			}
+			if time.Now().After(deadline) {
+				_, errs := p.lines()
+				t.Fatalf("no STATUS %s for namespaces within %s\nstdout:\n%s\nstderr:\n%s", s, timeout, strings.Join(out, "\n"), strings.Join(errs, "\n"))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	_, at := statusLine("Synced", 0, 2*time.Minute)
+	waitHTTP(t, base+"/readyz", http.StatusOK, time.Minute)
+
+	proxy := cp.Proxy()
+	proxy.SetRefuse(true)
+	t.Cleanup(func() { proxy.SetRefuse(false) })
+	proxy.CutAll()
+	lost := time.Now()
+	line, at := statusLine("Stale", at, 30*time.Second)
+	took := time.Since(lost)
+	t.Logf("STATUS Stale %s after the server went away: %s", took.Round(time.Millisecond), line)
+	if took > 2*time.Second {
+		t.Errorf("Stale reported %s after the server went away; want within 2s", took.Round(time.Millisecond))
+	}
+	mustContain(t, "STATUS record", line, `"reason":"no contact with the API server: `)
+	mustNotContain(t, "STATUS record", line, "://", `"error"`)
+	fams := scrapeMetrics(t, base+"/metrics")
+	if v, w := metricValue(fams, "informerkit_informer_state", state("Stale")), metricValue(fams, "informerkit_informer_state", state("Synced")); v != 1 || w != 0 {
+		t.Errorf("during the outage informerkit_informer_state Stale = %v, Synced = %v; want 1 and 0", v, w)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	row := p.waitStderr(t, regexp.MustCompile(`^namespaces\.v1\s+(\S+)\s.*`), time.Minute)
+	if row[1] != "Stale" || !strings.Contains(row[0], "no contact with the API server") {
+		t.Errorf("status table row during the outage: %q; want Stale with the lost contact", row[0])
+	}
+
+	proxy.SetRefuse(false)
+	back := time.Now()
+	statusLine("Synced", at, time.Minute)
+	t.Logf("STATUS Synced %s after the server returned", time.Since(back).Round(time.Millisecond))
+	fams = scrapeMetrics(t, base+"/metrics")
+	if v, w := metricValue(fams, "informerkit_informer_state", state("Stale")), metricValue(fams, "informerkit_informer_state", state("Synced")); v != 0 || w != 1 {
+		t.Errorf("after the outage informerkit_informer_state Stale = %v, Synced = %v; want 0 and 1", v, w)
+	}
+	waitHTTP(t, base+"/readyz", http.StatusOK, time.Minute)
+}
+
 // 12. A forbidden informer says what was refused: with the access check
 // (the default) the verbs and namespaces it lacks, with no list sent;
 // with --access-check=false the server's words (user, verb, resource,

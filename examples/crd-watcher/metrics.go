@@ -144,9 +144,11 @@ func registry(h health) *prometheus.Registry {
 
 // ready reports whether the watcher is ready: the API server is in
 // contact (contactErr nil) and every informer is Synced, or Removed (its
-// resource is gone: nothing to wait for). Pending, Syncing, Failed (it
-// retries and may recover) and Stopped are not ready. The second result
-// lists what it waits for.
+// resource is gone: nothing to wait for). Pending, Syncing, Stale (its
+// cache is no longer kept current), Failed (it retries and may recover)
+// and Stopped are not ready. The second result lists what it waits for;
+// Stale informers are not listed while contactErr says why (it is their
+// reason).
 func ready(sts []dynamicinformer.Status, contactErr error) (bool, []string) {
 	var waiting []string
 	if contactErr != nil {
@@ -156,6 +158,9 @@ func ready(sts []dynamicinformer.Status, contactErr error) (bool, []string) {
 		switch st.State {
 		case dynamicinformer.Synced, dynamicinformer.Removed:
 		default:
+			if st.State == dynamicinformer.Stale && contactErr != nil {
+				continue // contactErr says why
+			}
 			w := gvrString(st.GVR) + " " + string(st.State)
 			if d := statusDetail(st); d != "" {
 				w += " (" + d + ")"

@@ -192,4 +192,14 @@ func TestReady(t *testing.T) {
 	if ok || len(waiting) != 1 || !strings.Contains(waiting[0], "no contact with the API server: connection refused") {
 		t.Errorf("synced informer, server gone: ready = %v %q, want false", ok, waiting)
 	}
+	// A Stale informer is not ready; the contact line says why once.
+	stale := dynamicinformer.Status{GVR: gvr("a"), State: dynamicinformer.Stale, Reason: "no contact with the API server: connection refused"}
+	ok, waiting = ready([]dynamicinformer.Status{stale, {GVR: gvr("b"), State: dynamicinformer.Stale, Reason: stale.Reason}}, errors.New("connection refused"))
+	if ok || len(waiting) != 1 || !strings.Contains(waiting[0], "no contact with the API server: connection refused") {
+		t.Errorf("stale informers, server gone: ready = %v %q, want false with one contact line", ok, waiting)
+	}
+	ok, waiting = ready([]dynamicinformer.Status{stale}, nil)
+	if ok || strings.Join(waiting, ",") != "a.v1 Stale (no contact with the API server: connection refused)" {
+		t.Errorf("stale informer: ready = %v %q, want false naming it", ok, waiting)
+	}
 }

@@ -13,7 +13,8 @@ import (
 // somewhere (Syncing while it lists, Pending before it starts, a Pending
 // "not served" for a resource discovery serves) is printed only if the
 // informer is still in it after grace; a state it settles in (Synced,
-// Failed, Removed, Stopped, a Pending for a resource that is not served)
+// Stale, Failed, Removed, Stopped, a Pending for a resource that is not
+// served)
 // is printed at once, and only if it differs from the last state printed
 // (or, for Failed and Pending, if the error changed). So a start that
 // lists and syncs within grace prints one line, "Synced (13 objects)", and
@@ -101,7 +102,7 @@ func (tr *transitions) observe(st dynamicinformer.Status) {
 // take decides whether st is news against what t printed, and records it
 // as printed if so. tr.mu must be held.
 func (tr *transitions) take(t *track, st dynamicinformer.Status) (dynamicinformer.State, bool) {
-	if st.State == t.printed && (st.State == dynamicinformer.Synced || errText(st.Err) == t.printedErr) {
+	if st.State == t.printed && (st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale || errText(st.Err) == t.printedErr) {
 		return "", false
 	}
 	if st.State == dynamicinformer.Pending && st.Err == nil && t.printed == "" {

@@ -114,3 +114,22 @@ func TestTransitionsStop(t *testing.T) {
 		t.Fatalf("printed after stop: %q", got)
 	}
 }
+
+// Synced → Stale (contact lost) and back are printed at once, each once;
+// a Stale reported again (another reason) is not news.
+func TestTransitionsStale(t *testing.T) {
+	var p printed
+	tr := newTransitions(time.Hour, nil, p.print)
+	defer tr.stop()
+	tr.observe(status("cm", dynamicinformer.Synced, 2, nil))
+	stale := status("cm", dynamicinformer.Stale, 2, nil)
+	stale.Reason = "no contact with the API server: connection refused"
+	tr.observe(stale)
+	stale.Reason = "no contact with the API server: connection reset by peer"
+	tr.observe(stale)
+	tr.observe(status("cm", dynamicinformer.Synced, 3, nil))
+	want := "cm →Synced 2\ncm Synced→Stale 2\ncm Stale→Synced 3"
+	if got := p.get(); got != want {
+		t.Fatalf("lines:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -544,8 +544,8 @@ func (w *watcher) progress(ctx context.Context, interval time.Duration) {
 		allSettled := true
 		var last time.Time
 		for _, st := range sts {
-			if st.State == dynamicinformer.Synced {
-				done++
+			if st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale {
+				done++ // the list is complete
 			}
 			if !settled(st) {
 				allSettled = false
@@ -554,7 +554,7 @@ func (w *watcher) progress(ctx context.Context, interval time.Duration) {
 				last = st.Since
 			}
 			mark := "…"
-			if st.State == dynamicinformer.Synced {
+			if st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale {
 				mark = "✓"
 			}
 			parts = append(parts, fmt.Sprintf("%s %s %s %d objects", mark, gvrString(st.GVR), st.State, st.Objects))

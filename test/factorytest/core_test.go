@@ -18,11 +18,12 @@ import (
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
-// TestLostServerIsReported (issue 20, defect 13): when the API server
-// cannot be reached, a synced informer's Status says so within seconds
-// (ContactErr, errors.Is ErrNoContact; State stays Synced: the cache is
-// still what it was), and the error clears when the server is back; what
-// changed meanwhile arrives.
+// TestLostServerIsReported (issue 20, defect 13; issue 33, item 3): when
+// the API server cannot be reached, a synced informer's Status says so
+// within 2 s: State Stale (the cache keeps its objects but is no longer
+// kept current), its reason the lost contact without a URL, ContactErr
+// errors.Is ErrNoContact; when the server is back it is Synced again, the
+// error clears, and what changed meanwhile arrives.
 func TestLostServerIsReported(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
@@ -54,11 +55,21 @@ func TestLostServerIsReported(t *testing.T) {
 	t.Cleanup(func() { cp.Proxy().SetRefuse(false) })
 	cp.Proxy().SetRefuse(true)
 	cp.Proxy().CutAll()
-	eventually(t, ctx, "contact lost reported", func() bool { return h.Status().ContactErr != nil })
+	eventually(t, ctx, "Stale", func() bool { return h.Status().State == dynamicinformer.Stale })
 	tookLost := time.Since(lost)
 	st := h.Status()
-	if !errors.Is(st.ContactErr, dynamicinformer.ErrNoContact) || st.State != dynamicinformer.Synced || st.Objects != 3 {
-		t.Fatalf("after losing the server: state %s, %d objects, ContactErr %v", st.State, st.Objects, st.ContactErr)
+	if !errors.Is(st.ContactErr, dynamicinformer.ErrNoContact) || st.Objects != 3 || st.Err != nil {
+		t.Fatalf("after losing the server: state %s, %d objects, err %v, ContactErr %v", st.State, st.Objects, st.Err, st.ContactErr)
+	}
+	if !strings.HasPrefix(st.Reason, "no contact with the API server: ") || strings.Contains(st.Reason, "://") || strings.Contains(st.Reason, cp.Config().Host) {
+		t.Fatalf("Stale's reason %q: want the lost contact in words, no URL", st.Reason)
+	}
+	if tookLost > 2*time.Second {
+		t.Fatalf("Stale %v after the server was lost; want within 2s", tookLost.Round(time.Millisecond))
+	}
+	t.Logf("Stale %v after the server was lost: %s", tookLost.Round(time.Millisecond), st.Reason)
+	if !h.Informer().HasSynced() {
+		t.Fatal("HasSynced false while Stale")
 	}
 	// Created directly (not through the proxy) while the informer is cut off.
 	if _, err := dynamic.NewForConfigOrDie(cp.DirectConfig()).Resource(gvr).Namespace(ns).Create(ctx, obj(gvr.GroupVersion().String(), "Widget", ns, "during-outage", nil), metav1.CreateOptions{}); err != nil {
@@ -68,12 +79,15 @@ func TestLostServerIsReported(t *testing.T) {
 	cp.Proxy().SetRefuse(false)
 	eventually(t, ctx, "contact restored", func() bool { return h.Status().ContactErr == nil })
 	tookBack := time.Since(restored)
+	if st := h.Status(); st.State != dynamicinformer.Synced || st.Reason != "" {
+		t.Fatalf("contact restored: state %s, reason %q; want Synced", st.State, st.Reason)
+	}
 	eventually(t, ctx, "object created during the outage cached", func() bool { return h.Status().Objects == 4 })
 	if st := h.Status(); !st.LastContact.After(before) {
 		t.Fatalf("LastContact %v did not move past %v", st.LastContact, before)
 	}
 	<-mu
-	var lostN, backN int
+	var lostN, backN, staleN, syncedN int
 	for i, s := range changes {
 		if s.ContactErr != nil && (i == 0 || changes[i-1].ContactErr == nil) {
 			lostN++
@@ -81,20 +95,30 @@ func TestLostServerIsReported(t *testing.T) {
 		if s.ContactErr == nil && i > 0 && changes[i-1].ContactErr != nil {
 			backN++
 		}
+		if i > 0 && changes[i-1].State == dynamicinformer.Synced && s.State == dynamicinformer.Stale {
+			staleN++
+		}
+		if i > 0 && changes[i-1].State == dynamicinformer.Stale && s.State == dynamicinformer.Synced {
+			syncedN++
+		}
+		if s.State == dynamicinformer.Synced && s.ContactErr != nil || s.State == dynamicinformer.Stale && s.ContactErr == nil {
+			t.Errorf("change %d: state %s with ContactErr %v", i, s.State, s.ContactErr)
+		}
 	}
 	mu <- struct{}{}
-	if lostN != 1 || backN != 1 {
-		t.Fatalf("OnStatusChange reported contact lost %d times and restored %d times; want once each", lostN, backN)
+	if lostN != 1 || backN != 1 || staleN != 1 || syncedN != 1 {
+		t.Fatalf("OnStatusChange reported contact lost %d times and restored %d times, Synced → Stale %d and Stale → Synced %d times; want once each", lostN, backN, staleN, syncedN)
 	}
 	sc.Injected("the API server refused every connection (proxy) for a synced CRD informer, an object created meanwhile, then the server reachable again")
-	sc.Held("ContactErr (ErrNoContact) reported %v after the server was lost, State stayed Synced with its 3 objects; cleared %v after it was back, the object created meanwhile arrived; each transition notified once",
+	sc.Held("Stale (ContactErr ErrNoContact, reason %q) %v after the server was lost, its 3 objects kept; Synced again and ContactErr cleared %v after it was back, the object created meanwhile arrived; each transition notified once",
+		st.Reason,
 		tookLost.Round(10*time.Millisecond), tookBack.Round(10*time.Millisecond))
 }
 
 // TestLostServerIsReportedByClientFactory (issue 28): a factory built on
 // a client (NewSharedInformerFactory), which cannot see the transport,
 // reports a stopped API server in Status within seconds too (ContactErr,
-// errors.Is ErrNoContact; State stays Synced), though client-go's REST
+// errors.Is ErrNoContact; State Stale), though client-go's REST
 // client retries the watch for 10 s and then hands back an empty watch
 // instead of an error; the error clears when the server is back, and
 // what changed meanwhile arrives.
@@ -136,11 +160,11 @@ func TestLostServerIsReportedByClientFactory(t *testing.T) {
 	}
 	tookLost := time.Since(stopped)
 	st := h.Status()
-	t.Logf("ContactErr %v after the stop: %v", tookLost.Round(time.Millisecond), st.ContactErr)
+	t.Logf("ContactErr %v after the stop: %v (state %s: %s)", tookLost.Round(time.Millisecond), st.ContactErr, st.State, st.Reason)
 	if st.ContactErr == nil {
 		t.Fatalf("%v after the API server stopped: state %s, no ContactErr (want one within %v)", tookLost.Round(time.Millisecond), st.State, bound)
 	}
-	if !errors.Is(st.ContactErr, dynamicinformer.ErrNoContact) || st.State != dynamicinformer.Synced || st.Objects != 3 {
+	if !errors.Is(st.ContactErr, dynamicinformer.ErrNoContact) || st.State != dynamicinformer.Stale || st.Objects != 3 {
 		t.Fatalf("after losing the server: state %s, %d objects, ContactErr %v", st.State, st.Objects, st.ContactErr)
 	}
 
@@ -153,12 +177,15 @@ func TestLostServerIsReportedByClientFactory(t *testing.T) {
 	restored := time.Now()
 	eventually(t, ctx, "contact restored", func() bool { return h.Status().ContactErr == nil })
 	tookBack := time.Since(restored)
+	if st := h.Status(); st.State != dynamicinformer.Synced {
+		t.Fatalf("contact restored: state %s; want Synced", st.State)
+	}
 	if _, err := cp.Dynamic().Resource(gvr).Namespace(ns).Create(ctx, obj(gvr.GroupVersion().String(), "Widget", ns, "after-restart", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, ctx, "object created after the restart cached", func() bool { return h.Status().Objects == 4 })
 	sc.Injected("kube-apiserver stopped (the proxy in front of it kept accepting connections) under a synced CRD informer of a factory built on a dynamic client, then started again")
-	sc.Held("ContactErr (ErrNoContact) reported %v after the stop, State stayed Synced with its 3 objects; cleared %v after the server was back (its start took %v); a new object arrived",
+	sc.Held("Stale (ContactErr ErrNoContact) %v after the stop, its 3 objects kept; Synced again and ContactErr cleared %v after the server was back (its start took %v); a new object arrived",
 		tookLost.Round(10*time.Millisecond), tookBack.Round(10*time.Millisecond), tookStart.Round(100*time.Millisecond))
 }
 

@@ -76,7 +76,7 @@ func (ri *recordedInformer) do(f func(c *informerCounts)) {
 }
 
 func isRunning(s dynamicinformer.State) bool {
-	return s == dynamicinformer.Syncing || s == dynamicinformer.Synced
+	return s == dynamicinformer.Syncing || s == dynamicinformer.Synced || s == dynamicinformer.Stale
 }
 
 func (ri *recordedInformer) State(s string) {

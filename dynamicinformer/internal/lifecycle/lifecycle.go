@@ -27,13 +27,14 @@ const (
 	Pending State = "Pending"
 	Syncing State = "Syncing"
 	Synced  State = "Synced"
+	Stale   State = "Stale"
 	Removed State = "Removed"
 	Failed  State = "Failed"
 	Stopped State = "Stopped"
 )
 
 // States lists every state, in the order tables show them.
-var States = []State{Pending, Syncing, Synced, Removed, Failed, Stopped}
+var States = []State{Pending, Syncing, Synced, Stale, Removed, Failed, Stopped}
 
 // Reasons the machine gives.
 const (
@@ -47,6 +48,10 @@ const (
 	AccessGrantedReason = "access granted; listing"
 	// NotServedPrefix starts the reason of Pending with ErrNotServed.
 	NotServedPrefix = "waiting for the resource to be served: "
+	// NoContactReason is the reason of Stale when ContactLost gives none;
+	// the informer gives it with the cause ("no contact with the API
+	// server: connection refused").
+	NoContactReason = "no contact with the API server"
 )
 
 // RemovalGrace bounds how long Removed waits for the cache to empty: an
@@ -83,7 +88,8 @@ type Event struct {
 	// the machine publishes it as it is).
 	Err error
 	// Detail is the event's cause as text, for logs (an access denial, a
-	// lost connection).
+	// lost connection). A ContactLost's Reason is that cause in words
+	// fit for a status (no URL): Stale's reason.
 	Detail string
 	// Class of a ListFailed error.
 	Class Class
@@ -128,6 +134,7 @@ type Machine struct {
 	accessDenial   string // the access check's last denial, until granted
 	failedByAccess bool   // Failed because of that denial
 	contactErr     error  // the server cannot be reached (nil: it can)
+	contactReason  string // that, in words: Stale's reason, added to Syncing's
 	forbiddenNS    error  // some namespaces of a multi-namespace informer are forbidden
 }
 
@@ -157,13 +164,34 @@ type View struct {
 }
 
 // View returns the public state. Err is the state's error or, while
-// Syncing or Synced with some namespaces forbidden, that error.
+// Syncing, Synced or Stale with some namespaces forbidden, that error.
+// While contact is lost, Syncing's reason says so after its own.
 func (m Machine) View() View {
 	v := View{State: m.state, Err: m.err, Reason: m.reason, Since: m.since, ContactErr: m.contactErr}
-	if v.Err == nil && m.forbiddenNS != nil && (m.state == Syncing || m.state == Synced) {
+	if v.Err == nil && m.forbiddenNS != nil && m.serving() {
 		v.Err = m.forbiddenNS
 	}
+	if m.state == Syncing && m.contactErr != nil {
+		v.Reason += "; " + m.contactReason
+	}
 	return v
+}
+
+// serving reports whether the informer lists or holds a list: Syncing,
+// Synced or Stale.
+func (m Machine) serving() bool { return m.state == Syncing || m.complete() }
+
+// complete reports whether the cache holds a complete list and the watch
+// is meant to run: Synced, or Stale (the same with contact lost).
+func (m Machine) complete() bool { return m.state == Synced || m.state == Stale }
+
+// synced is the state a complete cache is in: Synced, or Stale while
+// contact is lost.
+func (m Machine) synced() (State, string) {
+	if m.contactErr != nil {
+		return Stale, m.contactReason
+	}
+	return Synced, ""
 }
 
 // State is the public state.
@@ -351,7 +379,7 @@ func (t *transition) run() {
 	case ListStarted:
 		t.listStarted()
 	case ListAnswered:
-		if m.state == Syncing || m.state == Synced {
+		if m.serving() {
 			t.fire("list-answered-relist")
 		} else {
 			t.fire("list-answered")
@@ -378,7 +406,7 @@ func (t *transition) run() {
 		t.resourceRemoved()
 	case VersionSwitched:
 		m.awaitRelist, m.relisted = true, false
-		if m.state == Synced || m.state == Syncing || m.state == Removed {
+		if m.serving() || m.state == Removed {
 			t.fire("version-switched")
 			t.set(Syncing, nil, "following version "+ev.Version+": "+ev.Reason)
 			return
@@ -401,19 +429,32 @@ func (t *transition) run() {
 			t.fire("contact-lost-again") // ContactErr keeps the error that lost contact
 			return
 		}
-		t.fire("contact-lost")
-		m.contactErr = ev.Err
-		t.effect(Publish)
+		m.contactErr, m.contactReason = ev.Err, ev.Reason
+		if m.contactReason == "" {
+			m.contactReason = NoContactReason
+		}
 		t.log("lost contact with the API server", "err", ev.Detail)
+		if m.state == Synced {
+			t.fire("contact-lost-stale")
+			t.set(Stale, nil, m.contactReason)
+			return
+		}
+		t.fire("contact-lost")
+		t.effect(Publish)
 	case ContactRegained:
 		if m.contactErr == nil {
 			t.fire("contact-regained-noop")
 			return
 		}
-		t.fire("contact-regained")
-		m.contactErr = nil
-		t.effect(Publish)
+		m.contactErr, m.contactReason = nil, ""
 		t.log("contact with the API server restored")
+		if m.state == Stale {
+			t.fire("contact-regained-synced")
+			t.set(Synced, nil, "")
+			return
+		}
+		t.fire("contact-regained")
+		t.effect(Publish)
 	case NamespacesForbidden:
 		if sameErr(m.forbiddenNS, ev.Err) {
 			t.fire("namespaces-forbidden-same")
@@ -462,7 +503,7 @@ func (t *transition) listFailed() {
 		t.fire("list-failed-not-served")
 	case ev.Class == NoContact:
 		t.fire("list-failed-no-contact")
-	case m.state == Synced && ev.Class == Broken:
+	case m.complete() && ev.Class == Broken:
 		t.fire("list-failed-synced-watch")
 	case m.state == Failed && sameErr(m.err, ev.Err):
 		t.fire("list-failed-same")
@@ -500,13 +541,18 @@ func (t *transition) cacheChecked() {
 	}
 	if m.state == Syncing && m.informerSynced && m.watchOpen &&
 		(!m.awaitRelist || m.relisted && RVReached(ev.LastRV, m.relistRV)) {
-		t.fire("synced")
+		s, reason := m.synced()
+		if s == Stale {
+			t.fire("synced-stale")
+		} else {
+			t.fire("synced")
+		}
 		if !m.everSynced {
 			m.everSynced = true
 			t.effect(CloseSynced)
 		}
 		m.awaitRelist, m.relisted = false, false
-		t.set(Synced, nil, "")
+		t.set(s, nil, reason)
 		return
 	}
 	t.fire("cache-checked")

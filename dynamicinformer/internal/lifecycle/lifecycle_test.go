@@ -26,6 +26,8 @@ var (
 
 func kindErr(kind error, cause string) error { return fmt.Errorf("gvr: %w: %s", kind, cause) }
 
+const lostReason = "no contact with the API server: connection refused"
+
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func at(d time.Duration) time.Time { return t0.Add(d) }
@@ -42,7 +44,8 @@ var (
 	broken       = Event{Kind: ListFailed, At: at(5), Class: Broken, Reason: "list/watch error", Err: kindErr(errWatch, "eof"), Detail: "eof"}
 	emptied      = Event{Kind: CacheEmptied, At: at(10 * time.Second), Reason: "CRD deleted", Err: kindErr(errNotServed, "CRD deleted")}
 	denied       = Event{Kind: AccessDenied, At: at(2), Reason: "forbidden: may not watch", Err: kindErr(errForbidden, "may not watch"), Detail: "may not watch"}
-	lost         = Event{Kind: ContactLost, At: at(6), Err: kindErr(errNoContact, "refused"), Detail: "refused"}
+	lost         = Event{Kind: ContactLost, At: at(6), Err: kindErr(errNoContact, "refused"), Reason: lostReason, Detail: "refused"}
+	regained     = Event{Kind: ContactRegained, At: at(7)}
 	configErr    = Event{Kind: ConfigError, At: at(2), Reason: "cluster-scoped", Err: kindErr(errConfig, "cluster-scoped")}
 )
 
@@ -80,6 +83,7 @@ func stopped(t *testing.T) Machine {
 	return drive(t, synced(t), Event{Kind: Stop, At: at(time.Minute), Reason: "released"})
 }
 func lostContact(t *testing.T) Machine { return drive(t, synced(t), lost) }
+func syncingLost(t *testing.T) Machine { return drive(t, syncing(t), lost) }
 
 // inState returns a machine in s.
 func inState(t *testing.T, s State) Machine {
@@ -90,6 +94,8 @@ func inState(t *testing.T, s State) Machine {
 		return syncing(t)
 	case Synced:
 		return synced(t)
+	case Stale:
+		return lostContact(t)
 	case Removed:
 		return removed(t)
 	case Failed:
@@ -349,23 +355,73 @@ func rows() []row {
 		{name: "access granted after a denial replaced by a list failure", from: func(t *testing.T) Machine { return drive(t, accessFailed(t), refused) },
 			ev: Event{Kind: AccessGranted}, rule: "access-granted-quiet", state: Failed, errIs: errForbidden, reason: "forbidden", effects: Log},
 
-		{name: "contact lost", from: synced, ev: lost, rule: "contact-lost", state: Synced, effects: Publish | Log, check: func(t *testing.T, m Machine, o Output) {
-			if !errors.Is(o.Status.ContactErr, errNoContact) || !m.ContactLost() {
-				t.Errorf("ContactErr %v", o.Status.ContactErr)
-			}
-		}},
-		{name: "contact lost again", from: lostContact, ev: Event{Kind: ContactLost, Err: kindErr(errNoContact, "reset")}, rule: "contact-lost-again", state: Synced,
+		{name: "contact lost: Synced becomes Stale", from: synced, ev: lost, rule: "contact-lost-stale", state: Stale, reason: lostReason, effects: Publish | Log,
+			check: func(t *testing.T, m Machine, o Output) {
+				if !errors.Is(o.Status.ContactErr, errNoContact) || !m.ContactLost() {
+					t.Errorf("ContactErr %v", o.Status.ContactErr)
+				}
+				sinceIs(at(6))(t, m, o)
+			}},
+		{name: "contact lost without words", from: synced, ev: Event{Kind: ContactLost, Err: kindErr(errNoContact, "refused")}, rule: "contact-lost-stale",
+			state: Stale, reason: NoContactReason, effects: Publish | Log},
+		{name: "contact lost while Syncing: the reason says it", from: syncing, ev: lost, rule: "contact-lost", state: Syncing,
+			reason: ListingReason + "; " + lostReason, effects: Publish | Log},
+		{name: "contact regained while Syncing", from: syncingLost, ev: regained, rule: "contact-regained", state: Syncing,
+			reason: ListingReason, effects: Publish | Log},
+		{name: "contact lost on Pending", from: pending, ev: lost, rule: "contact-lost", state: Pending, reason: NotStartedReason, effects: Publish | Log},
+		{name: "contact lost on Removed", from: removed, ev: lost, rule: "contact-lost", state: Removed, errIs: errNotServed, reason: "CRD deleted", effects: Publish | Log},
+		{name: "contact lost again", from: lostContact, ev: Event{Kind: ContactLost, Err: kindErr(errNoContact, "reset"), Reason: "other"}, rule: "contact-lost-again",
+			state: Stale, reason: lostReason,
 			check: func(t *testing.T, _ Machine, o Output) {
 				if o.Status.ContactErr == nil || !strings.Contains(o.Status.ContactErr.Error(), "refused") {
 					t.Errorf("ContactErr %v, want the error that lost contact", o.Status.ContactErr)
 				}
 			}},
-		{name: "contact regained", from: lostContact, ev: Event{Kind: ContactRegained}, rule: "contact-regained", state: Synced, effects: Publish | Log,
-			check: func(t *testing.T, _ Machine, o Output) {
+		{name: "contact regained: Stale becomes Synced", from: lostContact, ev: regained, rule: "contact-regained-synced", state: Synced, effects: Publish | Log,
+			check: func(t *testing.T, m Machine, o Output) {
 				if o.Status.ContactErr != nil {
 					t.Errorf("ContactErr %v", o.Status.ContactErr)
 				}
+				sinceIs(at(7))(t, m, o)
+				// Lost again: Stale again, with the new loss's words.
+				m2 := drive(t, m, Event{Kind: ContactLost, At: at(8), Err: kindErr(errNoContact, "reset"), Reason: "no contact: reset"})
+				if v := m2.View(); v.State != Stale || v.Reason != "no contact: reset" {
+					t.Errorf("lost again: %s %q", v.State, v.Reason)
+				}
 			}},
+		{name: "contact regained on Failed", from: func(t *testing.T) Machine { return drive(t, failed(t), lost) }, ev: regained, rule: "contact-regained",
+			state: Failed, errIs: errForbidden, reason: "forbidden", effects: Publish | Log},
+
+		// Stale behaves as Synced for every event but contact's.
+		{name: "Stale: first sync while contact is lost", from: func(t *testing.T) Machine { return drive(t, syncing(t), listAnswered, watchOpened, lost) },
+			ev: checked(true, "10"), rule: "synced-stale", state: Stale, reason: lostReason, effects: Publish | CloseSynced, check: func(t *testing.T, m Machine, o Output) {
+				if o.Status.ContactErr == nil {
+					t.Error("Stale without ContactErr")
+				}
+				m2 := drive(t, m, regained)
+				if m2.State() != Synced {
+					t.Errorf("contact regained: %s", m2.State())
+				}
+			}},
+		{name: "Stale: a relist", from: lostContact, ev: listStarted, rule: "list-started-relist", state: Stale, reason: lostReason},
+		{name: "Stale: a list answered waits for contact", from: lostContact, ev: listAnswered, rule: "list-answered-relist", state: Stale, reason: lostReason, effects: Nudge},
+		{name: "Stale: a broken watch", from: lostContact, ev: broken, rule: "list-failed-synced-watch", state: Stale, reason: lostReason, effects: Log},
+		{name: "Stale: no contact in a list", from: lostContact, ev: Event{Kind: ListFailed, Class: NoContact, Reason: "no contact", Err: kindErr(errNoContact, "refused")},
+			rule: "list-failed-no-contact", state: Stale, reason: lostReason, effects: Log},
+		{name: "Stale: a refusal fails", from: lostContact, ev: refused, rule: "list-failed", state: Failed, errIs: errForbidden, reason: "forbidden", effects: Publish | Log},
+		{name: "Stale: access denied", from: lostContact, ev: denied, rule: "access-denied", state: Failed, errIs: errForbidden, reason: "forbidden: may not watch", effects: Publish | Log},
+		{name: "Stale: stop", from: lostContact, ev: Event{Kind: Stop, At: at(time.Hour), Reason: "released"}, rule: "stop", state: Stopped, reason: "released", effects: Publish},
+		{name: "Stale: slot waiting", from: lostContact, ev: Event{Kind: SlotWaiting}, rule: "slot-waiting-ignored", state: Stale, reason: lostReason},
+		{name: "Stale: version switch", from: lostContact, ev: Event{Kind: VersionSwitched, At: at(time.Minute), Version: "v2", Reason: "preferred"},
+			rule: "version-switched", state: Syncing, reason: "following version v2: preferred; " + lostReason, effects: Publish},
+		{name: "Stale: a removal drains", from: lostContact, ev: emptied, rule: "cache-emptied", state: Stale, reason: lostReason, effects: Nudge},
+		{name: "Stale: the removal is published", from: func(t *testing.T) Machine { return drive(t, lostContact(t), emptied) },
+			ev:   Event{Kind: CacheChecked, At: at(11 * time.Second), InformerSynced: true, CacheEmpty: true, Removal: 1},
+			rule: "removal-published", state: Removed, errIs: errNotServed, reason: "CRD deleted", effects: Publish},
+		{name: "Stale: a verdict waits for the stream", from: lostContact, ev: Event{Kind: ResourceRemoved, Reason: "gone", Known: true, Err: kindErr(errNotServed, "gone")},
+			rule: "removed-ignored", state: Stale, reason: lostReason},
+		{name: "Stale: namespaces forbidden show", from: lostContact, ev: Event{Kind: NamespacesForbidden, Err: kindErr(errForbidden, "namespace b")},
+			rule: "namespaces-forbidden", state: Stale, errIs: errForbidden, reason: lostReason, effects: Publish},
 		{name: "contact never lost", from: synced, ev: Event{Kind: ContactRegained}, rule: "contact-regained-noop", state: Synced},
 
 		{name: "namespaces forbidden show on a synced informer", from: synced, ev: Event{Kind: NamespacesForbidden, Err: kindErr(errForbidden, "namespace b")},
@@ -480,7 +536,8 @@ func TestEveryStateEveryEvent(t *testing.T) {
 		AccessDenied: denied, AccessGranted: {Kind: AccessGranted}, ContactLost: lost, ContactRegained: {Kind: ContactRegained},
 		NamespacesForbidden: {Kind: NamespacesForbidden, Err: kindErr(errForbidden, "b")}, ShardChanged: {Kind: ShardChanged}, ShardIgnored: {Kind: ShardIgnored},
 	}
-	fixtures := map[string]func(*testing.T) Machine{"config failed": configFailed, "access failed": accessFailed, "draining": draining, "contact lost": lostContact}
+	fixtures := map[string]func(*testing.T) Machine{"config failed": configFailed, "access failed": accessFailed, "draining": draining,
+		"syncing, contact lost": syncingLost, "draining, contact lost": func(t *testing.T) Machine { return drive(t, lostContact(t), emptied) }}
 	for _, s := range States {
 		fixtures[string(s)] = func(t *testing.T) Machine { return inState(t, s) }
 	}

@@ -61,7 +61,7 @@ var Events = []EventDoc{
 	{CacheChecked, "the sync monitor looked at client-go's informer", "InformerSynced, LastRV, CacheEmpty, Removal, At"},
 	{AccessDenied, "the access check found verbs missing", "Err (ErrForbidden), Reason, Detail"},
 	{AccessGranted, "the access check passed, or could not be made", ""},
-	{ContactLost, "a request got no response", "Err (ErrNoContact), Detail"},
+	{ContactLost, "a request got no response", "Err (ErrNoContact), Reason (the cause in words, no URL), Detail"},
 	{ContactRegained, "a request was answered", ""},
 	{NamespacesForbidden, "the forbidden namespaces of a several-namespace informer changed", "Err (ErrForbidden; nil: none)"},
 	{ShardChanged, "the informer's shard changed", ""},
@@ -83,7 +83,7 @@ type Rule struct {
 }
 
 var (
-	running = []State{Syncing, Synced}
+	running = []State{Syncing, Synced, Stale}
 	notYet  = []State{Pending, Removed, Failed}
 )
 
@@ -100,7 +100,7 @@ var Rules = []Rule{
 	{ID: "start", On: Start, When: "otherwise", Also: "recorded as started"},
 	{ID: "waiting-removed", On: GateWaiting, When: "Removed, or a removal is pending"},
 	{ID: "waiting", On: GateWaiting, When: "otherwise", To: Pending, Effects: Publish, Also: "as start-waiting"},
-	{ID: "slot-waiting-ignored", On: SlotWaiting, From: []State{Syncing, Synced, Removed, Failed}},
+	{ID: "slot-waiting-ignored", On: SlotWaiting, From: []State{Syncing, Synced, Stale, Removed, Failed}},
 	{ID: "slot-waiting", On: SlotWaiting, From: []State{Pending}, To: Pending, Effects: Publish,
 		Also: "reason \"" + WaitingForSlotReason + "\""},
 
@@ -108,18 +108,18 @@ var Rules = []Rule{
 		Also: "a pending removal is dropped; Failed until a list answers"},
 	{ID: "list-started-removed", On: ListStarted, From: []State{Removed},
 		Also: "nothing: Removed until the list answers (a 404 leaves it Removed; list answered makes it Syncing)"},
-	{ID: "list-started", On: ListStarted, From: []State{Pending, Syncing, Synced}, When: "Pending, or a removal is pending",
+	{ID: "list-started", On: ListStarted, From: []State{Pending, Syncing, Synced, Stale}, When: "Pending, or a removal is pending",
 		To: Syncing, Effects: Publish, Also: "reason \"" + ListingReason + "\"; a pending removal is dropped (served again before it was published)"},
 	{ID: "list-started-relist", On: ListStarted, From: running, When: "no removal is pending"},
 	{ID: "list-answered-relist", On: ListAnswered, From: running, Effects: Nudge,
-		Also: "the list's resourceVersion is recorded if a relist is awaited; the failure log resets"},
+		Also: "the list's resourceVersion is recorded if a relist is awaited; the failure log resets; Stale stays Stale until contact regained (an answered list reports contact first)"},
 	{ID: "list-answered", On: ListAnswered, From: notYet, To: Syncing, Effects: Publish | Nudge,
 		Also: "reason \"" + ListingReason + "\"; as list-answered-relist"},
 
 	{ID: "list-failed-not-served", On: ListFailed, When: "class NotServed (a 404)", Effects: Log,
 		Also: "the gate closes and presence re-checks; every rule of list failed logs a kind once until a list answers"},
 	{ID: "list-failed-no-contact", On: ListFailed, When: "class NoContact", Effects: Log, Also: "ContactErr says it (contact lost)"},
-	{ID: "list-failed-synced-watch", On: ListFailed, From: []State{Synced}, When: "class Broken", Effects: Log,
+	{ID: "list-failed-synced-watch", On: ListFailed, From: []State{Synced, Stale}, When: "class Broken", Effects: Log,
 		Also: "the reflector resumes by itself; Err stays nil"},
 	{ID: "list-failed-same", On: ListFailed, From: []State{Failed}, When: "the same error again", Effects: Log, Also: "Since is kept"},
 	{ID: "list-failed", On: ListFailed, When: "otherwise", To: Failed, Effects: Publish | Log,
@@ -137,7 +137,7 @@ var Rules = []Rule{
 		Also: "as start-waiting"},
 	{ID: "removed-ignored", On: ResourceRemoved, When: "otherwise",
 		Also: "nothing: a serving informer's stream empties the cache (cache emptied)"},
-	{ID: "version-switched", On: VersionSwitched, From: []State{Syncing, Synced, Removed}, To: Syncing, Effects: Publish,
+	{ID: "version-switched", On: VersionSwitched, From: []State{Syncing, Synced, Stale, Removed}, To: Syncing, Effects: Publish,
 		Also: "reason \"following version <v>: <reason>\"; a real relist is awaited"},
 	{ID: "version-switched-quiet", On: VersionSwitched, From: []State{Pending, Failed}, Also: "a real relist is awaited"},
 
@@ -148,6 +148,8 @@ var Rules = []Rule{
 	{ID: "synced", On: CacheChecked, From: []State{Syncing},
 		When: "client-go's informer has synced, a watch is open and, after a removal or version switch, the relist returned and the reflector's resourceVersion reached it",
 		To:   Synced, Effects: Publish | CloseSynced, Also: "the first time, the synced channel is closed"},
+	{ID: "synced-stale", On: CacheChecked, From: []State{Syncing}, When: "as synced, while contact is lost",
+		To: Stale, Effects: Publish | CloseSynced, Also: "as synced; reason the lost contact's"},
 	{ID: "cache-checked", On: CacheChecked, When: "otherwise"},
 
 	{ID: "access-denied-same", On: AccessDenied, From: []State{Failed}, When: "the same denial"},
@@ -158,12 +160,17 @@ var Rules = []Rule{
 	{ID: "access-granted-quiet", On: AccessGranted, When: "otherwise", Effects: Log, Also: "a recorded denial is cleared and logged"},
 
 	{ID: "contact-lost-again", On: ContactLost, When: "contact is lost already", Also: "nothing: ContactErr keeps the error that lost contact"},
-	{ID: "contact-lost", On: ContactLost, When: "otherwise", Effects: Publish | Log, Also: "ContactErr set"},
+	{ID: "contact-lost-stale", On: ContactLost, From: []State{Synced}, When: "contact is not lost already", To: Stale, Effects: Publish | Log,
+		Also: "ContactErr set; reason the event's (the cause, no URL)"},
+	{ID: "contact-lost", On: ContactLost, When: "otherwise", Effects: Publish | Log,
+		Also: "ContactErr set; while Syncing, the reason says no contact after its own"},
 	{ID: "contact-regained-noop", On: ContactRegained, When: "contact is not lost"},
+	{ID: "contact-regained-synced", On: ContactRegained, From: []State{Stale}, To: Synced, Effects: Publish | Log,
+		Also: "ContactErr cleared; reason empty"},
 	{ID: "contact-regained", On: ContactRegained, When: "otherwise", Effects: Publish | Log, Also: "ContactErr cleared"},
 	{ID: "namespaces-forbidden-same", On: NamespacesForbidden, When: "the same error (or none) again"},
 	{ID: "namespaces-forbidden", On: NamespacesForbidden, When: "otherwise", Effects: Publish,
-		Also: "recorded; Err shows it while Syncing or Synced"},
+		Also: "recorded; Err shows it while Syncing, Synced or Stale"},
 	{ID: "shard-changed", On: ShardChanged, Effects: Publish, Also: "Status.Shard changed"},
 	{ID: "shard-ignored", On: ShardIgnored, Effects: Publish, Also: "Status.OutsideShard above 0"},
 	{ID: "unknown", When: "an event kind not in Events", Also: "nothing"},
