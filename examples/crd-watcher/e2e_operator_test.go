@@ -630,8 +630,8 @@ func TestE2EOutageShowsStale(t *testing.T) {
 	line, at := statusLine("Stale", at, 30*time.Second)
 	took := time.Since(lost)
 	t.Logf("STATUS Stale %s after the server went away: %s", took.Round(time.Millisecond), line)
-	if took > 2*time.Second {
-		t.Errorf("Stale reported %s after the server went away; want within 2s", took.Round(time.Millisecond))
+	if took > 3*time.Second { // about 1 s measured; slack for a loaded machine
+		t.Errorf("Stale reported %s after the server went away; want within 3s", took.Round(time.Millisecond))
 	}
 	mustContain(t, "STATUS record", line, `"reason":"no contact with the API server: `)
 	mustNotContain(t, "STATUS record", line, "://", `"error"`)

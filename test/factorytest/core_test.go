@@ -64,8 +64,8 @@ func TestLostServerIsReported(t *testing.T) {
 	if !strings.HasPrefix(st.Reason, "no contact with the API server: ") || strings.Contains(st.Reason, "://") || strings.Contains(st.Reason, cp.Config().Host) {
 		t.Fatalf("Stale's reason %q: want the lost contact in words, no URL", st.Reason)
 	}
-	if tookLost > 2*time.Second {
-		t.Fatalf("Stale %v after the server was lost; want within 2s", tookLost.Round(time.Millisecond))
+	if tookLost > 3*time.Second { // 1.0–1.5 s measured; slack for a loaded machine
+		t.Fatalf("Stale %v after the server was lost; want within 3s", tookLost.Round(time.Millisecond))
 	}
 	t.Logf("Stale %v after the server was lost: %s", tookLost.Round(time.Millisecond), st.Reason)
 	if !h.Informer().HasSynced() {
