@@ -93,9 +93,9 @@ func TestSwitchInStream(t *testing.T) {
 		t.Fatalf("server event: %v", got)
 	}
 	f.cache.set(uidWidget("w0", "4"), uidWidget("w1", "5"), uidWidget("w3", "11"))
-	if n := f.lw.Keys.Len(); n != 4 {
-		t.Fatalf("keys: %d, want 4 (w0, w1, w2, w3)", n)
-	}
+	// The key set records an event once it was handed over (Delivered),
+	// so just after the reader got it.
+	waitFor(t, "4 keys (w0, w1, w2, w3)", func() bool { return f.lw.Keys.Len() == 4 })
 	listedBefore := f.listed.Load()
 	// The new selection holds w0 (as cached: no event), w1 (modified)
 	// and w4.
