@@ -672,8 +672,8 @@ func TestE2EFailuresAreReported(t *testing.T) {
 			t.Fatalf("exit code %d, want 3\n%s", code, stderr)
 		}
 		for _, re := range []*regexp.Regexp{
-			regexp.MustCompile(`STATUS  secrets\.v1 Failed \(0 objects\): forbidden: access check \(SelfSubjectAccessReview\): user "e2e-nobody" may not list, watch secrets in all namespaces`),
-			regexp.MustCompile(`crd-watcher: exiting \(--exit-on-failure\): secrets\.v1 failed: forbidden: access check \(SelfSubjectAccessReview\): user "e2e-nobody" may not list, watch secrets in all namespaces`),
+			regexp.MustCompile(`STATUS  secrets\.v1 Failed \(0 objects\): forbidden: access check \(SelfSubjectRulesReview\): user "e2e-nobody" may not list, watch secrets in all namespaces`),
+			regexp.MustCompile(`crd-watcher: exiting \(--exit-on-failure\): secrets\.v1 failed: forbidden: access check \(SelfSubjectRulesReview\): user "e2e-nobody" may not list, watch secrets in all namespaces`),
 			// Said once at start: what cannot be watched, and what it costs.
 			regexp.MustCompile(`note: may not list, watch customresourcedefinitions: CRDs installed or deleted are seen at the next discovery refresh \(every 30s\)`),
 		} {

@@ -116,13 +116,32 @@ func (e *DeniedError) Verbs() []string {
 	return out
 }
 
+// ClusterScope is the namespace a rules review is asked about to learn
+// what the user may do in all namespaces. No namespace can have this name
+// (a colon is not allowed in one), so no RoleBinding is in it and the
+// review lists exactly the rules of the user's ClusterRoleBindings (and
+// of authorizers that grant cluster-wide, such as system:masters) — the
+// grants that authorize a list or watch across all namespaces. The API
+// server does not validate a rules review's namespace.
+const ClusterScope = "informerkit:all-namespaces"
+
+// rulesNamespace is the namespace whose rules review answers for ns ("":
+// all namespaces).
+func rulesNamespace(ns string) string {
+	if ns == "" {
+		return ClusterScope
+	}
+	return ns
+}
+
 // check asks r whether the user may list and watch group/resource in
 // each of namespaces (none: all namespaces), from answers started at or
 // after since. A namespace is answered by its rules review when that is
 // complete, else (or when it fails) by an access review per verb; all
-// namespaces by an access review per verb, after the wildcard review
-// (every resource of every group) when first (a first check; later ones
-// use a shared wildcard answer only). It returns a *DeniedError if some
+// namespaces alike by the rules review of ClusterScope, else by an access
+// review per verb, after the wildcard review (every resource of every
+// group) when first (a first check; later ones use a shared wildcard
+// answer only). It returns a *DeniedError if some
 // answer is no, or the first review error (no answer).
 func check(ctx context.Context, r *Reviewer, group, resource string, namespaces []string, since time.Time, first bool) error {
 	if len(namespaces) == 0 {
@@ -131,8 +150,8 @@ func check(ctx context.Context, r *Reviewer, group, resource string, namespaces 
 	var missing []Attributes
 	var byRules, byAccess bool
 	for _, ns := range namespaces {
-		if ns != "" {
-			rules, err := r.rulesFor(ctx, ns, since)
+		{
+			rules, err := r.rulesFor(ctx, rulesNamespace(ns), since)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -157,6 +157,9 @@ func TestCheckNamesMissingVerbsAndNamespaces(t *testing.T) {
 		{"wildcard", nil, []string{"/list/*", "/watch/*"}, nil, "", nil, 2},
 		{"nothing cluster-wide", nil, nil, nil, "(SelfSubjectAccessReview): may not list, watch widgets.example.com in all namespaces", []string{"list", "watch"}, 4},
 		{"list only", nil, []string{"/list/widgets"}, nil, "may not watch widgets.example.com in all namespaces", []string{"watch"}, 4},
+		{"cluster-wide by rules", nil, nil, map[string]Rule{ClusterScope: grant("list", "watch")}, "", nil, 0},
+		{"cluster-wide denied by rules", nil, nil, map[string]Rule{ClusterScope: grant("list"), "a": grant("watch")},
+			"(SelfSubjectRulesReview): may not watch widgets.example.com in all namespaces", []string{"watch"}, 0},
 		{"namespaces grouped, by rules", []string{"a", "b", "c"}, nil,
 			map[string]Rule{"a": grant("get"), "b": grant("list", "watch"), "c": grant("list")},
 			"(SelfSubjectRulesReview): may not list, watch widgets.example.com in namespace a; may not watch widgets.example.com in namespace c", []string{"list", "watch"}, 0},
@@ -212,8 +215,9 @@ func TestIncompleteRulesAskAccessReviews(t *testing.T) {
 }
 
 // Informers checked together share the reviews: 50 resources in three
-// namespaces cost three rules reviews; 50 resources in all namespaces for
-// an admin cost the two wildcard reviews.
+// namespaces cost three rules reviews; 50 resources in all namespaces
+// cost the one rules review of ClusterScope, or, where rules reviews
+// fail, the two wildcard access reviews for an admin.
 func TestCheckersShareReviews(t *testing.T) {
 	defer leakcheck.Snapshot("informerkit/dynamicinformer/internal/access")(t)
 	for _, tc := range []struct {
@@ -223,13 +227,17 @@ func TestCheckersShareReviews(t *testing.T) {
 		allowedByRules bool
 	}{
 		{"namespaced", []string{"a", "b", "c"}, 0, 3, true},
-		{"all namespaces, admin", nil, 2, 0, false},
+		{"all namespaces, a ClusterRole, by rules", nil, 0, 1, true},
+		{"all namespaces, admin, no rules reviews", nil, 2, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake("/list/*", "/watch/*")
 			all := Rules{Resource: []Rule{{Verbs: []string{"list", "watch"}, APIGroups: []string{"example.com"}, Resources: []string{"*"}}}}
 			for _, ns := range tc.namespaces {
 				f.setRules(ns, all)
+			}
+			if tc.namespaces == nil && tc.allowedByRules {
+				f.setRules(ClusterScope, all)
 			}
 			f.hold = make(chan struct{})
 			r := NewReviewer(f)

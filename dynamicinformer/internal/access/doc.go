@@ -7,10 +7,12 @@
 // shared): a namespace is answered for every resource in it by one
 // SelfSubjectRulesReview, unless that is incomplete (an authorizer that
 // cannot list its rules, such as a webhook), when a
-// SelfSubjectAccessReview per verb answers; all namespaces are answered
-// by SelfSubjectAccessReviews, the first of each verb for every group and
-// resource at once ("*", which answers yes for an admin), then per
-// resource. A client from NewClient makes the reviews with a request
+// SelfSubjectAccessReview per verb answers. All namespaces are answered
+// alike, by one rules review of ClusterScope, a name no namespace can
+// have, which lists the cluster-wide grants only; where that is
+// incomplete, by SelfSubjectAccessReviews, the first of each verb for
+// every group and resource at once ("*", which answers yes for an
+// admin), then per resource. A client from NewClient makes the reviews with a request
 // budget of its own, so they neither queue behind the informers' lists
 // nor spend their budget.
 //
