@@ -4,13 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/informerkit/informerkit/shard"
@@ -80,6 +84,7 @@ type Config struct {
 	// How.
 	Output        string // "text", "json", "table" or "wide"
 	ShowObject    bool
+	IgnorePaths   []string // --ignore-paths: field paths whose changes the diff does not show
 	MetricsAddr   string
 	Duration      time.Duration
 	Progress      time.Duration
@@ -119,6 +124,7 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.BoolVar(&c.WaitForCRDs, "wait-for-crds", false, "wait for resources that are not served yet instead of failing; such resources must be named resource.version.group")
 	fs.StringVarP(&c.Output, "output", "o", "text", "output format: text (human-readable), json (one object per line), table (the columns kubectl get shows, from the server) or wide (table with kubectl's -o wide columns)")
 	fs.BoolVar(&c.ShowObject, "show-object", false, "with -o json: include the full object in each event")
+	fs.StringSliceVar(&c.IgnorePaths, "ignore-paths", nil, "field paths whose changes updates do not show (status, metadata.labels, spec.template); an update that changed only those prints one short line; repeatable or comma-separated (default: none)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and probes on /healthz and /readyz at this address (e.g. :9090, 127.0.0.1:0)")
 	fs.DurationVar(&c.Duration, "duration", 0, "exit 0 after this long (0: run until SIGINT/SIGTERM; in demo mode: until the demo workload is done)")
 	fs.DurationVar(&c.Progress, "progress-interval", time.Second, "how often to print cache sync progress to stderr until every cache has synced (0: never)")
@@ -202,7 +208,7 @@ var fileKeyFlags = map[string]string{
 	"kubeconfig": "kubeconfig", "context": "context", "demo": "demo", "resources": "resource",
 	"all": "all", "groups": "group", "categories": "category", "namespaces": "namespace",
 	"labelSelector": "selector", "fieldSelector": "field-selector", "waitForCRDs": "wait-for-crds",
-	"output": "output", "showObject": "show-object", "metricsAddr": "metrics-addr", "duration": "duration",
+	"output": "output", "showObject": "show-object", "ignorePaths": "ignore-paths", "metricsAddr": "metrics-addr", "duration": "duration",
 	"requestTimeout": "request-timeout", "exitOnFailure": "exit-on-failure", "verbose": "verbose",
 	"accessCheck": "access-check", "shard": "shard", "shardGroup": "shard-group", "shardNamespace": "shard-namespace",
 	"shardIdentity": "shard-identity", "shardLeaseDuration": "shard-lease-duration",
@@ -255,6 +261,27 @@ func validate(c *Config) error {
 	if c.RequestTimeout <= 0 {
 		return usagef("--request-timeout must be positive")
 	}
+	if c.Progress < 0 {
+		return usagef("--progress-interval must not be negative (0 turns progress off)")
+	}
+	if c.MetricsAddr != "" {
+		if err := checkListenAddr(c.MetricsAddr); err != nil {
+			return usagef("--metrics-addr %q: %v", c.MetricsAddr, err)
+		}
+	}
+	if err := checkSelectors(c.LabelSelector, c.FieldSelector); err != nil {
+		return err
+	}
+	if err := checkNamespaces("-n", c.Namespaces); err != nil {
+		return err
+	}
+	for i, p := range c.IgnorePaths {
+		p = strings.TrimSpace(p)
+		if p == "" || strings.IndexFunc(p, unicode.IsSpace) >= 0 || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") {
+			return usagef("--ignore-paths: %q is not a field path (spec.replicas, status, metadata.labels)", c.IgnorePaths[i])
+		}
+		c.IgnorePaths[i] = p
+	}
 	if c.Shard != "" {
 		if _, err := shard.ParseStatic(c.Shard); err != nil {
 			return usagef("--shard: %v", err)
@@ -274,6 +301,47 @@ func validate(c *Config) error {
 		}
 		if strings.Contains(r.Name, "/") {
 			return usagef("%q: subresources cannot be watched", r.Name)
+		}
+		if strings.IndexFunc(r.Name, unicode.IsSpace) >= 0 {
+			return usagef("resource %q: a resource name has no spaces (name several with --resource a,b or one per list item)", r.Name)
+		}
+		if err := checkSelectors(r.LabelSelector, r.FieldSelector); err != nil {
+			return fmt.Errorf("resource %q: %w", r.Name, err)
+		}
+		if err := checkNamespaces("namespaces of resource "+strconv.Quote(r.Name), r.Namespaces); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkListenAddr checks an address to listen on before anything else
+// happens (the listener itself is opened before the API server is
+// contacted): host:port or :port, the port a number, the host an IP
+// address or a host name.
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want host:port or :port, e.g. :9090 or 127.0.0.1:0")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if host != "" && net.ParseIP(host) == nil && len(validation.IsDNS1123Subdomain(strings.ToLower(host))) > 0 {
+		return fmt.Errorf("host %q is neither an IP address nor a host name", host)
+	}
+	return nil
+}
+
+// checkNamespaces checks namespace names (DNS labels) before the server
+// is asked for them ("" is all namespaces, as before).
+func checkNamespaces(what string, namespaces []string) error {
+	for _, ns := range namespaces {
+		if ns == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return usagef("%s: %q is not a namespace name: %s", what, ns, strings.Join(errs, "; "))
 		}
 	}
 	return nil

@@ -63,6 +63,7 @@ var fileKeys = map[string]struct {
 	"waitForCRDs":        {kindBool, func(c *Config) any { return &c.WaitForCRDs }},
 	"output":             {kindString, func(c *Config) any { return &c.Output }},
 	"showObject":         {kindBool, func(c *Config) any { return &c.ShowObject }},
+	"ignorePaths":        {kindStrings, func(c *Config) any { return &c.IgnorePaths }},
 	"metricsAddr":        {kindString, func(c *Config) any { return &c.MetricsAddr }},
 	"duration":           {kindDuration, func(c *Config) any { return &c.Duration }},
 	"requestTimeout":     {kindDuration, func(c *Config) any { return &c.RequestTimeout }},
@@ -96,6 +97,9 @@ func parseConfigFile(file string, data []byte) (c *Config, set map[string]bool, 
 			e.Line, _ = strconv.Atoi(m[1])
 			e.Msg = m[2]
 		}
+		if indentationError(e.Msg) {
+			e.Msg += " (check the indentation of this line and the next: the keys of one mapping, and the \"- \" items of one list, start in the same column)"
+		}
 		return nil, nil, e
 	}
 	c, set = &Config{}, map[string]bool{}
@@ -108,6 +112,9 @@ func parseConfigFile(file string, data []byte) (c *Config, set map[string]bool, 
 	}
 	if top.Kind != yaml.MappingNode {
 		return nil, nil, &ConfigFileError{File: file, Line: top.Line, Msg: "want a mapping of keys (resources:, namespaces:, ...), got " + describe(top)}
+	}
+	if err := foldedLists(file, strings.Split(string(data), "\n"), top, ""); err != nil {
+		return nil, nil, err
 	}
 	known := make([]string, 0, len(fileKeys))
 	for k := range fileKeys {
@@ -131,6 +138,59 @@ func parseConfigFile(file string, data []byte) (c *Config, set map[string]bool, 
 		set[k.Value] = true
 	}
 	return c, set, nil
+}
+
+// indentationError reports whether a YAML syntax error is the kind an
+// indentation slip causes.
+func indentationError(msg string) bool {
+	for _, m := range []string{"did not find expected '-' indicator", "mapping values are not allowed", "did not find expected key", "block sequence entries are not allowed"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldedLists finds the value an indentation slip makes of list items: a
+// "- cm" indented deeper than the "- wdg" above it continues that item,
+// so YAML reads one plain value "wdg - cm" spanning two lines. path is
+// n's key path ("" at the top).
+func foldedLists(file string, lines []string, n *yaml.Node, path string) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if path != "" {
+				p = path + "." + p
+			}
+			if err := foldedLists(file, lines, n.Content[i+1], p); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			if err := foldedLists(file, lines, item, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case yaml.ScalarNode:
+		if n.Style != 0 || !strings.Contains(n.Value, " - ") || n.Line < 1 || n.Line > len(lines) {
+			return nil // quoted or block scalars say what they mean
+		}
+		first := lines[n.Line-1]
+		if c := n.Column - 1; c >= 0 && c <= len(first) && strings.Contains(first[c:], n.Value) {
+			return nil // on one line: meant so
+		}
+		for l := n.Line; l < len(lines); l++ { // lines[l] is line l+1
+			t := strings.TrimSpace(lines[l])
+			if t == "-" || strings.HasPrefix(t, "- ") {
+				return &ConfigFileError{File: file, Line: l + 1, Key: path, Msg: fmt.Sprintf(
+					"%q reads as one value: this \"- \" is indented deeper than the one on line %d, so it continues that item instead of starting one; start every \"- \" of a list in the same column",
+					n.Value, n.Line)}
+			}
+		}
+	}
+	return nil
 }
 
 func unknownKey(file string, k *yaml.Node, prefix string, known []string) error {
@@ -218,6 +278,9 @@ func decodeValue(file, key string, v *yaml.Node, kind fileKind, dst any) error {
 		}
 		*dst.(*[]string) = out
 	case kindResources:
+		if v.Kind == yaml.MappingNode {
+			return &ConfigFileError{File: file, Line: v.Line, Key: key, Msg: "want a list of resources, got a mapping: a list item starts with \"- \" (resources:, then \"  - name: ...\" on the next line)"}
+		}
 		if v.Kind != yaml.SequenceNode {
 			return bad("a list of resources, e.g. resources: [" + orExample(v.Value) + "]")
 		}

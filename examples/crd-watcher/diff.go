@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -286,4 +287,154 @@ func formatValue(v any, present bool) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// underPath reports whether a change at path lies at or under prefix, a
+// field path as the diff spells it: "status" holds status.replicas and
+// status.conditions[type="Ready"].status; "spec.template" does not hold
+// spec.templateRef.
+func underPath(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	rest := path[len(prefix):]
+	return rest == "" || rest[0] == '.' || rest[0] == '['
+}
+
+// update is what an UPDATED event shows: the changes not under
+// --ignore-paths, how many were hidden, and whether the update marks the
+// object Terminating (its deletion was requested and finalizers, or a
+// grace period, hold it).
+type update struct {
+	Changes []Change // sorted by path, those under --ignore-paths left out
+	Ignored int      // changes left out
+
+	// Terminating: the update set metadata.deletionTimestamp, or changed
+	// the finalizers of an object whose deletion is pending.
+	Terminating bool
+	Finalizers  []string // what holds the object (metadata.finalizers after the update)
+	GracePeriod int64    // metadata.deletionGracePeriodSeconds, if above 0
+}
+
+// diffUpdate compares the two states of an updated object.
+func diffUpdate(oldObj, newObj map[string]any, ignore []string) update {
+	var u update
+	for _, c := range Diff(oldObj, newObj) {
+		if slices.ContainsFunc(ignore, func(p string) bool { return underPath(c.Path, p) }) {
+			u.Ignored++
+			continue
+		}
+		u.Changes = append(u.Changes, c)
+	}
+	_, wasDeleting := nestedField(oldObj, "metadata", "deletionTimestamp")
+	_, deleting := nestedField(newObj, "metadata", "deletionTimestamp")
+	if !deleting {
+		return u
+	}
+	finalizersChanged := slices.ContainsFunc(u.Changes, func(c Change) bool { return underPath(c.Path, "metadata.finalizers") })
+	if wasDeleting && !finalizersChanged {
+		return u // an ordinary update of an object being deleted: its diff says it
+	}
+	u.Terminating = true
+	if fs, ok := nestedField(newObj, "metadata", "finalizers"); ok {
+		if l, ok := fs.([]any); ok {
+			for _, f := range l {
+				if s, ok := f.(string); ok {
+					u.Finalizers = append(u.Finalizers, s)
+				}
+			}
+		}
+	}
+	if g, ok := nestedField(newObj, "metadata", "deletionGracePeriodSeconds"); ok {
+		if n, ok := toFloat(g); ok && n > 0 {
+			u.GracePeriod = int64(n)
+		}
+	}
+	return u
+}
+
+func nestedField(obj map[string]any, fields ...string) (any, bool) {
+	var cur any = obj
+	for _, f := range fields {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[f]; !ok {
+			return nil, false
+		}
+	}
+	return cur, cur != nil
+}
+
+// terminatingPaths are the changes a Terminating mark says by itself.
+var terminatingPaths = []string{"metadata.deletionTimestamp", "metadata.deletionGracePeriodSeconds", "metadata.finalizers"}
+
+// text renders the update for the text output: up to inline changes on
+// the line, more one per line below it (indented); a Terminating mark
+// first, as kubectl shows an object whose deletion is pending:
+//
+//	Terminating (finalizers: example.com/hold)
+//	Terminating (grace period 30s); status.phase: "Running" → "Succeeded"
+//
+// Changes under --ignore-paths are counted, not shown; an update that
+// changed nothing else is one short line, "(3 changes under --ignore-paths)".
+func (u update) text(inline, maxLen int) string {
+	changes := u.Changes
+	var head string
+	if u.Terminating {
+		changes = slices.DeleteFunc(slices.Clone(changes), func(c Change) bool {
+			return slices.ContainsFunc(terminatingPaths, func(p string) bool { return underPath(c.Path, p) })
+		})
+		var why []string
+		if u.GracePeriod > 0 {
+			why = append(why, fmt.Sprintf("grace period %ds", u.GracePeriod))
+		}
+		if len(u.Finalizers) > 0 {
+			why = append(why, "finalizers: "+strings.Join(u.Finalizers, ", "))
+		}
+		head = "Terminating"
+		if len(why) > 0 {
+			head += " (" + strings.Join(why, "; ") + ")"
+		}
+	}
+	var ignored string
+	if u.Ignored > 0 {
+		ignored = fmt.Sprintf("%d change", u.Ignored)
+		if u.Ignored > 1 {
+			ignored += "s"
+		}
+		ignored += " under --ignore-paths"
+	}
+	switch {
+	case len(changes) == 0 && head != "":
+		if ignored != "" {
+			return head + " (+" + ignored + ")"
+		}
+		return head
+	case len(changes) == 0 && ignored != "":
+		return "(" + ignored + ")"
+	case len(changes) == 0:
+		return "(no change)"
+	}
+	var b strings.Builder
+	if head != "" {
+		b.WriteString(head + "; ")
+	}
+	if len(changes) <= inline {
+		b.WriteString(FormatChanges(changes, maxLen))
+		if ignored != "" {
+			b.WriteString(" (+" + ignored + ")")
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d changes", len(changes))
+	if ignored != "" {
+		b.WriteString(" (+" + ignored + ")")
+	}
+	b.WriteString(":")
+	for _, c := range changes {
+		b.WriteString("\n    " + FormatChange(c, maxLen))
+	}
+	return b.String()
 }

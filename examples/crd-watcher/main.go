@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -53,8 +54,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crd-watcher: nothing to watch: name resources with --resource (or resources: in --config), or watch every resource with --all\n(see crd-watcher --help)\n")
 		return exitUsage
 	}
+	// The metrics address is taken before anything contacts the API
+	// server: a busy or unusable one is a usage error, whatever the
+	// cluster does.
+	var metricsLn net.Listener
+	if cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "crd-watcher: --metrics-addr: %v\n(see crd-watcher --help)\n", err)
+			return exitUsage
+		}
+		metricsLn = ln
+		defer ln.Close() // served from startWatching on (closing twice is harmless)
+	}
 	logger := setupLogging(cfg.Verbose, stderr)
 	out := newPrinter(stdout, stderr, cfg.Output == "json", cfg.ShowObject)
+	out.ignorePaths = cfg.IgnorePaths
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -78,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if err != nil {
 				return failed(ctx, stderr, err)
 			}
-			if code := startWatching(ctx, w, cfg, out, stderr, true); code >= 0 {
+			if code := startWatching(ctx, w, cfg, metricsLn, out, stderr, true); code >= 0 {
 				return code
 			}
 			if err := runDemo(ctx, c, w); err != nil && ctx.Err() == nil {
@@ -107,7 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "crd-watcher: %v\n", err)
 			return exitError
 		}
-		if code := startWatching(ctx, w, cfg, out, stderr, false); code >= 0 {
+		if code := startWatching(ctx, w, cfg, metricsLn, out, stderr, false); code >= 0 {
 			return code
 		}
 		return waitForEnd(ctx, w, stderr)
@@ -123,9 +138,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // startWatching joins the shard group (--shard-group), resolves the
 // resources, starts the informers, the progress reporter, the metrics
-// server and the SIGUSR1 status table. It returns -1 when everything
-// runs, else an exit code.
-func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, stderr io.Writer, demo bool) int {
+// server (on metricsLn, nil without --metrics-addr) and the SIGUSR1
+// status table. It returns -1 when everything runs, else an exit code.
+func startWatching(ctx context.Context, w *watcher, cfg *Config, metricsLn net.Listener, out *printer, stderr io.Writer, demo bool) int {
 	if err := w.joinGroup(ctx, demo); err != nil {
 		if ctx.Err() != nil {
 			out.info("interrupted while joining shard group %s", cfg.ShardGroup)
@@ -147,14 +162,10 @@ func startWatching(ctx context.Context, w *watcher, cfg *Config, out *printer, s
 		return exitError
 	}
 	w.noteCRDAccess(ctx)
-	if cfg.MetricsAddr != "" {
-		m, err := startMetrics(cfg.MetricsAddr, health{
+	if metricsLn != nil {
+		m := serveMetrics(metricsLn, health{
 			informers: w.metrics, statuses: w.factory.Statuses, counts: w.counts, contactErr: w.contactErr, lastContact: w.lastContact, group: w.group,
 		})
-		if err != nil {
-			fmt.Fprintf(stderr, "crd-watcher: --metrics-addr: %v\n", err)
-			return exitUsage
-		}
 		out.info("metrics: serving /metrics, /healthz, /readyz on http://%s", m.Addr())
 		context.AfterFunc(ctx, m.Close)
 	}

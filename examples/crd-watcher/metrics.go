@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -136,6 +138,7 @@ func registry(h health) *prometheus.Registry {
 		}, func() float64 {
 			return float64(h.lastContact(h.statuses()).UnixMilli()) / 1000
 		}),
+		buildInfoGauge(buildInfo()),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -188,7 +191,19 @@ type metricsServer struct {
 	done chan struct{}
 }
 
+// startMetrics listens on addr and serves there.
 func startMetrics(addr string, h health) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return serveMetrics(ln, h), nil
+}
+
+// serveMetrics serves on ln, which the run opened before it contacted the
+// API server (a bad or busy --metrics-addr is a usage error, found first).
+// Close closes ln.
+func serveMetrics(ln net.Listener, h health) *metricsServer {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(registry(h), promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -204,16 +219,12 @@ func startMetrics(addr string, h health) (*metricsServer, error) {
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
 	m := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		_ = m.srv.Serve(ln)
 	}()
-	return m, nil
+	return m
 }
 
 func (m *metricsServer) Addr() string { return m.ln.Addr().String() }
@@ -223,4 +234,66 @@ func (m *metricsServer) Close() {
 	defer cancel()
 	_ = m.srv.Shutdown(ctx)
 	<-m.done
+}
+
+// buildLabels are the labels of informerkit_build_info.
+type buildLabels struct {
+	Version     string // the watcher's module version; "(devel)" when built from a work tree
+	Informerkit string // the library's module version
+	GoVersion   string
+	ClientGo    string // k8s.io/client-go's module version
+}
+
+// buildInfo reads the binary's build information (runtime/debug).
+func buildInfo() buildLabels {
+	bi, _ := debug.ReadBuildInfo()
+	return buildLabelsOf(bi, runtime.Version())
+}
+
+// buildLabelsOf picks the labels from bi (nil: no build information):
+// a module replaced by another version reports the version built in, a
+// module without a version "(devel)", one not in the binary "unknown".
+func buildLabelsOf(bi *debug.BuildInfo, goVersion string) buildLabels {
+	l := buildLabels{Version: "(devel)", Informerkit: "unknown", GoVersion: goVersion, ClientGo: "unknown"}
+	if bi == nil {
+		return l
+	}
+	if bi.GoVersion != "" {
+		l.GoVersion = bi.GoVersion
+	}
+	version := func(m *debug.Module) string {
+		for m.Replace != nil {
+			m = m.Replace
+		}
+		if m.Version == "" {
+			return "(devel)"
+		}
+		return m.Version
+	}
+	if bi.Main.Path != "" {
+		l.Version = version(&bi.Main)
+	}
+	for _, d := range bi.Deps {
+		switch d.Path {
+		case "k8s.io/client-go":
+			l.ClientGo = version(d)
+		case "github.com/informerkit/informerkit":
+			l.Informerkit = version(d)
+		}
+	}
+	return l
+}
+
+// buildInfoGauge is informerkit_build_info: 1, labelled with the versions
+// built in (the Prometheus convention for build information).
+func buildInfoGauge(l buildLabels) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "informerkit_build_info",
+		Help: "Always 1; the labels say what the watcher was built from: its module version, the informerkit library's, Go's and client-go's.",
+		ConstLabels: prometheus.Labels{
+			"version": l.Version, "informerkit_version": l.Informerkit, "go_version": l.GoVersion, "client_go_version": l.ClientGo,
+		},
+	})
+	g.Set(1)
+	return g
 }

@@ -102,10 +102,14 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"informerkit_server_contact", nil, 1},
 		{"informerkit_server_last_contact_timestamp_seconds", nil, 1700000000.5},
 		{"informerkit_informers_running", nil, 1},
+		{"informerkit_build_info", map[string]string{"version": buildInfo().Version, "go_version": buildInfo().GoVersion, "client_go_version": buildInfo().ClientGo}, 1},
 	} {
 		if got := metricValue(fams, want.name, want.labels); got != want.value {
 			t.Errorf("%s%v = %v, want %v", want.name, want.labels, got, want.value)
 		}
+	}
+	if got := buildInfo(); got.GoVersion == "" || got.ClientGo == "" || got.Version == "" {
+		t.Errorf("build info %+v has an empty label", got)
 	}
 	if fams["informerkit_events_total"].GetType() != dto.MetricType_COUNTER || fams["informerkit_objects_cached"].GetType() != dto.MetricType_GAUGE {
 		t.Errorf("types: events %v, objects %v; want counter, gauge", fams["informerkit_events_total"].GetType(), fams["informerkit_objects_cached"].GetType())

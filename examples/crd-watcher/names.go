@@ -112,10 +112,11 @@ func guessPlural(kind string) string {
 	return k + "s"
 }
 
-// groupOrCategoryError explains an --all selection that matches nothing:
-// which --group or --category the server does not know, with the closest
-// ones it does.
-func groupOrCategoryError(groups, categories []string, served []discoveryresolver.Resource) error {
+// unknownSelection lists each --group and --category that no served
+// resource has, with the closest ones the server knows: `--category
+// "gatway-api": the server knows no such category; did you mean
+// gateway-api?`. Empty when the server knows every one.
+func unknownSelection(groups, categories []string, served []discoveryresolver.Resource) []string {
 	knownGroups, knownCats := map[string]bool{}, map[string]bool{}
 	for _, r := range served {
 		knownGroups[r.GVR.Group] = true
@@ -149,10 +150,40 @@ func groupOrCategoryError(groups, categories []string, served []discoveryresolve
 	}
 	check("group", groups, knownGroups)
 	check("category", categories, knownCats)
+	return problems
+}
+
+// groupOrCategoryError explains an --all selection that matches nothing:
+// which --group or --category the server does not know, with the closest
+// ones it does.
+func groupOrCategoryError(groups, categories []string, served []discoveryresolver.Resource) error {
+	problems := unknownSelection(groups, categories, served)
 	if len(problems) == 0 {
 		return usagef("--all: no served resource that supports list and watch matches --group %s --category %s together", strings.Join(groups, ","), strings.Join(categories, ","))
 	}
 	return usagef("nothing to watch: %s", strings.Join(problems, "; "))
+}
+
+// checkSelection judges an --all selection once discovery has answered
+// (matched: the resources it matches now). A --group or --category that
+// no served resource has is a usage error, as an unknown --resource is,
+// also when the others match; under --wait-for-crds it is waited for
+// instead, and note (called once) says so in one line. A selection that
+// matches nothing is an error, or under --wait-for-crds a wait.
+func checkSelection(groups, categories []string, matched int, waitForCRDs bool, served []discoveryresolver.Resource, note func(format string, args ...any)) error {
+	problems := unknownSelection(groups, categories, served)
+	switch {
+	case !waitForCRDs && matched == 0:
+		return groupOrCategoryError(groups, categories, served)
+	case !waitForCRDs && len(problems) > 0:
+		return usagef("--all: %s (with --wait-for-crds it is waited for)", strings.Join(problems, "; "))
+	case len(problems) > 0:
+		note("waiting (--wait-for-crds): %s; no served resource has it yet, resources that join it are watched when they are served", strings.Join(problems, "; "))
+	case matched == 0:
+		note("waiting (--wait-for-crds): no served resource matches --group %s --category %s yet; resources that match are watched when they are served",
+			strings.Join(groups, ","), strings.Join(categories, ","))
+	}
+	return nil
 }
 
 // gvrString spells a GVR the way kubectl accepts it fully qualified:

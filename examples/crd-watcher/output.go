@@ -35,7 +35,11 @@ type jsonEvent struct {
 	FinalStateUnknown bool     `json:"finalStateUnknown,omitempty"`
 	NoLongerMatches   bool     `json:"noLongerMatches,omitempty"`
 	Diff              []Change `json:"diff,omitempty"`
-	Object            any      `json:"object,omitempty"`
+	// IgnoredChanges, Terminating and Finalizers: see update (diff.go).
+	IgnoredChanges int      `json:"ignoredChanges,omitempty"`
+	Terminating    bool     `json:"terminating,omitempty"`
+	Finalizers     []string `json:"finalizers,omitempty"`
+	Object         any      `json:"object,omitempty"`
 }
 
 // jsonStatus is one line of -o json output for an informer state change
@@ -98,6 +102,8 @@ type printer struct {
 	json       bool
 	showObject bool
 	now        func() time.Time
+
+	ignorePaths []string // --ignore-paths: changes under these are not shown
 }
 
 func newPrinter(out, errOut io.Writer, jsonMode, showObject bool) *printer {
@@ -124,10 +130,10 @@ func (p *printer) event(ev subscription.Event, unmatched string) {
 	if !ok {
 		return
 	}
-	var changes []Change
+	var upd update
 	if ev.Type == subscription.Updated {
 		if old, ok := objectOf(ev.OldObject); ok {
-			changes = Diff(old.Object, u.Object)
+			upd = diffUpdate(old.Object, u.Object, p.ignorePaths)
 		}
 	}
 	now := p.now()
@@ -137,7 +143,7 @@ func (p *printer) event(ev subscription.Event, unmatched string) {
 			Group: ev.GVR.Group, Version: ev.GVR.Version, Resource: ev.GVR.Resource,
 			Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion(),
 			Initial: ev.IsInitialList, FinalStateUnknown: ev.FinalStateUnknown, NoLongerMatches: unmatched != "",
-			Diff: changes,
+			Diff: upd.Changes, IgnoredChanges: upd.Ignored, Terminating: upd.Terminating, Finalizers: upd.Finalizers,
 		}
 		if p.showObject {
 			je.Object = u.Object
@@ -151,17 +157,8 @@ func (p *printer) event(ev subscription.Event, unmatched string) {
 	}
 	var detail string
 	switch {
-	case ev.Type == subscription.Updated && len(changes) == 0:
-		detail = "(no change)"
-	case ev.Type == subscription.Updated && len(changes) <= inlineChanges:
-		detail = FormatChanges(changes, maxValueLen)
 	case ev.Type == subscription.Updated:
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d changes:", len(changes))
-		for _, c := range changes {
-			b.WriteString("\n    " + FormatChange(c, maxValueLen))
-		}
-		detail = b.String()
+		detail = upd.text(inlineChanges, maxValueLen)
 	case unmatched != "":
 		detail = fmt.Sprintf("(no longer matches the selector %s; the object still exists)", unmatched)
 	case ev.IsInitialList:

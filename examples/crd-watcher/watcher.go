@@ -287,10 +287,7 @@ func (w *watcher) setup(ctx context.Context) error {
 			return w.serverError("discovery", err)
 		}
 		w.sub = sub
-		if len(sub.Resources()) == 0 && !w.cfg.WaitForCRDs {
-			return groupOrCategoryError(w.cfg.Groups, w.cfg.Categories, w.servedResources(ctx))
-		}
-		return nil
+		return checkSelection(w.cfg.Groups, w.cfg.Categories, len(sub.Resources()), w.cfg.WaitForCRDs, w.servedResources(ctx), w.out.info)
 	}
 	seen := map[string]bool{}
 	for _, r := range w.cfg.Resources {
