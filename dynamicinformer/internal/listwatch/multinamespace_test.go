@@ -97,12 +97,12 @@ func newMulti(s *nsServer) (*MultiNamespace, *[]map[string]error) {
 		Funcs: s.funcs(), Namespaces: []string{"a", "b"},
 		Selectors: Selectors{Label: "app=x"},
 		Lists:     UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
-		ForbiddenNamespaces: func(m map[string]error) {
+		Hook: func(l Listed) {
 			mu.Lock()
-			told = append(told, m)
+			told = append(told, l.Denied)
 			mu.Unlock()
 		},
-		RetryForbidden: 100 * time.Millisecond,
+		Recheck: 100 * time.Millisecond,
 	}, &told
 }
 
@@ -186,7 +186,7 @@ func TestMultiNamespaceListAndWatch(t *testing.T) {
 // Issue 20, defect 14: with one namespace forbidden, the old informer
 // delivered nothing at all. Now the list holds the allowed namespace's
 // objects, the hook is told which namespace was refused, the watch covers
-// only the listed namespaces and ends after RetryForbidden (so the
+// only the listed namespaces and ends after Recheck (so the
 // reflector relists and tries the refused one again); if every namespace
 // is refused, the list fails.
 func TestMultiNamespaceForbiddenNamespace(t *testing.T) {
@@ -228,7 +228,7 @@ func TestMultiNamespaceForbiddenNamespace(t *testing.T) {
 	}
 	drain(t, w)
 	if took := time.Since(start); took < 90*time.Millisecond {
-		t.Fatalf("merged watch ended after %v, before RetryForbidden", took)
+		t.Fatalf("merged watch ended after %v, before Recheck", took)
 	}
 	// The namespace is allowed again: the relist reads both and says so.
 	s.mu.Lock()
