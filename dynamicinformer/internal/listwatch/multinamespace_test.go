@@ -342,3 +342,89 @@ func TestListBuilders(t *testing.T) {
 		t.Fatal("a builder of a non-list type did not fail")
 	}
 }
+
+// With Resolve, each list reads what it answers (denied namespaces are
+// not listed and are told to the hook, with the next check); a merged
+// watch asks it again every Recheck and ends when the answer changes, so
+// the reflector relists; All lists and watches all namespaces at once;
+// with AllowNone, no namespace is an empty list.
+func TestMultiNamespaceResolve(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	s.objects[""] = append(slices.Clone(s.objects["a"]), s.objects["b"]...)
+	s.rv[""] = "9"
+	var mu sync.Mutex
+	answer := NamespaceSet{Names: []string{"a"}, Denied: map[string]error{"b": errors.New("may not list b")}}
+	resolves := 0
+	var heard []Listed
+	lw := &MultiNamespace{Funcs: s.funcs(), Lists: UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		Resolve: func(context.Context) (NamespaceSet, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			resolves++
+			return answer, nil
+		},
+		Hook:      func(l Listed) { mu.Lock(); heard = append(heard, l); mu.Unlock() },
+		Recheck:   200 * time.Millisecond,
+		AllowNone: true,
+	}
+	set := func(a NamespaceSet) { mu.Lock(); answer = a; mu.Unlock() }
+	ctx := context.Background()
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || !slices.Equal(listNames(t, obj), []string{"a/a1", "a/a2"}) {
+		t.Fatalf("list: %v %v", obj, err)
+	}
+	if l := heard[0]; !slices.Equal(l.Names, []string{"a"}) || l.Denied["b"] == nil || l.Next.IsZero() {
+		t.Fatalf("hook told %+v", l)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same answer: the watch runs on past a few re-checks.
+	time.Sleep(700 * time.Millisecond)
+	select {
+	case _, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("merged watch ended with the answer unchanged")
+		}
+	default:
+	}
+	mu.Lock()
+	checked := resolves
+	mu.Unlock()
+	if checked < 3 {
+		t.Fatalf("%d resolves, want the list's and re-checks every 200 ms", checked)
+	}
+	set(NamespaceSet{All: true})
+	start := time.Now()
+	drain(t, w)
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("merged watch ended %v after the answer changed", took)
+	}
+	obj, err = lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || len(listNames(t, obj)) != 3 || !heard[1].All {
+		t.Fatalf("relist over all namespaces: %v, told %+v", err, heard[1])
+	}
+	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	watched := slices.Clone(s.watched)
+	s.mu.Unlock()
+	if !slices.Equal(watched, []string{"a", ""}) {
+		t.Fatalf("watched %q, want a, then all namespaces at once", watched)
+	}
+	w.Stop()
+	drain(t, w)
+	set(NamespaceSet{Denied: map[string]error{"a": errors.New("no"), "b": errors.New("no")}})
+	obj, err = lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || len(listNames(t, obj)) != 0 {
+		t.Fatalf("nothing permitted with AllowNone: %v, %v; want an empty list", obj, err)
+	}
+	lw.AllowNone = false
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err == nil {
+		t.Fatal("nothing permitted without AllowNone: no error")
+	}
+}
