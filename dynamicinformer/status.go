@@ -53,7 +53,7 @@ const (
 // Status is a snapshot of one informer's state.
 type Status struct {
 	GVR           schema.GroupVersionResource
-	Namespaces    []string // empty: all namespaces
+	Namespaces    []string // empty: all namespaces (WithPermittedNamespaces: see Permitted)
 	LabelSelector string
 	FieldSelector string
 	MetadataOnly  bool
@@ -70,9 +70,9 @@ type Status struct {
 	OutsideShard int64
 	State        State
 	// Err says what is wrong, nil when nothing is: why the informer is
-	// Failed, Pending (ErrNotServed) or Removed, or, with Synced or
-	// Stale, the namespaces of a several-namespace informer that are forbidden (the
-	// others are cached). It is an *InformerError: errors.Is(err,
+	// Failed, Pending (ErrNotServed) or Removed, or, with Syncing, Synced
+	// or Stale, the namespaces of a several-namespace informer that are
+	// denied (the others are cached; see Denied). It is an *InformerError: errors.Is(err,
 	// ErrForbidden), ErrNotServed, ErrInvalid, ...; errors.As
 	// reaches the server's *apierrors.StatusError where there is one. A
 	// failure the reflector recovers from by itself on a synced cache (a

@@ -450,6 +450,8 @@ func (w *watcher) onStatus(st dynamicinformer.Status) {
 	w.tr.observe(st)
 	if st.State == dynamicinformer.Failed {
 		w.fail(fmt.Errorf("%s failed: %s", gvrString(st.GVR), statusDetail(st)))
+	} else if len(st.Denied) > 0 && (st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale) {
+		w.fail(fmt.Errorf("%s not ready: %s", gvrString(st.GVR), deniedText(st)))
 	}
 }
 
