@@ -126,7 +126,9 @@ func TestPermittedNamespacesSpec(t *testing.T) {
 	other := f.ForResource(crontabs, dynamicinformer.WithPermittedNamespaces("a"))
 	plain := f.ForResource(crontabs, dynamicinformer.WithNamespaces("a", "b"))
 	last := f.ForResource(crontabs, dynamicinformer.WithPermittedNamespaces("a", "b"), dynamicinformer.WithNamespaces("a", "b"))
-	same := func(a, b *dynamicinformer.InformerHandle) bool { return a.Informer().GetIndexer() == b.Informer().GetIndexer() }
+	same := func(a, b *dynamicinformer.InformerHandle) bool {
+		return a.Informer().GetIndexer() == b.Informer().GetIndexer()
+	}
 	if !same(p1, p2) || same(p1, other) || same(p1, plain) || !same(last, plain) {
 		t.Fatal("WithPermittedNamespaces is not part of the informer's spec as documented")
 	}
