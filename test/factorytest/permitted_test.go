@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/test/controlplane"
@@ -373,4 +375,63 @@ func TestPermittedClusterWide(t *testing.T) {
 	none.Shutdown()
 	leaks.VerifyNoLeaks(t)
 	t.Logf("cluster-wide user: %d list, %d watch (cluster-wide), %d namespaced watches", lists, clusterWatches, nsWatches)
+}
+
+// TestPermittedCost measures the reviews of WithPermittedNamespaces at
+// 200 namespaces (Roles in 20; the user may not list namespaces, so the
+// 200 are candidates): on start and per minute while steady, with the
+// default re-check period, for two resources (configmaps and secrets) in
+// one factory, which share the rules reviews. INFORMERKIT_PERMITTED_COST=1
+// runs it (it takes about 100 s); docs/PERFORMANCE.md records it.
+func TestPermittedCost(t *testing.T) {
+	if os.Getenv("INFORMERKIT_PERMITTED_COST") == "" {
+		t.Skip("INFORMERKIT_PERMITTED_COST not set")
+	}
+	ctx := ctxT(t, 5*time.Minute)
+	const total, granted = 200, 20
+	var ns []string
+	for i := 0; i < total; i++ {
+		n := unique("cost")
+		if err := cp.CreateNamespace(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		ns = append(ns, n)
+	}
+	user := unique("cost-user")
+	rule := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"list", "watch"}}
+	for _, n := range ns[:granted] {
+		if err := cp.Grant(ctx, user, n, "read", rule); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, counter := controlplane.CountRequests(cp.UserConfig(user))
+	leaks := controlplane.SnapshotGoroutines()
+	f := newFactory(t, cfg)
+	defer f.Shutdown()
+	hs := []*dynamicinformer.InformerHandle{
+		f.ForResource(configmaps, dynamicinformer.WithPermittedNamespaces(ns...)),
+		f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, dynamicinformer.WithPermittedNamespaces(ns...)),
+	}
+	start := time.Now()
+	f.Start(ctx)
+	for _, h := range hs {
+		eventually(t, ctx, "ready", func() bool { return h.Status().Ready() && len(h.Status().Permitted) == granted })
+	}
+	synced := time.Since(start).Round(time.Millisecond)
+	ssrr, ssar := counter.Count("post", "selfsubjectrulesreviews"), counter.Count("post", "selfsubjectaccessreviews")
+	watches := counter.Count("watch", "")
+	if ssrr > total+5 {
+		t.Fatalf("%d rules reviews on start for %d namespaces and 2 resources, want one per namespace", ssrr, total)
+	}
+	counter.Reset()
+	time.Sleep(time.Minute)
+	steadyRR, steadyAR := counter.Count("post", "selfsubjectrulesreviews"), counter.Count("post", "selfsubjectaccessreviews")
+	lw := counter.Count("list", "/configmaps") + counter.Count("list", "/secrets") + counter.Count("watch", "")
+	if steadyRR > 3*total || lw != 0 {
+		t.Fatalf("steady minute: %d rules reviews, %d lists/watches; want at most 3 rounds of %d and none", steadyRR, lw, total)
+	}
+	f.Shutdown()
+	leaks.VerifyNoLeaks(t)
+	t.Logf("%d namespaces (%d permitted), 2 resources: Synced after %v with %d SSRR + %d SSAR, %d watches; steady minute (period 30 s): %d SSRR + %d SSAR, %d lists/watches",
+		total, granted, synced, ssrr, ssar, watches, steadyRR, steadyAR, lw)
 }

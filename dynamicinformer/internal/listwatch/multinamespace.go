@@ -100,6 +100,7 @@ type MultiNamespace struct {
 	listed   NamespaceSet // the namespaces the last list read (Denied: by Resolve)
 	resolved NamespaceSet // what Resolve answered for it
 	refused  bool         // the server refused some namespace of it
+	next     time.Time    // when its namespaces are checked again (zero: not)
 }
 
 var _ toolscache.ListerWatcherWithContext = (*MultiNamespace)(nil)
@@ -188,7 +189,7 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		next = nextCheck(time.Now(), lw.recheck())
 	}
 	lw.mu.Lock()
-	lw.listRV, lw.consumed, lw.refused = rv, false, refused
+	lw.listRV, lw.consumed, lw.refused, lw.next = rv, false, refused, next
 	lw.listed = NamespaceSet{All: set.All && len(listed) > 0, Names: listed}
 	lw.resolved = set
 	lw.mu.Unlock()
@@ -233,7 +234,7 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	lw.mu.Lock()
 	fresh := !lw.consumed && o.ResourceVersion == lw.listRV
 	lw.consumed = true
-	listed, resolved, refused := lw.listed, lw.resolved, lw.refused
+	listed, resolved, refused, next := lw.listed, lw.resolved, lw.refused, lw.next
 	lw.mu.Unlock()
 	if !fresh {
 		return nil, reflectorseam.Expired("a watch over several namespaces resumes by relisting")
@@ -254,7 +255,8 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	}
 	m := &mergedWatch{period: lw.recheck(), next: lw.Next}
 	if refused {
-		m.lifetime = lw.recheck()
+		// Until the check the list announced (Listed.Next).
+		m.lifetime = max(time.Until(next), time.Millisecond)
 	}
 	if lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0) {
 		m.changed = func(ctx context.Context) bool {
