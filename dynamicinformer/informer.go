@@ -126,7 +126,7 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 			p := &access.Permitter{Reviewer: deps.review, Group: gvr.Group, Resource: func() string { return e.currentGVR().Resource },
 				Namespaces: cfg.candidates, Discover: true}
 			mn.Resolve = func(ctx context.Context) (listwatch.NamespaceSet, error) { return namespaceSet(p.Resolve(ctx)) }
-			mn.Follow, mn.AllowNone = true, true
+			mn.Follow, mn.AllowNone, mn.PerNamespace = true, true, permittedReviewEvery
 		}
 		inner = mn
 		// A merged watch asks for no bookmarks (a quiet one would be
@@ -641,6 +641,12 @@ func innermost(err error) error {
 		}
 	}
 }
+
+// permittedReviewEvery bounds the re-checks of a WithPermittedNamespaces
+// informer: its period is at least this times its namespaces, so they
+// cost at most 10 rules reviews a second (600 a minute), shared by the
+// factory's informers.
+const permittedReviewEvery = 100 * time.Millisecond
 
 // namespacesListed: a several-namespace list read some namespaces and
 // not others (denied by the access check or refused by the server).

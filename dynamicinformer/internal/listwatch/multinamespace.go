@@ -93,6 +93,10 @@ type MultiNamespace struct {
 	Next func(time.Time)
 	// Recheck overrides DefaultRecheck.
 	Recheck time.Duration
+	// PerNamespace, if set, stretches the re-check period to at least
+	// this times the namespaces Resolve answered for (listed and denied),
+	// bounding the reviews a re-check costs per second.
+	PerNamespace time.Duration
 
 	mu       sync.Mutex // guards listRV, consumed, listed
 	listRV   string
@@ -101,6 +105,7 @@ type MultiNamespace struct {
 	resolved NamespaceSet // what Resolve answered for it
 	refused  bool         // the server refused some namespace of it
 	next     time.Time    // when its namespaces are checked again (zero: not)
+	period   time.Duration
 }
 
 var _ toolscache.ListerWatcherWithContext = (*MultiNamespace)(nil)
@@ -184,12 +189,13 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		return nil, firstDenied(denied, append(append([]string(nil), lw.Namespaces...), namespaces...))
 	}
 	rv := strconv.FormatUint(maxRV, 10)
+	period := max(lw.recheck(), time.Duration(len(set.Names)+len(set.Denied))*lw.PerNamespace)
 	var next time.Time
 	if refused || (lw.Resolve != nil && (lw.Follow || len(set.Denied) > 0)) {
-		next = nextCheck(time.Now(), lw.recheck())
+		next = nextCheck(time.Now(), period)
 	}
 	lw.mu.Lock()
-	lw.listRV, lw.consumed, lw.refused, lw.next = rv, false, refused, next
+	lw.listRV, lw.consumed, lw.refused, lw.next, lw.period = rv, false, refused, next, period
 	lw.listed = NamespaceSet{All: set.All && len(listed) > 0, Names: listed}
 	lw.resolved = set
 	lw.mu.Unlock()
@@ -234,7 +240,7 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	lw.mu.Lock()
 	fresh := !lw.consumed && o.ResourceVersion == lw.listRV
 	lw.consumed = true
-	listed, resolved, refused, next := lw.listed, lw.resolved, lw.refused, lw.next
+	listed, resolved, refused, next, period := lw.listed, lw.resolved, lw.refused, lw.next, lw.period
 	lw.mu.Unlock()
 	if !fresh {
 		return nil, reflectorseam.Expired("a watch over several namespaces resumes by relisting")
@@ -253,7 +259,7 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		}
 		watches = append(watches, w)
 	}
-	m := &mergedWatch{period: lw.recheck(), next: lw.Next}
+	m := &mergedWatch{period: period, next: lw.Next}
 	if refused {
 		// Until the check the list announced (Listed.Next).
 		m.lifetime = max(time.Until(next), time.Millisecond)
