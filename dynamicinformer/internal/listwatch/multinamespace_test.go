@@ -429,3 +429,24 @@ func TestMultiNamespaceResolve(t *testing.T) {
 		t.Fatal("nothing permitted without AllowNone: no error")
 	}
 }
+
+// PerNamespace stretches the re-check period with the namespaces
+// checked.
+func TestMultiNamespacePerNamespace(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	var next time.Time
+	lw := &MultiNamespace{Funcs: s.funcs(), Lists: UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		Resolve: func(context.Context) (NamespaceSet, error) {
+			return NamespaceSet{Names: []string{"a", "b"}, Denied: map[string]error{"c": errors.New("no")}}, nil
+		},
+		Follow: true, Recheck: 10 * time.Millisecond, PerNamespace: time.Second,
+		Next: func(t time.Time) { next = t },
+	}
+	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if until := time.Until(next); until < 1500*time.Millisecond || until > 4500*time.Millisecond {
+		t.Fatalf("next check in %v, want 1.5 to 4.5 s (a multiple of the 3 s period, at least half of it away)", until)
+	}
+}
