@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,14 +48,27 @@ type Permitter struct {
 	// server's namespaces (Reviewer.ListNamespaces, shared) or, if it
 	// may not list them, of Namespaces, by its rules review.
 	Discover bool
+
+	mu   sync.Mutex // guards last
+	last time.Time  // when the last Resolve finished
 }
 
-// Resolve answers from answers at most Reviewer.MaxAge old. An error is
-// no answer (a review or the namespace list failed; ErrNoNamespaces,
-// wrapping the server's 403, when there is nothing to check).
+// Resolve answers from answers at most Reviewer.MaxAge old and started
+// after its previous Resolve finished (so a re-check sees what changed
+// since; other informers' answers of the same instant are shared). An
+// error is no answer (a review or the namespace list failed;
+// ErrNoNamespaces, wrapping the server's 403, when there is nothing to
+// check).
 func (p *Permitter) Resolve(ctx context.Context) (Scope, error) {
 	r := p.Reviewer
-	since := r.since(time.Time{})
+	p.mu.Lock()
+	since := r.since(p.last)
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.last = r.now()
+		p.mu.Unlock()
+	}()
 	group, resource := p.Group, p.Resource()
 	candidates := p.Namespaces
 	if p.Discover {

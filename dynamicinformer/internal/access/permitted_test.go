@@ -49,6 +49,20 @@ func TestPermitterResolve(t *testing.T) {
 	if _, rules := f.counts(); rules != 3 {
 		t.Fatalf("%d rules reviews, want one per namespace", rules)
 	}
+	// A re-check asks again (answers from before it finished are not
+	// used), and sees a grant.
+	pm := permitter(f, listed)
+	if _, err := pm.Resolve(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.setRules("b", Rules{Resource: []Rule{grant("list", "watch")}})
+	if s, err := pm.Resolve(context.Background()); err != nil || !slices.Equal(s.Namespaces, []string{"a", "b"}) {
+		t.Fatalf("re-check after a grant: %+v, %v", s, err)
+	}
+	if _, rules := f.counts(); rules != 9 {
+		t.Fatalf("%d rules reviews after two more resolves, want 9 (fresh answers each time)", rules)
+	}
+	f.setRules("b", Rules{Resource: []Rule{grant("list")}})
 
 	s, err = permitter(f, refused, "a", "b").Resolve(context.Background())
 	if err != nil || !slices.Equal(s.Namespaces, []string{"a"}) || len(s.Denied) != 1 {
