@@ -144,6 +144,20 @@ func TestPermittedTwoNamespaces(t *testing.T) {
 			if check && deniedLists != 0 {
 				t.Fatalf("%d lists of the denied namespace with the access check on, want 0", deniedLists)
 			}
+			// No 403 loop: while denied, a retry per period.
+			counter.Reset()
+			const window = 3 * period
+			time.Sleep(window)
+			retries := counter.Count("list", "/namespaces/"+denied+"/configmaps")
+			relists := counter.Count("list", "/namespaces/"+allowed+"/configmaps")
+			reviews := counter.Count("post", "selfsubjectrulesreviews") + counter.Count("post", "selfsubjectaccessreviews")
+			if max := int(window/period) + 1; retries > max || relists > max || (check && retries != 0) || (!check && reviews != 0) {
+				t.Fatalf("denied for %v: %d lists of %s, %d of %s, %d reviews; want at most %d (0 of %s with the check, no review without)",
+					window, retries, denied, relists, allowed, reviews, max, denied)
+			}
+			if !check && retries == 0 {
+				t.Fatalf("denied for %v without the check: no retry of %s", window, denied)
+			}
 			if err := cp.Grant(ctx, user, denied, "cm", readConfigMaps); err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +178,8 @@ func TestPermittedTwoNamespaces(t *testing.T) {
 			}
 			f.Shutdown()
 			leaks.VerifyNoLeaks(t)
-			t.Logf("access check %v: Synced (not ready, %s denied) after %v, %d lists of it; its objects arrived %v after the grant", check, denied, synced, deniedLists, took)
+			t.Logf("access check %v: Synced (not ready, %s denied) after %v, %d lists of it; denied for %v: %d lists of it, %d relists of %s, %d reviews; its objects arrived %v after the grant",
+				check, denied, synced, deniedLists, window, retries, relists, allowed, reviews, took)
 		})
 	}
 }
