@@ -151,9 +151,9 @@ func TestPermittedTwoNamespaces(t *testing.T) {
 			retries := counter.Count("list", "/namespaces/"+denied+"/configmaps")
 			relists := counter.Count("list", "/namespaces/"+allowed+"/configmaps")
 			reviews := counter.Count("post", "selfsubjectrulesreviews") + counter.Count("post", "selfsubjectaccessreviews")
-			if max := int(window/period) + 1; retries > max || relists > max || (check && retries != 0) || (!check && reviews != 0) {
+			if most := int(window/period) + 1; retries > most || relists > most || (check && retries != 0) || (!check && reviews != 0) {
 				t.Fatalf("denied for %v: %d lists of %s, %d of %s, %d reviews; want at most %d (0 of %s with the check, no review without)",
-					window, retries, denied, relists, allowed, reviews, max, denied)
+					window, retries, denied, relists, allowed, reviews, most, denied)
 			}
 			if !check && retries == 0 {
 				t.Fatalf("denied for %v without the check: no retry of %s", window, denied)
