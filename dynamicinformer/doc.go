@@ -132,8 +132,34 @@
 // namespace and merges them into one informer. Because a merged watch
 // cannot resume from one resourceVersion, every watch restart relists
 // (each namespace in pages of 500, as client-go's reflector lists). A
-// namespace the caller may not list does not keep the others from
-// syncing: Status.Err names it (ErrForbidden) and it is retried every 30 s.
+// namespace the caller may not list (its 403, or with WithAccessCheck the
+// missing verbs, found before any list is sent) does not keep the others
+// from syncing and delivering: Status.Denied names it with why,
+// Status.Err says ErrForbidden, Status.Ready is false (the state stays
+// Synced), and it is tried again every Options.AccessRecheckPeriod (30 s;
+// Status.NextAccessCheck), coming in as adds once allowed.
+//
+// # Permitted namespaces
+//
+// WithPermittedNamespaces lets RBAC decide the namespaces: the informer
+// holds the resource's objects in exactly the namespaces where its user
+// may list and watch it, and follows grants, revocations, and namespaces
+// created or deleted while it runs. The namespaces are the server's (a
+// namespace list, shared by the factory's informers) or, for a user who
+// may not list them, the candidates given; permission comes from the
+// factory's shared reviews: two SelfSubjectAccessReviews for all
+// namespaces (a user who may list and watch cluster-wide gets one
+// cluster-wide list and watch), else one SelfSubjectRulesReview per
+// namespace, which answers for every resource of that namespace. Every
+// Options.AccessRecheckPeriod (30 s; at least 100 ms per namespace
+// checked, so at most 10 rules reviews a second), at the same instants for all
+// informers so they share the reviews, the answer is asked again; when a
+// watch ends (a 403 too) it is asked at once. A changed answer ends the
+// merged watch and the informer relists: the new namespaces' objects
+// arrive as adds, the lost ones' leave as deletes. Nothing changed costs
+// reviews only, no list or watch. Status.Permitted and NotPermitted say
+// what is held and what not (with the missing verbs); with no permitted
+// namespace the informer is Synced and empty.
 //
 // # Handlers
 //
@@ -195,6 +221,9 @@
 // check (SelfSubjectRulesReview): user "alice" may not watch
 // widgets.example.com in namespace a`); it sends no list or watch, and asks again 1 s later,
 // doubling to every 30 s, until access is granted, then syncs by itself.
+// An informer over several namespaces is held only while none is allowed;
+// then it lists the allowed ones and names the others in Status.Denied
+// (see Several namespaces).
 // Without the check the first list's 403 says the same, in the server's
 // words, and the reflector retries the list at its back-off. A review
 // that cannot be made does not hold the informer: it is logged once and

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/informerkit/informerkit/dynamicinformer/internal/access"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
 )
@@ -78,7 +79,7 @@ func classify(gvr schema.GroupVersionResource, err error) error {
 	}
 	var kind error
 	switch {
-	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), errors.Is(err, access.ErrDenied):
 		kind = ErrForbidden
 	case apierrors.IsNotFound(err):
 		kind = ErrNotServed

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/watchlist"
 
 	ikcache "github.com/informerkit/informerkit/cache"
@@ -101,7 +104,7 @@ func newFactory(client dynamic.Interface, contact *contactMonitor, opts Options)
 		contact:   contact,
 	}
 	if client != nil {
-		f.reviews = access.NewReviewer(access.DynamicClient(client))
+		f.reviews = f.newReviewer(access.DynamicClient(client))
 	}
 	contact.probeThrough(client)
 	contact.setOnChange(f.contactChanged)
@@ -146,7 +149,7 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Factory, error) {
 	}
 	opts.discovery, opts.decodingClients = disc, clients
 	f := newFactory(dyn, monitor, opts)
-	f.reviews = access.NewReviewer(reviews) // a request budget of their own
+	f.reviews = f.newReviewer(reviews) // a request budget of their own
 	return f, nil
 }
 
@@ -290,6 +293,7 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 	deps.initialLists = f.initialLists
 	deps.review = f.reviews
 	deps.accessBackoff = f.cfg.accessBackoff
+	deps.recheck = f.cfg.accessRecheck
 	var e *entry
 	current := func() schema.GroupVersionResource {
 		if e == nil {
@@ -582,3 +586,26 @@ func (f *Factory) Statuses() []Status {
 // order, from one goroutine (see Goroutines and blocking). Call remove to
 // stop.
 func (f *Factory) OnStatusChange(fn func(Status)) (remove func()) { return f.notifier.subscribe(fn) }
+
+// newReviewer is the factory's shared Reviewer on c; it lists namespaces
+// (for WithPermittedNamespaces) through the factory's dynamic client.
+func (f *Factory) newReviewer(c access.Client) *access.Reviewer {
+	r := access.NewReviewer(c)
+	client := f.client
+	r.ListNamespaces = func(ctx context.Context) ([]string, error) {
+		var names []string
+		err := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.Resource(namespacesGVR).List(ctx, o)
+		}).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+			if m, err := meta.Accessor(obj); err == nil {
+				names = append(names, m.GetName())
+			}
+			return nil
+		})
+		slices.Sort(names)
+		return names, err
+	}
+	return r
+}
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,16 +56,20 @@ type entry struct {
 	synced chan struct{} // closed when the state first becomes Synced
 	wake   chan struct{} // nudges the sync monitor
 
-	shard        entryShard             // WithShard, WithShardSource
-	outsideShard atomic.Int64           // objects the server sent outside the shard, dropped
-	lastContact  atomic.Int64           // unix nanoseconds of the last request the server answered
-	stopReason   atomic.Pointer[string] // what Stopped will say (set before the run context is cancelled)
+	shard        entryShard                       // WithShard, WithShardSource
+	outsideShard atomic.Int64                     // objects the server sent outside the shard, dropped
+	lastContact  atomic.Int64                     // unix nanoseconds of the last request the server answered
+	nextCheck    atomic.Int64                     // unix nanoseconds of the next namespace check (0: none)
+	permit       atomic.Pointer[access.Permitter] // WithAccessCheck over several namespaces
+	stopReason   atomic.Pointer[string]           // what Stopped will say (set before the run context is cancelled)
 
-	pubMu     sync.Mutex        // serializes applying events' effects, so statuses are published in order; taken before mu
-	mu        sync.Mutex        // guards lc, panics, lastPanic
-	lc        lifecycle.Machine // the informer's state; changed only by apply
-	panics    int64             // panics recovered from handlers added through the handle
-	lastPanic *eventhandler.PanicError
+	pubMu       sync.Mutex        // serializes applying events' effects, so statuses are published in order; taken before mu
+	mu          sync.Mutex        // guards lc, panics, lastPanic
+	lc          lifecycle.Machine // the informer's state; changed only by apply
+	panics      int64             // panics recovered from handlers added through the handle
+	denied      map[string]string // namespaces not listed, and why (Status.Denied or NotPermitted)
+	permittedNS []string          // WithPermittedNamespaces: the namespaces held (Status.Permitted)
+	lastPanic   *eventhandler.PanicError
 }
 
 // entryDeps is what an entry needs from outside.
@@ -84,6 +90,8 @@ type entryDeps struct {
 	// re-check back-off (zero: access's defaults).
 	review        *access.Reviewer
 	accessBackoff struct{ min, max time.Duration }
+	// recheck is Options.AccessRecheckPeriod (defaulted).
+	recheck time.Duration
 }
 
 var _ presence.Member = (*entry)(nil)
@@ -108,9 +116,19 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 	}
 	var inner toolscache.ListerWatcherWithContext
 	idle := deps.watchIdle
-	if len(cfg.namespaces) > 1 {
-		inner = &listwatch.MultiNamespace{Funcs: funcs, Namespaces: cfg.namespaces, Selectors: sel, Lists: lists,
-			ForbiddenNamespaces: e.forbiddenNamespaces}
+	if len(cfg.namespaces) > 1 || cfg.permitted {
+		mn := &listwatch.MultiNamespace{Funcs: funcs, Namespaces: cfg.namespaces, Selectors: sel, Lists: lists,
+			Hook: e.namespacesListed, Next: e.nextAccessCheck, Recheck: deps.recheck, Resolve: e.resolveChecked}
+		if cfg.permitted {
+			if deps.review == nil {
+				return nil, fmt.Errorf("%w: WithPermittedNamespaces needs a dynamic client to ask the server with", ErrInvalid)
+			}
+			p := &access.Permitter{Reviewer: deps.review, Group: gvr.Group, Resource: func() string { return e.currentGVR().Resource },
+				Namespaces: cfg.candidates, Discover: true}
+			mn.Resolve = func(ctx context.Context) (listwatch.NamespaceSet, error) { return namespaceSet(p.Resolve(ctx)) }
+			mn.Follow, mn.AllowNone, mn.PerNamespace = true, true, permittedReviewEvery
+		}
+		inner = mn
 		// A merged watch asks for no bookmarks (a quiet one would be
 		// probed every period) and every restart relists anyway.
 		idle = 0
@@ -243,7 +261,7 @@ func (e *entry) currentGVR() schema.GroupVersionResource { return *e.gvr.Load() 
 
 func (e *entry) GVR() schema.GroupVersionResource { return e.currentGVR() }
 func (e *entry) Follows() bool                    { return e.follow }
-func (e *entry) Namespaced() bool                 { return len(e.cfg.namespaces) > 0 }
+func (e *entry) Namespaced() bool                 { return len(e.cfg.namespaces) > 0 || e.cfg.permitted }
 
 // Apply takes presence's verdict: it opens or closes the gate and tells
 // the state machine.
@@ -466,6 +484,19 @@ func (e *entry) statusLocked() Status {
 	if n := e.lastContact.Load(); n != 0 {
 		st.LastContact = time.Unix(0, n)
 	}
+	if len(e.denied) > 0 {
+		if e.cfg.permitted {
+			st.NotPermitted = maps.Clone(e.denied)
+		} else {
+			st.Denied = maps.Clone(e.denied)
+		}
+	}
+	if e.cfg.permitted {
+		st.Permitted = append([]string{}, e.permittedNS...)
+	}
+	if n := e.nextCheck.Load(); n != 0 && (len(e.denied) > 0 || e.cfg.permitted) {
+		st.NextAccessCheck = time.Unix(0, n)
+	}
 	if e.lastPanic != nil {
 		st.LastHandlerPanic = e.lastPanic
 	}
@@ -504,7 +535,7 @@ func (e *entry) listed(rv string) {
 func (e *entry) notFound(err error) {
 	e.logger.V(2).Info("resource not found on the server; waiting for it to be served", "err", err.Error())
 	gvr := e.currentGVR()
-	if len(e.cfg.namespaces) > 0 && e.clusterScoped(gvr) {
+	if e.Namespaced() && e.clusterScoped(gvr) {
 		e.configError(ErrInvalid, fmt.Sprintf("%s is cluster-scoped; namespaces %v were given", gvr.GroupResource(), e.cfg.namespaces))
 		return
 	}
@@ -611,16 +642,43 @@ func innermost(err error) error {
 	}
 }
 
-// forbiddenNamespaces: a multi-namespace list was refused in some
-// namespaces (empty: none).
-func (e *entry) forbiddenNamespaces(forbidden map[string]error) {
-	var ie error
-	if len(forbidden) > 0 {
-		first := forbidden[firstKey(forbidden)]
-		ie = &InformerError{GVR: e.currentGVR(), Kind: ErrForbidden, Err: fmt.Errorf("%s: %w", listwatch.ForbiddenMessage(forbidden), first)}
+// permittedReviewEvery bounds the re-checks of a WithPermittedNamespaces
+// informer: its period is at least this times its namespaces, so they
+// cost at most 10 rules reviews a second (600 a minute), shared by the
+// factory's informers.
+const permittedReviewEvery = 100 * time.Millisecond
+
+// namespacesListed: a several-namespace list read some namespaces and
+// not others (denied by the access check or refused by the server).
+func (e *entry) namespacesListed(l listwatch.Listed) {
+	denied := make(map[string]string, len(l.Denied))
+	for ns, err := range l.Denied {
+		denied[ns] = err.Error()
 	}
-	e.apply(lifecycle.Event{Kind: lifecycle.NamespacesForbidden, Err: ie})
+	var ie error
+	var held []string
+	if e.cfg.permitted {
+		held = []string{}
+		if l.All {
+			held = []string{metav1.NamespaceAll}
+		} else {
+			held = append(held, l.Names...)
+			slices.Sort(held)
+		}
+	} else if len(l.Denied) > 0 {
+		first := l.Denied[firstKey(l.Denied)]
+		ie = &InformerError{GVR: e.currentGVR(), Kind: ErrForbidden, Err: fmt.Errorf("%s: %w", listwatch.ForbiddenMessage(l.Denied), first)}
+	}
+	e.mu.Lock()
+	changed := !maps.Equal(denied, e.denied) || !slices.Equal(held, e.permittedNS)
+	e.denied, e.permittedNS = denied, held
+	e.mu.Unlock()
+	e.apply(lifecycle.Event{Kind: lifecycle.NamespacesForbidden, Err: ie, Changed: changed})
 }
+
+// nextAccessCheck records when the namespaces are checked again (zero:
+// not), for Status.NextAccessCheck; it publishes nothing.
+func (e *entry) nextAccessCheck(t time.Time) { e.nextCheck.Store(t.UnixNano()) }
 
 func firstKey(m map[string]error) string {
 	best := ""

@@ -85,6 +85,17 @@ type Options struct {
 	// NewSharedInformerFactory, which always decodes with its client's
 	// codec.
 	APIMachineryDecoding bool
+	// AccessRecheckPeriod is how often the namespaces of an informer
+	// WithPermittedNamespaces are checked again (a grant, a revocation, a
+	// namespace created or deleted is followed within about it), and how
+	// often a several-namespace informer retries its denied or refused
+	// namespaces. Checks of all informers fall on the same multiples of it,
+	// so they share their reviews. Zero: 30 s (the cap of client-go's
+	// reflector back-off). A WithPermittedNamespaces informer stretches it
+	// to at least 100 ms per namespace it checks, so its rules reviews
+	// stay under 10 a second (600 a minute: 1,000 namespaces are
+	// re-checked every 100 s).
+	AccessRecheckPeriod time.Duration
 
 	// Set by NewForConfig: the discovery client a resolver is built on
 	// when Resolver is nil, and the fast decode path's clients.
@@ -104,6 +115,8 @@ type Options struct {
 // resync, the label index on.
 type resourceConfig struct {
 	namespaces    []string // empty: all namespaces
+	permitted     bool     // WithPermittedNamespaces (namespaces empty)
+	candidates    []string // its candidates, sorted
 	labelSelector string
 	fieldSelector string
 	projection    Projection
@@ -150,6 +163,7 @@ type factoryConfig struct {
 	apimachineryDecoding bool
 	presenceTimings      struct{ ready, recheckMin, recheckMax time.Duration }
 	accessBackoff        struct{ min, max time.Duration }
+	accessRecheck        time.Duration
 }
 
 // Defaults of Options' zero values.
@@ -160,6 +174,7 @@ const (
 	defaultWatchIdleTimeout = 3 * time.Minute
 	// defaultMaxConcurrentInitialLists is the cap gitops-engine uses.
 	defaultMaxConcurrentInitialLists = 50
+	defaultAccessRecheck             = 30 * time.Second
 )
 
 // defaults is the one place where Options' zero values become defaults.
@@ -178,6 +193,7 @@ func defaults(o Options) factoryConfig {
 		apimachineryDecoding: o.APIMachineryDecoding,
 		presenceTimings:      o.presenceTimings,
 		accessBackoff:        o.accessBackoff,
+		accessRecheck:        o.AccessRecheckPeriod,
 	}
 	if c.logger.GetSink() == nil {
 		c.logger = klog.Background()
@@ -187,6 +203,9 @@ func defaults(o Options) factoryConfig {
 	}
 	if c.watchIdle == 0 {
 		c.watchIdle = defaultWatchIdleTimeout
+	}
+	if c.accessRecheck <= 0 {
+		c.accessRecheck = defaultAccessRecheck
 	}
 	if c.maxInitial == 0 {
 		c.maxInitial = defaultMaxConcurrentInitialLists
@@ -207,6 +226,37 @@ func defaults(o Options) factoryConfig {
 func WithNamespaces(ns ...string) ResourceOption {
 	return func(c *resourceConfig) {
 		c.namespaces = normalizeNamespaces(ns)
+		c.permitted, c.candidates = false, nil
+	}
+}
+
+// WithPermittedNamespaces makes the informer hold its resource's objects
+// in exactly the namespaces where its user may list and watch it, and
+// follow RBAC while it runs (it replaces WithNamespaces; the last of the
+// two given wins). The namespaces are all of the server's when the user
+// may list them, else candidates; permission is asked with the factory's
+// shared reviews (a SelfSubjectRulesReview per namespace, shared by every
+// resource; see the package documentation, "Permitted namespaces").
+//
+// When the user may list and watch the resource in all namespaces, one
+// cluster-wide list and watch serves it (Status.Permitted is [""]);
+// otherwise each permitted namespace is listed and watched (see
+// WithNamespaces for the cost). The permission and the namespaces are
+// checked again every Options.AccessRecheckPeriod (30 s; at least 100 ms
+// per namespace checked), and at once when
+// a watch ends (a 403 included); when they changed, the informer relists,
+// so a namespace granted or created arrives as adds and one revoked or
+// deleted leaves as deletes. Status.Permitted names the namespaces held,
+// NotPermitted the others with the missing verbs, NextAccessCheck the next
+// check. With no permitted namespace the informer is Synced and empty
+// (not Failed: it holds exactly what the user may see). A user who may
+// not list namespaces and gave no candidates gets Failed with
+// ErrForbidden. It needs a dynamic client (ErrInvalid without one) and
+// excludes a shard source.
+func WithPermittedNamespaces(candidates ...string) ResourceOption {
+	return func(c *resourceConfig) {
+		c.namespaces, c.permitted = nil, true
+		c.candidates = normalizeNamespaces(slices.DeleteFunc(slices.Clone(candidates), func(ns string) bool { return ns == metav1.NamespaceAll }))
 	}
 }
 
@@ -297,10 +347,12 @@ func WithLabelIndexKeys(keys ...string) ResourceOption {
 // informer: it is logged once and the informer lists as it would without
 // the check (the server's answer to the list decides). A factory without a
 // dynamic client (metadata-only) skips the check. An informer over several
-// namespaces waits until it may list and watch in all of them (without
-// the check, the allowed namespaces sync and Status.Err names the
-// forbidden ones). Only the first list is
-// checked: access revoked later shows as the server's 403. On a shared
+// namespaces waits until it may list and watch in one of them; it lists
+// and watches the allowed ones, names the others in Status.Denied (with
+// the missing verbs) and Status.Err, is not Ready while any is denied,
+// and checks them again every Options.AccessRecheckPeriod (without the
+// check, the same, from the server's 403). Otherwise only the first list
+// is checked: access revoked later shows as the server's 403. On a shared
 // informer it is on if any handle asks before the informer starts; once
 // it has started, its first list has been answered (a 403 says
 // ErrForbidden as the check would) and there is nothing left to check.
@@ -427,6 +479,9 @@ func (c resourceConfig) validate() error {
 	}
 	if _, err := fields.ParseSelector(c.fieldSelector); err != nil {
 		return fmt.Errorf("%w: field selector %q: %v", ErrInvalid, c.fieldSelector, err)
+	}
+	if c.shardSource != nil && c.permitted {
+		return fmt.Errorf("%w: a shard source excludes WithPermittedNamespaces", ErrInvalid)
 	}
 	if c.shardSource != nil && len(c.namespaces) > 1 {
 		return fmt.Errorf("%w: a shard source needs one namespace or all, not %v", ErrInvalid, c.namespaces)

@@ -68,6 +68,8 @@ type spec struct {
 	gvr           schema.GroupVersionResource // Version "" when following (ForName without a version)
 	follow        bool
 	namespaces    string // sorted, comma-separated ("" all)
+	permitted     bool   // WithPermittedNamespaces
+	candidates    string // its candidates, sorted, comma-separated
 	labelSelector string
 	fieldSelector string
 	projection    Projection // canonical (Fields sorted)
@@ -86,7 +88,8 @@ var ownInformers atomic.Uint64
 func (c resourceConfig) spec(gvr schema.GroupVersionResource, follow bool) spec {
 	s := spec{
 		gvr: gvr, follow: follow,
-		namespaces:    strings.Join(c.namespaces, ","),
+		namespaces: strings.Join(c.namespaces, ","),
+		permitted:  c.permitted, candidates: strings.Join(c.candidates, ","),
 		labelSelector: c.labelSelector, fieldSelector: c.fieldSelector,
 		projection:   canonicalProjection(c.projection),
 		transformKey: c.transform.key, tweakKey: c.tweak.key,

@@ -53,7 +53,7 @@ const (
 // Status is a snapshot of one informer's state.
 type Status struct {
 	GVR           schema.GroupVersionResource
-	Namespaces    []string // empty: all namespaces
+	Namespaces    []string // empty: all namespaces (WithPermittedNamespaces: see Permitted)
 	LabelSelector string
 	FieldSelector string
 	MetadataOnly  bool
@@ -70,9 +70,9 @@ type Status struct {
 	OutsideShard int64
 	State        State
 	// Err says what is wrong, nil when nothing is: why the informer is
-	// Failed, Pending (ErrNotServed) or Removed, or, with Synced or
-	// Stale, the namespaces of a several-namespace informer that are forbidden (the
-	// others are cached). It is an *InformerError: errors.Is(err,
+	// Failed, Pending (ErrNotServed) or Removed, or, with Syncing, Synced
+	// or Stale, the namespaces of a several-namespace informer that are
+	// denied (the others are cached; see Denied). It is an *InformerError: errors.Is(err,
 	// ErrForbidden), ErrNotServed, ErrInvalid, ...; errors.As
 	// reaches the server's *apierrors.StatusError where there is one. A
 	// failure the reflector recovers from by itself on a synced cache (a
@@ -102,7 +102,31 @@ type Status struct {
 	// A panic does not change State: the informer itself is healthy.
 	HandlerPanics    int64
 	LastHandlerPanic error
+	// Denied names the namespaces of a several-namespace informer
+	// (WithNamespaces) that it does not list, and why: the missing verbs
+	// (WithAccessCheck) or the server's 403. The others are listed,
+	// watched and delivered; while one is denied the informer is not
+	// Ready, and NextAccessCheck says when they are tried again.
+	Denied map[string]string
+	// Permitted, with WithPermittedNamespaces (nil without), names the
+	// namespaces the informer holds now, sorted: [""] (all namespaces)
+	// when its user may list and watch cluster-wide (one stream), empty
+	// when no namespace is permitted. NotPermitted names the server's (or
+	// the candidate) namespaces not permitted, with the missing verbs;
+	// they do not make the informer unready.
+	Permitted    []string
+	NotPermitted map[string]string
+	// NextAccessCheck is when the namespaces are checked again (denied
+	// ones, or a WithPermittedNamespaces informer's); zero when no check
+	// is due.
+	NextAccessCheck time.Time
 }
+
+// Ready reports whether the informer serves everything it was asked for:
+// Synced, with no namespace Denied. Stale, Failed, Pending, Syncing,
+// Removed and Stopped are not ready. A WithPermittedNamespaces informer
+// is ready when Synced, whatever is NotPermitted.
+func (s Status) Ready() bool { return s.State == Synced && len(s.Denied) == 0 }
 
 // statusNotifier delivers status changes to subscribers in order, from one
 // goroutine, so a slow subscriber delays only other status subscribers,

@@ -91,6 +91,10 @@ type Config struct {
 	ExitOnFailure bool
 	AccessCheck   bool
 	Verbose       bool
+	// PermittedNamespaces: every namespace the user may list and watch
+	// each resource in (--namespace: the candidates, for a user who may
+	// not list namespaces).
+	PermittedNamespaces bool
 
 	// Set by parseArgs, not by the file.
 	ConfigFile    string
@@ -130,6 +134,7 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.DurationVar(&c.Progress, "progress-interval", time.Second, "how often to print cache sync progress to stderr until every cache has synced (0: never)")
 	fs.BoolVar(&c.ExitOnFailure, "exit-on-failure", false, "exit 3 when an informer fails (forbidden, unauthorized, rejected selector, ...) or the API server cannot be reached, instead of waiting for it to recover")
 	fs.BoolVar(&c.AccessCheck, "access-check", true, "before listing a resource, ask the API server (SelfSubjectRulesReview per namespace, SelfSubjectAccessReview for all namespaces) whether list and watch are allowed; a resource that is not is Failed naming the missing verbs and namespaces, and is re-checked until access is granted (--access-check=false: find out from the list's 403)")
+	fs.BoolVar(&c.PermittedNamespaces, "permitted-namespaces", false, "watch each resource in exactly the namespaces where the user may list and watch it, following RBAC while running (--namespace: the candidates, for a user who may not list namespaces); the status names the namespaces not permitted")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log the library's and (in demo mode) the embedded control plane's messages to stderr")
 	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
 	return fs
@@ -289,6 +294,9 @@ func validate(c *Config) error {
 	}
 	if err := validateShardGroup(c); err != nil {
 		return err
+	}
+	if c.PermittedNamespaces && c.ShardGroup != "" {
+		return usagef("--permitted-namespaces and --shard-group are mutually exclusive")
 	}
 	for i, g := range c.Groups {
 		if g == "core" {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -146,8 +147,9 @@ func registry(h health) *prometheus.Registry {
 }
 
 // ready reports whether the watcher is ready: the API server is in
-// contact (contactErr nil) and every informer is Synced, or Removed (its
-// resource is gone: nothing to wait for). Pending, Syncing, Stale (its
+// contact (contactErr nil) and every informer is Ready (Synced with no
+// namespace denied), or Removed (its resource is gone: nothing to wait
+// for). A Synced informer with denied namespaces is listed with them. Pending, Syncing, Stale (its
 // cache is no longer kept current), Failed (it retries and may recover)
 // and Stopped are not ready. The second result lists what it waits for;
 // Stale informers are not listed while contactErr says why (it is their
@@ -158,8 +160,10 @@ func ready(sts []dynamicinformer.Status, contactErr error) (bool, []string) {
 		waiting = append(waiting, "no contact with the API server: "+contactErr.Error())
 	}
 	for _, st := range sts {
-		switch st.State {
-		case dynamicinformer.Synced, dynamicinformer.Removed:
+		switch {
+		case st.State == dynamicinformer.Synced && len(st.Denied) > 0:
+			waiting = append(waiting, gvrString(st.GVR)+" "+deniedText(st))
+		case st.Ready(), st.State == dynamicinformer.Removed:
 		default:
 			if st.State == dynamicinformer.Stale && contactErr != nil {
 				continue // contactErr says why
@@ -172,6 +176,21 @@ func ready(sts []dynamicinformer.Status, contactErr error) (bool, []string) {
 		}
 	}
 	return len(waiting) == 0, waiting
+}
+
+// deniedText names an informer's denied namespaces (Status.Denied),
+// sorted, with why: "denied in namespace b: ...; c: ...".
+func deniedText(st dynamicinformer.Status) string {
+	names := make([]string, 0, len(st.Denied))
+	for ns := range st.Denied {
+		names = append(names, ns)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, ns := range names {
+		parts[i] = ns + ": " + st.Denied[ns]
+	}
+	return "denied in namespace " + strings.Join(parts, "; ")
 }
 
 // health is what the metrics server reads from the watcher.

@@ -206,4 +206,14 @@ func TestReady(t *testing.T) {
 	if ok || strings.Join(waiting, ",") != "a.v1 Stale (no contact with the API server: connection refused)" {
 		t.Errorf("stale informer: ready = %v %q, want false naming it", ok, waiting)
 	}
+	// A Synced informer with a denied namespace is not ready; it says
+	// which and why. Namespaces not permitted (WithPermittedNamespaces) do
+	// not count.
+	ok, waiting = ready([]dynamicinformer.Status{
+		{GVR: gvr("cm"), State: dynamicinformer.Synced, Denied: map[string]string{"team-a": "may not list, watch"}},
+		{GVR: gvr("p"), State: dynamicinformer.Synced, Permitted: []string{"a"}, NotPermitted: map[string]string{"b": "may not list"}},
+	}, nil)
+	if ok || strings.Join(waiting, ",") != "cm.v1 denied in namespace team-a: may not list, watch" {
+		t.Errorf("synced informer with a denied namespace: ready = %v %q, want false naming it", ok, waiting)
+	}
 }

@@ -232,7 +232,10 @@ func (w *watcher) resourceOptions(r ResourceSpec) []dynamicinformer.ResourceOpti
 		fsel = r.FieldSelector
 	}
 	var opts []dynamicinformer.ResourceOption
-	if len(ns) > 0 {
+	switch {
+	case w.cfg.PermittedNamespaces:
+		opts = append(opts, dynamicinformer.WithPermittedNamespaces(ns...))
+	case len(ns) > 0:
 		opts = append(opts, dynamicinformer.WithNamespaces(ns...))
 	}
 	if ls != "" {
@@ -272,7 +275,7 @@ func (w *watcher) setup(ctx context.Context) error {
 	w.removeStatus = w.factory.OnStatusChange(w.onStatus)
 	if w.cfg.All {
 		filter := discoveryresolver.Filter{Groups: w.cfg.Groups, Categories: w.cfg.Categories}
-		if len(w.cfg.Namespaces) > 0 {
+		if len(w.cfg.Namespaces) > 0 || w.cfg.PermittedNamespaces {
 			namespaced := true // a namespace option does not apply to cluster-scoped resources
 			filter.Namespaced = &namespaced
 		}
@@ -447,6 +450,8 @@ func (w *watcher) onStatus(st dynamicinformer.Status) {
 	w.tr.observe(st)
 	if st.State == dynamicinformer.Failed {
 		w.fail(fmt.Errorf("%s failed: %s", gvrString(st.GVR), statusDetail(st)))
+	} else if len(st.Denied) > 0 && (st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale) {
+		w.fail(fmt.Errorf("%s not ready: %s", gvrString(st.GVR), deniedText(st)))
 	}
 }
 

@@ -105,6 +105,15 @@ func (e *DeniedError) Error() string {
 // Is makes errors.Is(err, ErrDenied) true.
 func (e *DeniedError) Is(target error) bool { return target == ErrDenied }
 
+// namespaces counts the namespaces of Missing.
+func (e *DeniedError) namespaces() int {
+	seen := map[string]bool{}
+	for _, m := range e.Missing {
+		seen[m.Namespace] = true
+	}
+	return len(seen)
+}
+
 // Verbs are the missing verbs, each once, in Verbs order.
 func (e *DeniedError) Verbs() []string {
 	var out []string
@@ -150,45 +159,24 @@ func check(ctx context.Context, r *Reviewer, group, resource string, namespaces 
 	var missing []Attributes
 	var byRules, byAccess bool
 	for _, ns := range namespaces {
-		{
-			rules, err := r.rulesFor(ctx, rulesNamespace(ns), since)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if err == nil && !rules.Incomplete {
-				for _, verb := range Verbs {
-					if !rules.Allows(verb, group, resource) {
-						byRules = true
-						missing = append(missing, Attributes{Namespace: ns, Verb: verb, Group: group, Resource: resource})
-					}
-				}
-				continue
-			}
+		m, rules, err := checkOne(ctx, r, group, resource, ns, since, first)
+		if err != nil {
+			return err
 		}
-		for _, verb := range Verbs {
-			if ns == "" {
-				all, err := r.wildcard(ctx, verb, since, !first)
-				if err != nil {
-					return err
-				}
-				if all {
-					continue
-				}
-			}
-			a := Attributes{Namespace: ns, Verb: verb, Group: group, Resource: resource}
-			allowed, err := r.access(ctx, a, since)
-			if err != nil {
-				return err
-			}
-			if !allowed {
-				byAccess = true
-				missing = append(missing, a)
-			}
+		if len(m) > 0 {
+			byRules = byRules || rules
+			byAccess = byAccess || !rules
 		}
+		missing = append(missing, m...)
 	}
 	if len(missing) == 0 {
 		return nil
 	}
+	return denial(ctx, r, group, resource, missing, byRules, byAccess)
+}
+
+// denial is the *DeniedError of missing.
+func denial(ctx context.Context, r *Reviewer, group, resource string, missing []Attributes, byRules, byAccess bool) *DeniedError {
 	var via []string
 	if byRules {
 		via = append(via, ViaRulesReview)
@@ -197,6 +185,46 @@ func check(ctx context.Context, r *Reviewer, group, resource string, namespaces 
 		via = append(via, ViaAccessReview)
 	}
 	return &DeniedError{Group: group, Resource: resource, Missing: missing, Via: strings.Join(via, ", "), User: r.userName(ctx)}
+}
+
+// checkOne answers one namespace ("" all) as check does: the verbs
+// missing there, and whether its rules review answered (else access
+// reviews did).
+func checkOne(ctx context.Context, r *Reviewer, group, resource, ns string, since time.Time, first bool) (missing []Attributes, byRules bool, err error) {
+	{
+		rules, err := r.rulesFor(ctx, rulesNamespace(ns), since)
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		if err == nil && !rules.Incomplete {
+			for _, verb := range Verbs {
+				if !rules.Allows(verb, group, resource) {
+					missing = append(missing, Attributes{Namespace: ns, Verb: verb, Group: group, Resource: resource})
+				}
+			}
+			return missing, true, nil
+		}
+	}
+	for _, verb := range Verbs {
+		if ns == "" {
+			all, err := r.wildcard(ctx, verb, since, !first)
+			if err != nil {
+				return nil, false, err
+			}
+			if all {
+				continue
+			}
+		}
+		a := Attributes{Namespace: ns, Verb: verb, Group: group, Resource: resource}
+		allowed, err := r.access(ctx, a, since)
+		if err != nil {
+			return nil, false, err
+		}
+		if !allowed {
+			missing = append(missing, a)
+		}
+	}
+	return missing, false, nil
 }
 
 // Hooks is what Wait tells its informer. Neither may block.
@@ -222,7 +250,11 @@ type Checker struct {
 	Namespaces []string
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
-	Hooks      Hooks
+	// Partial: with several namespaces, access is granted once one of
+	// them is allowed (the informer lists the allowed ones and names the
+	// others: Permitter); without it, every namespace must be.
+	Partial bool
+	Hooks   Hooks
 
 	// after returns a channel that fires after d (nil: time.After's
 	// timer; tests record the delays instead).
@@ -250,6 +282,9 @@ func (c *Checker) Wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 		var denied *DeniedError
+		if errors.As(err, &denied) && c.Partial && denied.namespaces() < len(c.Namespaces) {
+			err = nil
+		}
 		switch {
 		case err == nil:
 			if c.Hooks.Granted != nil {

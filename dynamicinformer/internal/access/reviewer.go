@@ -21,7 +21,10 @@ type Reviewer struct {
 	// MaxAge bounds the age of a shared answer (zero: DefaultMaxAge).
 	// Set before first use.
 	MaxAge time.Duration
-	now    func() time.Time
+	// ListNamespaces lists the server's namespaces for Permitter (nil:
+	// it cannot; an error the server's). Set before first use.
+	ListNamespaces func(ctx context.Context) ([]string, error)
+	now            func() time.Time
 
 	mu      sync.Mutex // guards flights, swept, user, userAsked
 	flights map[question]*flight
@@ -65,6 +68,7 @@ func NewReviewer(client Client) *Reviewer {
 // a.Namespace (rules true, the rest empty).
 type question struct {
 	rules bool
+	names bool // a namespace list (the rest empty)
 	a     Attributes
 }
 
@@ -74,6 +78,7 @@ type flight struct {
 	done    chan struct{}
 	allowed bool
 	rules   Rules
+	names   []string
 	err     error
 	// canceled: the asker's context ended; the answer is no one else's.
 	canceled bool
@@ -124,9 +129,12 @@ func (r *Reviewer) ask(ctx context.Context, q question, since time.Time, peek bo
 		r.sweepLocked(now)
 		r.mu.Unlock()
 
-		if q.rules {
+		switch {
+		case q.names:
+			f.names, f.err = r.ListNamespaces(ctx)
+		case q.rules:
 			f.rules, f.err = r.client.RulesReview(ctx, q.a.Namespace)
-		} else {
+		default:
 			f.allowed, f.err = r.client.AccessReview(ctx, q.a)
 		}
 		if ctx.Err() != nil {
@@ -192,4 +200,13 @@ func (r *Reviewer) rulesFor(ctx context.Context, namespace string, since time.Ti
 		return Rules{}, err
 	}
 	return f.rules, f.err
+}
+
+// namespaces answers a namespace list (shared like a review).
+func (r *Reviewer) namespaces(ctx context.Context, since time.Time) ([]string, error) {
+	f, err := r.ask(ctx, question{names: true}, since, false)
+	if err != nil {
+		return nil, err
+	}
+	return f.names, f.err
 }

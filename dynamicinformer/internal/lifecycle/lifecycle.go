@@ -110,6 +110,9 @@ type Event struct {
 	LastRV         string
 	CacheEmpty     bool
 	Removal        uint64
+	// Changed: at NamespacesForbidden, the namespaces listed or denied
+	// changed (Status shows them).
+	Changed bool
 }
 
 // Machine is an informer's state value. The zero value is not valid: use
@@ -456,7 +459,7 @@ func (t *transition) run() {
 		t.fire("contact-regained")
 		t.effect(Publish)
 	case NamespacesForbidden:
-		if sameErr(m.forbiddenNS, ev.Err) {
+		if sameErr(m.forbiddenNS, ev.Err) && !ev.Changed {
 			t.fire("namespaces-forbidden-same")
 			return
 		}

@@ -3,6 +3,7 @@ package listwatch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -23,9 +24,35 @@ import (
 // to a reflector that asks a merged watch to stream a list.
 var ErrWatchListDeclined = reflectorseam.ErrWatchListDeclined
 
-// DefaultRetryForbidden is how long a merged watch runs before it ends to
-// retry namespaces whose list was forbidden.
-const DefaultRetryForbidden = 30 * time.Second
+// DefaultRecheck is how often a merged watch checks its namespaces again
+// (Resolve), or how long it runs before it ends to retry namespaces
+// whose list was refused.
+const DefaultRecheck = 30 * time.Second
+
+// NamespaceSet is what Resolve answers: the namespaces to list and watch,
+// and those not to, with why.
+type NamespaceSet struct {
+	// All: list and watch all namespaces at once (one cluster-wide
+	// stream); Names is ignored.
+	All    bool
+	Names  []string
+	Denied map[string]error
+}
+
+// equal reports whether s and o list the same namespaces.
+func (s NamespaceSet) equal(o NamespaceSet) bool {
+	return s.All == o.All && slices.Equal(s.Names, o.Names)
+}
+
+// Listed is what a list read: the namespaces listed (All: all at once),
+// those not listed and why (denied by Resolve, or refused by the
+// server), and when they are checked again (zero: not).
+type Listed struct {
+	All    bool
+	Names  []string
+	Denied map[string]error
+	Next   time.Time
+}
 
 // MultiNamespace lists and watches several namespaces as one collection.
 // Lists are concatenated (their resourceVersion is the highest of the
@@ -36,29 +63,70 @@ const DefaultRetryForbidden = 30 * time.Second
 // consistent and each namespace is listed in pages (see ListWithContext).
 // Watch-list streaming is declined (the reflector falls back to a list).
 //
-// A namespace whose list is forbidden does not fail the others: the list
-// holds the allowed namespaces, ForbiddenNamespaces is told which were
-// refused, and the merged watch ends after RetryForbidden so the next
-// relist tries them again. If every namespace is refused, the list fails
-// with the first namespace's error.
+// The namespaces are Namespaces, or, with Resolve, what it answers at
+// each list. A namespace whose list is forbidden, or that Resolve denies,
+// does not fail the others: the list holds the listed namespaces and
+// Hook is told which were not listed and why. The merged watch ends (so
+// the reflector relists) when one of its watches ends; after Recheck when
+// a namespace was refused by the server; and, with Resolve, when Resolve,
+// asked again every Recheck while some namespace is denied (or always,
+// with Follow), answers other namespaces than the list's. If no
+// namespace is listed, the list fails with the first namespace's error,
+// unless AllowNone (an empty list).
 type MultiNamespace struct {
 	Funcs      Funcs
 	Namespaces []string
 	Selectors  Selectors
 	Lists      ListBuilder
-	// ForbiddenNamespaces, if set, is called after every successful list
-	// with the namespaces that were refused and why (empty: none).
-	ForbiddenNamespaces func(map[string]error)
-	// RetryForbidden overrides DefaultRetryForbidden (tests).
-	RetryForbidden time.Duration
+	// Resolve, if set, answers the namespaces of each list (its error
+	// fails the list).
+	Resolve func(ctx context.Context) (NamespaceSet, error)
+	// Follow: Resolve is asked again every Recheck even when nothing is
+	// denied (the namespaces themselves may change).
+	Follow bool
+	// AllowNone: a list with no namespace to read is empty, not an error.
+	AllowNone bool
+	// Hook, if set, is called after every successful list.
+	Hook func(Listed)
+	// Next, if set, is told when the namespaces are checked again: at
+	// each list and after each re-check (zero: not).
+	Next func(time.Time)
+	// Recheck overrides DefaultRecheck.
+	Recheck time.Duration
+	// PerNamespace, if set, stretches the re-check period to at least
+	// this times the namespaces Resolve answered for (listed and denied),
+	// bounding the reviews a re-check costs per second.
+	PerNamespace time.Duration
 
 	mu       sync.Mutex // guards listRV, consumed, listed
 	listRV   string
 	consumed bool
-	listed   []string // the namespaces the last list read
+	listed   NamespaceSet // the namespaces the last list read (Denied: by Resolve)
+	resolved NamespaceSet // what Resolve answered for it
+	refused  bool         // the server refused some namespace of it
+	next     time.Time    // when its namespaces are checked again (zero: not)
+	period   time.Duration
 }
 
 var _ toolscache.ListerWatcherWithContext = (*MultiNamespace)(nil)
+
+func (lw *MultiNamespace) recheck() time.Duration {
+	if lw.Recheck > 0 {
+		return lw.Recheck
+	}
+	return DefaultRecheck
+}
+
+// nextCheck is the first multiple of period (since the zero time) at
+// least half a period after now: informers that share answers re-check
+// together.
+func nextCheck(now time.Time, period time.Duration) time.Time {
+	t := now.Truncate(period).Add(period)
+	if t.Sub(now) < period/2 {
+		t = t.Add(period)
+	}
+	return t
+}
 
 // ListWithContext implements toolscache.ListerWatcherWithContext.
 func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -71,11 +139,26 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		// cannot initialize. Ask for a consistent list instead.
 		o.ResourceVersion, o.ResourceVersionMatch = "", ""
 	}
+	set := NamespaceSet{Names: lw.Namespaces}
+	if lw.Resolve != nil {
+		var err error
+		if set, err = lw.Resolve(ctx); err != nil {
+			return nil, err
+		}
+	}
+	namespaces := set.Names
+	if set.All {
+		namespaces = []string{metav1.NamespaceAll}
+	}
 	var items []runtime.Object
 	var maxRV uint64
-	forbidden := map[string]error{}
+	denied := map[string]error{}
+	for ns, err := range set.Denied {
+		denied[ns] = err
+	}
+	refused := false
 	var listed []string
-	for _, ns := range lw.Namespaces {
+	for _, ns := range namespaces {
 		// Each namespace in pages, as the reflector would list it: a
 		// paginated consistent list is answered from storage while the
 		// server's watch cache cannot initialize, so the list fails with
@@ -85,7 +168,7 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		})
 		obj, _, err := p.List(ctx, o)
 		if apierrors.IsForbidden(err) {
-			forbidden[ns] = err
+			denied[ns], refused = err, true
 			continue
 		}
 		if err != nil {
@@ -102,17 +185,51 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		items = append(items, its...)
 		listed = append(listed, ns)
 	}
-	if len(listed) == 0 && len(forbidden) > 0 {
-		return nil, forbidden[lw.Namespaces[0]]
+	if len(listed) == 0 && !lw.AllowNone {
+		return nil, firstDenied(denied, append(append([]string(nil), lw.Namespaces...), namespaces...))
 	}
 	rv := strconv.FormatUint(maxRV, 10)
+	period := max(lw.recheck(), time.Duration(len(set.Names)+len(set.Denied))*lw.PerNamespace)
+	var next time.Time
+	if refused || (lw.Resolve != nil && (lw.Follow || len(set.Denied) > 0)) {
+		next = nextCheck(time.Now(), period)
+	}
 	lw.mu.Lock()
-	lw.listRV, lw.consumed, lw.listed = rv, false, listed
+	lw.listRV, lw.consumed, lw.refused, lw.next, lw.period = rv, false, refused, next, period
+	lw.listed = NamespaceSet{All: set.All && len(listed) > 0, Names: listed}
+	lw.resolved = set
 	lw.mu.Unlock()
-	if lw.ForbiddenNamespaces != nil {
-		lw.ForbiddenNamespaces(forbidden)
+	if lw.Hook != nil {
+		lw.Hook(Listed{All: lw.listed.All, Names: listed, Denied: denied, Next: next})
+	}
+	if lw.Next != nil {
+		lw.Next(next)
 	}
 	return lw.Lists(rv, items)
+}
+
+// firstDenied is the error of the first of order that was denied (any, if
+// none of them), or an error saying there was no namespace.
+func firstDenied(denied map[string]error, order []string) error {
+	for _, ns := range order {
+		if err, ok := denied[ns]; ok {
+			return err
+		}
+	}
+	if len(denied) > 0 {
+		return denied[firstKey(denied)]
+	}
+	return fmt.Errorf("no namespace to list")
+}
+
+func firstKey(m map[string]error) string {
+	best, first := "", true
+	for k := range m {
+		if first || k < best {
+			best, first = k, false
+		}
+	}
+	return best
 }
 
 // WatchWithContext implements toolscache.ListerWatcherWithContext.
@@ -123,13 +240,14 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	lw.mu.Lock()
 	fresh := !lw.consumed && o.ResourceVersion == lw.listRV
 	lw.consumed = true
-	namespaces := lw.listed
+	listed, resolved, refused, next, period := lw.listed, lw.resolved, lw.refused, lw.next, lw.period
 	lw.mu.Unlock()
 	if !fresh {
 		return nil, reflectorseam.Expired("a watch over several namespaces resumes by relisting")
 	}
 	lw.Selectors.Apply(&o)
 	o.AllowWatchBookmarks = false // bookmarks of one namespace say nothing of the others
+	namespaces := listed.Names
 	watches := make([]watch.Interface, 0, len(namespaces))
 	for _, ns := range namespaces {
 		w, err := lw.Funcs.Watch(ctx, ns, o)
@@ -141,14 +259,19 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		}
 		watches = append(watches, w)
 	}
-	var retry time.Duration
-	if len(namespaces) < len(lw.Namespaces) {
-		retry = lw.RetryForbidden
-		if retry <= 0 {
-			retry = DefaultRetryForbidden
+	m := &mergedWatch{period: period, next: lw.Next}
+	if refused {
+		// Until the check the list announced (Listed.Next).
+		m.lifetime = max(time.Until(next), time.Millisecond)
+	}
+	if lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0) {
+		m.changed = func(ctx context.Context) bool {
+			set, err := lw.Resolve(ctx)
+			return err == nil && !set.equal(resolved)
 		}
 	}
-	return newMergedWatch(watches, retry), nil
+	m.start(ctx, watches)
+	return m, nil
 }
 
 // List implements the deprecated toolscache.Lister.
@@ -175,17 +298,23 @@ func ForbiddenMessage(forbidden map[string]error) string {
 }
 
 // mergedWatch forwards the events of several watches; it ends when any of
-// them ends (the reflector then relists), when stopped, or after lifetime
-// (if not zero).
+// them ends (the reflector then relists), when stopped, after lifetime
+// (if not zero), or when changed (if set), asked at multiples of period,
+// reports true.
 type mergedWatch struct {
+	lifetime time.Duration
+	period   time.Duration
+	changed  func(context.Context) bool
+	next     func(time.Time)
+
 	result  chan watch.Event
 	stop    chan struct{}
 	once    sync.Once
 	watches []watch.Interface
 }
 
-func newMergedWatch(ws []watch.Interface, lifetime time.Duration) *mergedWatch {
-	m := &mergedWatch{result: make(chan watch.Event), stop: make(chan struct{}), watches: ws}
+func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
+	m.result, m.stop, m.watches = make(chan watch.Event), make(chan struct{}), ws
 	var wg sync.WaitGroup
 	for _, w := range ws {
 		wg.Add(1)
@@ -209,11 +338,11 @@ func newMergedWatch(ws []watch.Interface, lifetime time.Duration) *mergedWatch {
 			}
 		}()
 	}
-	if lifetime > 0 {
+	if m.lifetime > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := time.NewTimer(lifetime)
+			t := time.NewTimer(m.lifetime)
 			defer t.Stop()
 			select {
 			case <-t.C:
@@ -222,11 +351,56 @@ func newMergedWatch(ws []watch.Interface, lifetime time.Duration) *mergedWatch {
 			}
 		}()
 	}
+	if m.changed != nil {
+		ctx, cancel := context.WithCancel(ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cancel()
+			m.follow(ctx)
+		}()
+	}
 	go func() {
 		wg.Wait()
 		close(m.result)
 	}()
-	return m
+}
+
+// follow asks changed at multiples of period until it reports true (the
+// watch is stopped), the watch stops or ctx ends.
+func (m *mergedWatch) follow(ctx context.Context) {
+	for {
+		next := nextCheck(time.Now(), m.period)
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-t.C:
+		case <-m.stop:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		done := make(chan struct{})
+		rctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-m.stop:
+				cancel()
+			case <-done:
+			}
+		}()
+		changed := m.changed(rctx)
+		close(done)
+		cancel()
+		if changed {
+			m.Stop()
+			return
+		}
+		if m.next != nil && rctx.Err() == nil {
+			m.next(nextCheck(time.Now(), m.period))
+		}
+	}
 }
 
 func (m *mergedWatch) ResultChan() <-chan watch.Event { return m.result }

@@ -97,12 +97,12 @@ func newMulti(s *nsServer) (*MultiNamespace, *[]map[string]error) {
 		Funcs: s.funcs(), Namespaces: []string{"a", "b"},
 		Selectors: Selectors{Label: "app=x"},
 		Lists:     UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
-		ForbiddenNamespaces: func(m map[string]error) {
+		Hook: func(l Listed) {
 			mu.Lock()
-			told = append(told, m)
+			told = append(told, l.Denied)
 			mu.Unlock()
 		},
-		RetryForbidden: 100 * time.Millisecond,
+		Recheck: 100 * time.Millisecond,
 	}, &told
 }
 
@@ -186,7 +186,8 @@ func TestMultiNamespaceListAndWatch(t *testing.T) {
 // Issue 20, defect 14: with one namespace forbidden, the old informer
 // delivered nothing at all. Now the list holds the allowed namespace's
 // objects, the hook is told which namespace was refused, the watch covers
-// only the listed namespaces and ends after RetryForbidden (so the
+// only the listed namespaces and ends at the next check, a multiple of Recheck
+// at least half of it away (so the
 // reflector relists and tries the refused one again); if every namespace
 // is refused, the list fails.
 func TestMultiNamespaceForbiddenNamespace(t *testing.T) {
@@ -227,8 +228,8 @@ func TestMultiNamespaceForbiddenNamespace(t *testing.T) {
 		t.Fatalf("event %v", ev)
 	}
 	drain(t, w)
-	if took := time.Since(start); took < 90*time.Millisecond {
-		t.Fatalf("merged watch ended after %v, before RetryForbidden", took)
+	if took := time.Since(start); took < 45*time.Millisecond {
+		t.Fatalf("merged watch ended after %v, before the check at a multiple of Recheck at least half of it away", took)
 	}
 	// The namespace is allowed again: the relist reads both and says so.
 	s.mu.Lock()
@@ -340,5 +341,112 @@ func TestListBuilders(t *testing.T) {
 	bad := listBuilder(func() runtime.Object { return &runtime.Unknown{} })
 	if _, err := bad("1", nil); err == nil {
 		t.Fatal("a builder of a non-list type did not fail")
+	}
+}
+
+// With Resolve, each list reads what it answers (denied namespaces are
+// not listed and are told to the hook, with the next check); a merged
+// watch asks it again every Recheck and ends when the answer changes, so
+// the reflector relists; All lists and watches all namespaces at once;
+// with AllowNone, no namespace is an empty list.
+func TestMultiNamespaceResolve(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	s.objects[""] = append(slices.Clone(s.objects["a"]), s.objects["b"]...)
+	s.rv[""] = "9"
+	var mu sync.Mutex
+	answer := NamespaceSet{Names: []string{"a"}, Denied: map[string]error{"b": errors.New("may not list b")}}
+	resolves := 0
+	var heard []Listed
+	lw := &MultiNamespace{Funcs: s.funcs(), Lists: UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		Resolve: func(context.Context) (NamespaceSet, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			resolves++
+			return answer, nil
+		},
+		Hook:      func(l Listed) { mu.Lock(); heard = append(heard, l); mu.Unlock() },
+		Recheck:   200 * time.Millisecond,
+		AllowNone: true,
+	}
+	set := func(a NamespaceSet) { mu.Lock(); answer = a; mu.Unlock() }
+	ctx := context.Background()
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || !slices.Equal(listNames(t, obj), []string{"a/a1", "a/a2"}) {
+		t.Fatalf("list: %v %v", obj, err)
+	}
+	if l := heard[0]; !slices.Equal(l.Names, []string{"a"}) || l.Denied["b"] == nil || l.Next.IsZero() {
+		t.Fatalf("hook told %+v", l)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same answer: the watch runs on past a few re-checks.
+	time.Sleep(700 * time.Millisecond)
+	select {
+	case _, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("merged watch ended with the answer unchanged")
+		}
+	default:
+	}
+	mu.Lock()
+	checked := resolves
+	mu.Unlock()
+	if checked < 3 {
+		t.Fatalf("%d resolves, want the list's and re-checks every 200 ms", checked)
+	}
+	set(NamespaceSet{All: true})
+	start := time.Now()
+	drain(t, w)
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("merged watch ended %v after the answer changed", took)
+	}
+	obj, err = lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || len(listNames(t, obj)) != 3 || !heard[1].All {
+		t.Fatalf("relist over all namespaces: %v, told %+v", err, heard[1])
+	}
+	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	watched := slices.Clone(s.watched)
+	s.mu.Unlock()
+	if !slices.Equal(watched, []string{"a", ""}) {
+		t.Fatalf("watched %q, want a, then all namespaces at once", watched)
+	}
+	w.Stop()
+	drain(t, w)
+	set(NamespaceSet{Denied: map[string]error{"a": errors.New("no"), "b": errors.New("no")}})
+	obj, err = lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || len(listNames(t, obj)) != 0 {
+		t.Fatalf("nothing permitted with AllowNone: %v, %v; want an empty list", obj, err)
+	}
+	lw.AllowNone = false
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err == nil {
+		t.Fatal("nothing permitted without AllowNone: no error")
+	}
+}
+
+// PerNamespace stretches the re-check period with the namespaces
+// checked.
+func TestMultiNamespacePerNamespace(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	var next time.Time
+	lw := &MultiNamespace{Funcs: s.funcs(), Lists: UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		Resolve: func(context.Context) (NamespaceSet, error) {
+			return NamespaceSet{Names: []string{"a", "b"}, Denied: map[string]error{"c": errors.New("no")}}, nil
+		},
+		Follow: true, Recheck: 10 * time.Millisecond, PerNamespace: time.Second,
+		Next: func(t time.Time) { next = t },
+	}
+	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if until := time.Until(next); until < 1500*time.Millisecond || until > 4500*time.Millisecond {
+		t.Fatalf("next check in %v, want 1.5 to 4.5 s (a multiple of the 3 s period, at least half of it away)", until)
 	}
 }

@@ -1,0 +1,110 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// ErrNoNamespaces: a Permitter that may not list the server's namespaces
+// was given no candidates, so it has nothing to check.
+var ErrNoNamespaces = errors.New("the namespaces cannot be listed and no candidate namespaces were given")
+
+// Scope is the namespaces an informer may list and watch its resource in.
+type Scope struct {
+	// All: the user may list and watch in all namespaces (one
+	// cluster-wide stream; Namespaces and Denied are empty).
+	All bool
+	// Namespaces are the permitted namespaces, in the order asked.
+	Namespaces []string
+	// Denied names, per namespace not permitted, the missing verbs.
+	Denied map[string]*DeniedError
+}
+
+// Equal reports whether s and o hold the same namespaces (the reasons of
+// the denials are not compared).
+func (s Scope) Equal(o Scope) bool {
+	return s.All == o.All && slices.Equal(s.Namespaces, o.Namespaces)
+}
+
+// Permitter finds the namespaces where the user may list and watch a
+// resource, with the shared answers of Reviewer. Fields are set before
+// first use and not changed after.
+type Permitter struct {
+	Reviewer *Reviewer
+	Group    string
+	Resource func() string
+	// Namespaces are the namespaces to check (Discover false), or the
+	// candidates used when the server's namespaces cannot be listed.
+	Namespaces []string
+	// Discover: the user's permitted namespaces of the whole cluster:
+	// All when it may list and watch in all namespaces (two access
+	// reviews, after the shared wildcard ones), else each of the
+	// server's namespaces (Reviewer.ListNamespaces, shared) or, if it
+	// may not list them, of Namespaces, by its rules review.
+	Discover bool
+
+	mu   sync.Mutex // guards last
+	last time.Time  // when the last Resolve finished
+}
+
+// Resolve answers from answers at most Reviewer.MaxAge old and started
+// after its previous Resolve finished (so a re-check sees what changed
+// since; other informers' answers of the same instant are shared). An
+// error is no answer (a review or the namespace list failed;
+// ErrNoNamespaces, wrapping the server's 403, when there is nothing to
+// check).
+func (p *Permitter) Resolve(ctx context.Context) (Scope, error) {
+	r := p.Reviewer
+	p.mu.Lock()
+	since := r.since(p.last)
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.last = r.now()
+		p.mu.Unlock()
+	}()
+	group, resource := p.Group, p.Resource()
+	candidates := p.Namespaces
+	if p.Discover {
+		missing, _, err := checkOne(ctx, r, group, resource, "", since, true)
+		if err != nil {
+			return Scope{}, err
+		}
+		if len(missing) == 0 {
+			return Scope{All: true}, nil
+		}
+		if r.ListNamespaces != nil {
+			names, err := r.namespaces(ctx, since)
+			switch {
+			case err == nil:
+				candidates = names
+			case apierrors.IsForbidden(err) && len(candidates) > 0:
+			case apierrors.IsForbidden(err):
+				return Scope{}, fmt.Errorf("%w: %w", ErrNoNamespaces, err)
+			default:
+				return Scope{}, err
+			}
+		} else if len(candidates) == 0 {
+			return Scope{}, ErrNoNamespaces
+		}
+	}
+	s := Scope{Denied: map[string]*DeniedError{}}
+	for _, ns := range candidates {
+		missing, byRules, err := checkOne(ctx, r, group, resource, ns, since, true)
+		if err != nil {
+			return Scope{}, err
+		}
+		if len(missing) == 0 {
+			s.Namespaces = append(s.Namespaces, ns)
+			continue
+		}
+		s.Denied[ns] = denial(ctx, r, group, resource, missing, byRules, !byRules)
+	}
+	return s, nil
+}

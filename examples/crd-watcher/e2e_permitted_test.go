@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Two namespaces, the user allowed in one: with the access check on and
+// off the allowed namespace's objects are printed, /readyz answers 503
+// naming the denied namespace, and --exit-on-failure exits 3 saying so.
+func TestE2ESeveralNamespacesOneDenied(t *testing.T) {
+	cp := controlPlane(t)
+	ctx := context.Background()
+	for _, check := range []string{"true", "false"} {
+		t.Run("access-check="+check, func(t *testing.T) {
+			user := perRun("e2e-twons")
+			ok, denied := perRun("e2e-ns-ok"), perRun("e2e-ns-denied")
+			for _, ns := range []string{ok, denied} {
+				if err := cp.CreateNamespace(ctx, ns); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := cp.Kube().CoreV1().ConfigMaps(ns).Create(ctx, newConfigMap("web", nil), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := cp.Grant(ctx, user, ok, "read-configmaps", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}); err != nil {
+				t.Fatal(err)
+			}
+			kc := kubeconfigAt(t, cp, cp.Config().Host, user)
+			p := startWatcher(t, "--kubeconfig", kc, "--resource", "configmaps", "-n", ok+","+denied, "--metrics-addr", "127.0.0.1:0", "--access-check="+check)
+			base := metricsBase(t, p)
+			p.waitEventLine(t, "ADDED", ok+"/web")
+			start := time.Now()
+			for {
+				code, body := httpGet(base + "/readyz")
+				if code == http.StatusServiceUnavailable && strings.Contains(body, "configmaps.v1 denied in namespace "+denied+": ") {
+					break
+				}
+				if time.Since(start) > time.Minute {
+					t.Fatalf("/readyz = %d %q, want 503 naming %s as denied", code, body, denied)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			q := startWatcher(t, "--kubeconfig", kc, "--resource", "configmaps", "-n", ok+","+denied, "--exit-on-failure", "--access-check="+check)
+			code, _, stderr := q.exited(t, 2*time.Minute)
+			if code != 3 {
+				t.Fatalf("--exit-on-failure: exit code %d, want 3\n%s", code, stderr)
+			}
+			mustContain(t, "stderr", stderr, "crd-watcher: exiting (--exit-on-failure): configmaps.v1 not ready: denied in namespace "+denied+": ")
+		})
+	}
+}
