@@ -209,6 +209,10 @@ func (c *Cache) entryFor(ctx context.Context, gvk schema.GroupVersionKind, cl cl
 	if cl == classMetadata {
 		ropts = append(ropts, dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true}))
 	}
+	if cl == classMetadata {
+		// As controller-runtime's metadata informers: objects carry their kind.
+		oc.transform = setGVK(gvk, oc.transform)
+	}
 	if t := transform(newObj, oc.transform); t != nil {
 		ropts = append(ropts, dynamicinformer.WithTransform("", t))
 	}
@@ -243,7 +247,23 @@ func transform(newObj func() (runtime.Object, error), user toolscache.TransformF
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
 				return nil, fmt.Errorf("converting %s %s/%s to %T: %w", u.GroupVersionKind(), u.GetNamespace(), u.GetName(), obj, err)
 			}
+			// As client-go's typed informers (controller-runtime's cache):
+			// cached typed objects carry no TypeMeta; deep-copied reads set it.
+			obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 			in = obj
+		}
+		if user != nil {
+			return user(in)
+		}
+		return in, nil
+	}
+}
+
+// setGVK sets gvk on each PartialObjectMetadata, then runs user.
+func setGVK(gvk schema.GroupVersionKind, user toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		if m, ok := in.(*metav1.PartialObjectMetadata); ok {
+			m.SetGroupVersionKind(gvk)
 		}
 		if user != nil {
 			return user(in)

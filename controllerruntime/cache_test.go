@@ -88,7 +88,7 @@ func TestTypedTransform(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm, ok := out.(*corev1.ConfigMap)
-	if !ok || cm.Name != "c" || cm.Data["k"] != "v" || cm.Labels["a"] != "b" || userSaw != out {
+	if !ok || cm.Name != "c" || cm.Kind != "" || cm.APIVersion != "" || cm.Data["k"] != "v" || cm.Labels["a"] != "b" || userSaw != out {
 		t.Fatalf("converted %T %+v", out, out)
 	}
 	// Already typed (a delete of a cached object): passed through.

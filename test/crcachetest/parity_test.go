@@ -282,7 +282,7 @@ func TestCROptionsMatchControllerRuntime(t *testing.T) {
 		{"DefaultNamespaces", crcache.Options{DefaultNamespaces: map[string]crcache.Config{f.ns[0]: {}, f.ns[2]: {}}},
 			map[string]int{"widgets": 7, "configmaps": -1}},
 		{"DefaultLabelSelector", crcache.Options{DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"app": "db"})},
-			map[string]int{"widgets": 4, "configmaps": 4}},
+			map[string]int{"widgets": 4, "configmaps": -1}},
 		{"DefaultFieldSelector", crcache.Options{DefaultFieldSelector: fields.OneTermEqualSelector("metadata.name", "w-2")},
 			map[string]int{"widgets": 2, "configmaps": 0}},
 		{"DefaultTransform", crcache.Options{DefaultTransform: annotate},
