@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/informerkit/informerkit => ..
+	github.com/informerkit/informerkit/controllerruntime => ../controllerruntime
 	k8s.io/api => k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery => k8s.io/apimachinery v0.37.2
@@ -41,10 +42,13 @@ replace (
 
 require (
 	github.com/informerkit/informerkit v0.0.0
+	github.com/informerkit/informerkit/controllerruntime v0.0.0
 	k8s.io/apiextensions-apiserver v0.37.0
 	k8s.io/apiserver v0.37.2
 	k8s.io/kubernetes v1.37.2
 )
+
+require gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -88,7 +92,7 @@ require (
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/cel-go v0.29.2 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/google/go-cmp v0.7.0
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.0 // indirect
@@ -186,7 +190,7 @@ require (
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
 	k8s.io/streaming v0.37.2 // indirect
-	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect

@@ -1,0 +1,479 @@
+package controllerruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/dynamicinformer"
+)
+
+// defaultSyncPeriod is controller-runtime's default SyncPeriod (a resync).
+const defaultSyncPeriod = 10 * time.Hour
+
+// resolveTimeout bounds the discovery lookup of a kind the resolver does
+// not know (one discovery round); the kind is then taken as not served.
+const resolveTimeout = 5 * time.Second
+
+var (
+	_ cache.Cache    = (*Cache)(nil)
+	_ cache.Informer = (*Informer)(nil)
+)
+
+// NewCache is a cache.NewCacheFunc backed by one informerkit
+// dynamicinformer factory (NewForConfig with a zero
+// dynamicinformer.Options): manager.Options{NewCache: controllerruntime.NewCache}.
+// See the package documentation for what differs from controller-runtime's
+// cache. Options it cannot honour are an *UnsupportedOptionError.
+func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+	return New(config, opts, dynamicinformer.Options{})
+}
+
+// NewCacheFunc is NewCache with factory options of the caller's (metrics,
+// logger, defaults for every informer).
+func NewCacheFunc(factoryOpts dynamicinformer.Options) cache.NewCacheFunc {
+	return func(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+		return New(config, opts, factoryOpts)
+	}
+}
+
+// New is NewCache returning the concrete *Cache (Factory gives the
+// informers' Status and the factory's metrics).
+func New(config *rest.Config, opts cache.Options, factoryOpts dynamicinformer.Options) (*Cache, error) {
+	if config == nil {
+		return nil, errors.New("informerkit controller-runtime cache: nil rest.Config")
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	defaults, err := defaultConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	byGVK := map[schema.GroupVersionKind]objConfig{}
+	for obj, bo := range opts.ByObject {
+		gvk, err := apiutil.GVKForObject(obj, opts.Scheme)
+		if err != nil {
+			return nil, fmt.Errorf("failed to get GVK for type %T: %w", obj, err)
+		}
+		oc, err := byObjectConfig(defaults, bo, fmt.Sprintf("ByObject[%T]", obj))
+		if err != nil {
+			return nil, err
+		}
+		byGVK[gvk] = oc
+	}
+	f, err := dynamicinformer.NewForConfig(config, factoryOpts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{
+		scheme:      opts.Scheme,
+		mapper:      opts.Mapper,
+		factory:     f,
+		defaults:    defaults,
+		byGVK:       byGVK,
+		failMissing: opts.ReaderFailOnMissingInformer,
+		entries:     map[entryKey]*entry{},
+		startedCh:   make(chan struct{}),
+		changed:     make(chan struct{}),
+	}
+	c.removeStatus = f.OnStatusChange(func(dynamicinformer.Status) { c.notify() })
+	return c, nil
+}
+
+// Cache is a controller-runtime cache.Cache over one informerkit
+// dynamicinformer factory. Its methods are safe for concurrent use.
+type Cache struct {
+	scheme       *runtime.Scheme
+	mapper       meta.RESTMapper
+	factory      *dynamicinformer.Factory
+	defaults     objConfig
+	byGVK        map[schema.GroupVersionKind]objConfig
+	failMissing  bool
+	removeStatus func()
+
+	mu        sync.Mutex // guards entries, started, stopped
+	entries   map[entryKey]*entry
+	started   bool
+	stopped   bool
+	startedCh chan struct{}
+
+	changedMu sync.Mutex
+	changed   chan struct{} // closed and replaced on every status change
+}
+
+// Factory is the informerkit factory behind the cache: Statuses,
+// OnStatusChange, and the metrics of its Options.
+func (c *Cache) Factory() *dynamicinformer.Factory { return c.factory }
+
+func (c *Cache) notify() {
+	c.changedMu.Lock()
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.changedMu.Unlock()
+}
+
+func (c *Cache) changes() <-chan struct{} {
+	c.changedMu.Lock()
+	defer c.changedMu.Unlock()
+	return c.changed
+}
+
+func (c *Cache) isStarted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started
+}
+
+// class is what the cache holds of a kind's objects.
+type class int
+
+const (
+	classUnstructured class = iota
+	classMetadata
+	classTyped
+)
+
+type entryKey struct {
+	gvk   schema.GroupVersionKind
+	class class
+}
+
+func classOf(obj runtime.Object) class {
+	switch obj.(type) {
+	case runtime.Unstructured:
+		return classUnstructured
+	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
+		return classMetadata
+	}
+	return classTyped
+}
+
+func (c *Cache) config(gvk schema.GroupVersionKind) objConfig {
+	if oc, ok := c.byGVK[gvk]; ok {
+		return oc
+	}
+	return c.defaults
+}
+
+// entryFor returns the kind's informer, making it unless reader is set
+// and ReaderFailOnMissingInformer is.
+func (c *Cache) entryFor(ctx context.Context, gvk schema.GroupVersionKind, cl class, reader bool) (*entry, error) {
+	key := entryKey{gvk: gvk, class: cl}
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok {
+		return e, nil
+	}
+	if reader && c.failMissing {
+		return nil, &cache.ErrResourceNotCached{GVK: gvk}
+	}
+	var newObj func() (runtime.Object, error)
+	if cl == classTyped {
+		if _, err := c.scheme.New(gvk); err != nil {
+			return nil, err
+		}
+		newObj = func() (runtime.Object, error) { return c.scheme.New(gvk) }
+	}
+	gvr, namespaced, err := c.resolve(ctx, gvk)
+	if err != nil {
+		return nil, err
+	}
+	oc := c.config(gvk)
+	ropts := []dynamicinformer.ResourceOption{
+		dynamicinformer.WithAccessCheck(true),
+		dynamicinformer.WithLabelSelector(oc.label),
+		dynamicinformer.WithFieldSelector(oc.field),
+		dynamicinformer.WithResyncPeriod(oc.resync),
+	}
+	if namespaced && len(oc.namespaces) > 0 {
+		ropts = append(ropts, dynamicinformer.WithNamespaces(oc.namespaces...))
+	}
+	if cl == classMetadata {
+		ropts = append(ropts, dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true}))
+	}
+	if cl == classMetadata {
+		// As controller-runtime's metadata informers: objects carry their kind.
+		oc.transform = setGVK(gvk, oc.transform)
+	}
+	if t := transform(newObj, oc.transform); t != nil {
+		ropts = append(ropts, dynamicinformer.WithTransform("", t))
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		return e, nil
+	}
+	h := c.factory.ForResource(gvr, ropts...)
+	e = &entry{
+		c: c, gvk: gvk, class: cl, gvr: gvr, namespaced: namespaced,
+		handle: h, noDeepCopy: oc.noDeepCopy, fieldIndexes: map[string]toolscache.IndexFunc{},
+	}
+	e.inf = &Informer{SharedIndexInformer: h.Informer(), e: e}
+	c.entries[key] = e
+	return e, nil
+}
+
+// transform is the informer's transform: the conversion of an
+// Unstructured to the typed object (newObj non-nil), then the user's.
+func transform(newObj func() (runtime.Object, error), user toolscache.TransformFunc) toolscache.TransformFunc {
+	if newObj == nil {
+		return user
+	}
+	return func(in any) (any, error) {
+		if u, ok := in.(*unstructured.Unstructured); ok {
+			obj, err := newObj()
+			if err != nil {
+				return nil, err
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+				return nil, fmt.Errorf("converting %s %s/%s to %T: %w", u.GroupVersionKind(), u.GetNamespace(), u.GetName(), obj, err)
+			}
+			// As client-go's typed informers (controller-runtime's cache):
+			// cached typed objects carry no TypeMeta; deep-copied reads set it.
+			obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			in = obj
+		}
+		if user != nil {
+			return user(in)
+		}
+		return in, nil
+	}
+}
+
+// setGVK sets gvk on each PartialObjectMetadata, then runs user.
+func setGVK(gvk schema.GroupVersionKind, user toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		if m, ok := in.(*metav1.PartialObjectMetadata); ok {
+			m.SetGroupVersionKind(gvk)
+		}
+		if user != nil {
+			return user(in)
+		}
+		return in, nil
+	}
+}
+
+// resolve maps gvk to its resource: through informerkit's discovery
+// resolver (which follows CRDs), then the Mapper, then, for a kind no
+// source knows (a CRD not installed yet), the guessed plural (lower-case
+// kind + "s" rules of meta.UnsafeGuessKindToResource), taken as namespaced.
+func (c *Cache) resolve(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+	if r := c.factory.Resolver(); r != nil {
+		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+		res, err := r.Resolve(rctx, gvk.Kind+"."+gvk.Version+"."+gvk.Group)
+		cancel()
+		if err == nil && res.GVK == gvk {
+			return res.GVR, res.Namespaced, nil
+		}
+		if err == nil || errors.Is(err, discoveryresolver.ErrNotFound) {
+			if all, lerr := r.Resources(ctx); lerr == nil {
+				for _, res := range all {
+					if res.GVK == gvk {
+						return res.GVR, res.Namespaced, nil
+					}
+				}
+			}
+		}
+	}
+	if c.mapper != nil {
+		if m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			return m.Resource, m.Scope.Name() != meta.RESTScopeNameRoot, nil
+		}
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural, true, nil
+}
+
+func (c *Cache) gvkOf(obj runtime.Object) (schema.GroupVersionKind, error) {
+	return apiutil.GVKForObject(obj, c.scheme)
+}
+
+// Get reads one object from the kind's cache (see client.Reader). Before
+// Start it is *cache.ErrCacheNotStarted; while the kind is not served,
+// a *NotServedError (errors.Is ErrResourceNotServed); while the informer
+// syncs it waits, bounded by ctx.
+func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
+	gvk, err := c.gvkOf(out)
+	if err != nil {
+		return err
+	}
+	e, err := c.entryFor(ctx, gvk, classOf(out), true)
+	if err != nil {
+		return err
+	}
+	if !c.isStarted() {
+		return &cache.ErrCacheNotStarted{}
+	}
+	if err := e.wait(ctx, waitRead); err != nil {
+		return err
+	}
+	return e.get(key, out, opts...)
+}
+
+// List reads the kind's cache (see client.Reader), as Get does; the label
+// selector is answered from informerkit's label index.
+func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.ListOption) error {
+	gvk, err := c.gvkOf(out)
+	if err != nil {
+		return err
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	cl := classOf(out)
+	if cl == classTyped {
+		if _, err := c.scheme.New(gvk); err != nil {
+			return err
+		}
+	}
+	e, err := c.entryFor(ctx, gvk, cl, true)
+	if err != nil {
+		return err
+	}
+	if !c.isStarted() {
+		return &cache.ErrCacheNotStarted{}
+	}
+	if err := e.wait(ctx, waitRead); err != nil {
+		return err
+	}
+	return e.list(out, opts...)
+}
+
+// GetInformer returns the informer of obj's kind, making it if needed.
+// With BlockUntilSynced (the default) on a started cache it waits until
+// the informer has synced, its resource is found not served (it then
+// syncs by itself once served), or it fails (a forbidden resource: the
+// error names the verbs and namespaces), bounded by ctx.
+func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	gvk, err := c.gvkOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	return c.getInformer(ctx, gvk, classOf(obj), opts)
+}
+
+// GetInformerForKind is GetInformer for a kind registered in the scheme
+// (a typed informer, as controller-runtime's).
+func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if _, err := c.scheme.New(gvk); err != nil {
+		return nil, err
+	}
+	return c.getInformer(ctx, gvk, classTyped, opts)
+}
+
+func (c *Cache) getInformer(ctx context.Context, gvk schema.GroupVersionKind, cl class, opts []cache.InformerGetOption) (cache.Informer, error) {
+	e, err := c.entryFor(ctx, gvk, cl, false)
+	if err != nil {
+		return nil, err
+	}
+	var o cache.InformerGetOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if (o.BlockUntilSynced == nil || *o.BlockUntilSynced) && c.isStarted() {
+		if err := e.wait(ctx, waitInformer); err != nil {
+			return nil, err
+		}
+	}
+	return e.inf, nil
+}
+
+// RemoveInformer stops the informer of obj's kind (its handlers get no
+// more events) and forgets it; a later GetInformer makes a new one.
+func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
+	gvk, err := c.gvkOf(obj)
+	if err != nil {
+		return err
+	}
+	key := entryKey{gvk: gvk, class: classOf(obj)}
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	delete(c.entries, key)
+	c.mu.Unlock()
+	if ok {
+		e.handle.Release()
+	}
+	return nil
+}
+
+// Start runs the informers, those made before and after, until ctx ends,
+// then shuts the factory down (every goroutine it started has ended when
+// Start returns). A second Start is an error.
+func (c *Cache) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errors.New("informer already started")
+	}
+	c.started = true
+	close(c.startedCh)
+	c.mu.Unlock()
+	c.factory.Start(ctx)
+	<-ctx.Done()
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.removeStatus()
+	c.factory.Shutdown()
+	return nil
+}
+
+// WaitForCacheSync waits until the cache is started and every informer
+// has synced, bounded by ctx (false if it ends first). An informer whose
+// resource is not served counts as synced: it holds nothing and will sync
+// by itself when the resource is served (so that one missing CRD does not
+// hold every controller of the manager).
+func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
+	select {
+	case <-c.startedCh:
+	case <-ctx.Done():
+		return false
+	}
+	c.mu.Lock()
+	entries := make([]*entry, 0, len(c.entries))
+	for _, e := range c.entries {
+		entries = append(entries, e)
+	}
+	c.mu.Unlock()
+	for _, e := range entries {
+		for !e.inf.HasSynced() {
+			ch := c.changes()
+			if e.inf.HasSynced() {
+				break
+			}
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// IndexField adds a field index to the informer of obj's kind, for List
+// with a field selector (client.MatchingFields), as controller-runtime's.
+func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error {
+	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	return inf.(*Informer).e.indexField(field, extractValue)
+}

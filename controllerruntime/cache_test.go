@@ -1,0 +1,152 @@
+package controllerruntime
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/informerkit/informerkit/dynamicinformer"
+)
+
+func TestOptionsFold(t *testing.T) {
+	d := time.Minute
+	yes := true
+	oc, err := defaultConfig(cache.Options{
+		DefaultNamespaces:            map[string]cache.Config{"b": {}, "a": {}},
+		DefaultLabelSelector:         labels.SelectorFromSet(labels.Set{"app": "web"}),
+		DefaultFieldSelector:         fields.OneTermEqualSelector("metadata.name", "x"),
+		DefaultUnsafeDisableDeepCopy: &yes,
+		SyncPeriod:                   &d,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(oc.namespaces, []string{"a", "b"}) || oc.label != "app=web" || oc.field != "metadata.name=x" || !oc.noDeepCopy || oc.resync != d {
+		t.Errorf("defaults: %+v", oc)
+	}
+	no := false
+	bo, err := byObjectConfig(oc, cache.ByObject{Namespaces: map[string]cache.Config{}, Label: labels.Everything(), UnsafeDisableDeepCopy: &no}, "ByObject")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bo.namespaces != nil || bo.label != "" || bo.field != "metadata.name=x" || bo.noDeepCopy {
+		t.Errorf("ByObject: %+v", bo)
+	}
+	if all, _ := namespaces(map[string]cache.Config{"a": {}, "": {}}, "x"); all != nil {
+		t.Errorf("AllNamespaces among others: %v", all)
+	}
+	def, _ := defaultConfig(cache.Options{})
+	if def.resync != 10*time.Hour || def.namespaces != nil {
+		t.Errorf("zero options: %+v", def)
+	}
+}
+
+func TestUnsupportedOptions(t *testing.T) {
+	no := false
+	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
+	for name, o := range map[string]cache.Options{
+		"Options.DefaultEnableWatchBookmarks=false": {DefaultEnableWatchBookmarks: &no},
+		`Options.DefaultNamespaces["a"]`:            {DefaultNamespaces: map[string]cache.Config{"a": {SyncPeriod: new(time.Duration)}}},
+		`ByObject[*v1.ConfigMap].Namespaces["n"]`: {ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{"n": {Transform: func(i any) (any, error) { return i, nil }}}}}},
+	} {
+		_, err := NewCache(cfg, o)
+		var ue *UnsupportedOptionError
+		if !errors.As(err, &ue) || !errors.Is(err, ErrUnsupported) || ue.Option != name {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestTypedTransform(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = corev1.AddToScheme(s)
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	var userSaw any
+	f := transform(func() (runtime.Object, error) { return s.New(gvk) }, func(in any) (any, error) { userSaw = in; return in, nil })
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "c", "namespace": "n", "labels": map[string]any{"a": "b"}},
+		"data":     map[string]any{"k": "v"},
+	}}
+	out, err := f(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, ok := out.(*corev1.ConfigMap)
+	if !ok || cm.Name != "c" || cm.Kind != "" || cm.APIVersion != "" || cm.Data["k"] != "v" || cm.Labels["a"] != "b" || userSaw != out {
+		t.Fatalf("converted %T %+v", out, out)
+	}
+	// Already typed (a delete of a cached object): passed through.
+	if again, err := f(cm); err != nil || again != cm {
+		t.Errorf("typed input: %v %v", again, err)
+	}
+	bad := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": "not a map"}}
+	if _, err := f(bad); err == nil {
+		t.Error("no error for an object that does not convert")
+	}
+	if transform(nil, nil) != nil {
+		t.Error("a transform with nothing to do")
+	}
+}
+
+func TestFieldIndexKeys(t *testing.T) {
+	if !requiresExactMatch(fields.OneTermEqualSelector("a", "b")) || requiresExactMatch(fields.OneTermNotEqualSelector("a", "b")) || requiresExactMatch(fields.Everything()) {
+		t.Error("requiresExactMatch")
+	}
+	if keyToNamespacedKey("", "v") != "__all_namespaces/v" || keyToNamespacedKey("n", "v") != "n/v" {
+		t.Error("keyToNamespacedKey")
+	}
+}
+
+func TestClassOf(t *testing.T) {
+	for obj, want := range map[runtime.Object]class{
+		&unstructured.Unstructured{}:        classUnstructured,
+		&unstructured.UnstructuredList{}:    classUnstructured,
+		&metav1.PartialObjectMetadata{}:     classMetadata,
+		&metav1.PartialObjectMetadataList{}: classMetadata,
+		&corev1.ConfigMap{}:                 classTyped,
+	} {
+		if got := classOf(obj); got != want {
+			t.Errorf("%T: %v", obj, got)
+		}
+	}
+}
+
+func TestNotStarted(t *testing.T) {
+	c, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, cache.Options{}, dynamicinformerOptionsQuiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if c.WaitForCacheSync(ctx) {
+		t.Error("WaitForCacheSync true before Start")
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+	if err := c.Start(ctx); err == nil {
+		t.Error("second Start")
+	}
+}
+
+func dynamicinformerOptionsQuiet() dynamicinformer.Options {
+	return dynamicinformer.Options{Logger: funcr.New(func(string, string) {}, funcr.Options{})}
+}

@@ -1,0 +1,79 @@
+// Package controllerruntime gives controller-runtime users informerkit
+// with one line:
+//
+//	mgr, err := manager.New(cfg, manager.Options{NewCache: controllerruntime.NewCache})
+//
+// NewCache is a cache.NewCacheFunc whose cache.Cache is backed by one
+// informerkit dynamicinformer factory (NewForConfig): every informer of
+// the manager — For, Owns, Watches, the client's cached reads — is an
+// informerkit informer, with its lifecycle, status and label indexes.
+// Nothing else in the program changes: controllers, the client, the
+// reconcilers and the cache.Options fields they set work as with
+// controller-runtime's cache. The module is separate so that informerkit
+// itself does not depend on controller-runtime.
+//
+// # Objects
+//
+// *unstructured.Unstructured (and UnstructuredList) come straight from
+// informerkit's informers; *metav1.PartialObjectMetadata (and its List)
+// from a MetadataOnly informer (the metadata client). Typed objects — the
+// scheme's built-ins and a user's own CRD types registered in
+// Options.Scheme — go through informerkit's informers too: a transform
+// converts each Unstructured to the scheme's type
+// (runtime.DefaultUnstructuredConverter) before the store, so the cache
+// holds typed objects and reads and handlers see them. Each kind has one
+// informer per object class (unstructured, metadata, typed), as in
+// controller-runtime. Kinds resolve to resources through informerkit's
+// discovery resolver (which follows CRDs), then Options.Mapper.
+//
+// # What changes (on by default)
+//
+//   - A kind that is not served yet (a CRD not installed) does not fail:
+//     GetInformer returns its informer at once, Get and List answer a
+//     *NotServedError (errors.Is ErrResourceNotServed and
+//     dynamicinformer.ErrNotServed), and the informer syncs by itself when
+//     the CRD is established; its handlers then get an add per object. A
+//     controller For such a kind starts, and reconciles once the CRD is
+//     installed. While the kind is not served its Informer's HasSynced (and
+//     its handler registrations', and WaitForCacheSync for it) are true: it
+//     holds nothing and is complete for what is served, so one missing CRD
+//     does not hold the manager's other controllers or time them out.
+//   - A CRD deleted while the manager runs: the informer's handlers get a
+//     delete per cached object, the informer sends no request (no relisting
+//     against 404) and syncs again by itself if the CRD comes back.
+//   - A forbidden resource: every informer checks access before its first
+//     list (dynamicinformer.WithAccessCheck), so GetInformer (and Get,
+//     List) fail with an error that errors.Is dynamicinformer.ErrForbidden
+//     and names the user, the verbs and the namespaces, instead of
+//     "timed out waiting for cache to be synced".
+//   - Label-selector Lists use informerkit's per-key label indexes.
+//   - Cache.Factory gives the factory: Statuses, OnStatusChange; metrics
+//     through NewCacheFunc's dynamicinformer.Options.
+//
+// A kind that no source knows (its CRD not installed yet, no Mapper
+// mapping) is watched at the resource meta.UnsafeGuessKindToResource
+// guesses (kind "Widget": "widgets") and taken as namespaced; a CRD whose
+// plural is not that guess is not found until the cache is made again.
+//
+// # Options
+//
+// Honoured as controller-runtime does: Scheme, DefaultNamespaces and
+// ByObject[...].Namespaces (the set of namespaces), DefaultLabelSelector,
+// DefaultFieldSelector, DefaultTransform, DefaultUnsafeDisableDeepCopy,
+// SyncPeriod (a resync, default 10 h), ReaderFailOnMissingInformer, and
+// ByObject's Label, Field, Transform, UnsafeDisableDeepCopy, SyncPeriod.
+// Mapper is a fallback for kinds the discovery resolver does not know;
+// HTTPClient is not used (the factory builds its clients from the
+// rest.Config, to see every request). An *UnsupportedOptionError
+// (errors.Is ErrUnsupported) from NewCache names what is refused:
+// NewInformer, DefaultWatchErrorHandler (errors are in the informers'
+// Status), EnableWatchBookmarks=false, and a per-namespace Config with
+// settings of its own (one informer serves all of a kind's namespaces).
+//
+// Reads follow controller-runtime's cache reader: Get and List before
+// Start are *cache.ErrCacheNotStarted; they wait for a syncing informer
+// (bounded by ctx); List's field selectors need exact matches on fields
+// registered with IndexField; Limit returns the first objects; Continue
+// is an error and every List's continue token is "continue-not-supported";
+// results are deep copies with their GVK set unless UnsafeDisableDeepCopy.
+package controllerruntime
