@@ -98,7 +98,7 @@ func TestCheckCatchesBrokenInformers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, divs := h.check(ctx, 30*time.Second); len(divs) > 0 {
+	if _, divs, _ := h.check(ctx, 30*time.Second); len(divs) > 0 {
 		t.Fatalf("not converged before the deletes:\n%s", formatDivs(divs))
 	}
 	for _, r := range victims {
@@ -109,7 +109,7 @@ func TestCheckCatchesBrokenInformers(t *testing.T) {
 
 	sched := newSchedule(cfg.seed, nil, cfg.window)
 	it := sched.next()
-	_, divs := h.runIteration(ctx, it)
+	_, divs, _ := h.runIteration(ctx, it)
 	t.Logf("seed %d, %s: the check reported:\n%s", cfg.seed, it, formatDivs(divs))
 	byName := map[string][]divergence{}
 	for _, d := range divs {

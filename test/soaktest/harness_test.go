@@ -403,16 +403,21 @@ func lastEvents(rec *recorder, lists ...[]string) string {
 }
 
 // check polls checkOnce until it holds or timeout passes; it returns how
-// long it took and, on timeout, the last divergences.
-func check(ctx context.Context, dyn dynamic.Interface, res []*resource, subjects, group []*subject, timeout time.Duration) (time.Duration, []divergence) {
+// long it took, on timeout the last divergences, and otherwise what the
+// last poll that failed saw (which informers were the last to converge).
+func check(ctx context.Context, dyn dynamic.Interface, res []*resource, subjects, group []*subject, timeout time.Duration) (took time.Duration, divs []divergence, lagging []string) {
 	start := time.Now()
 	for {
 		divs := checkOnce(ctx, dyn, res, subjects, group)
 		if len(divs) == 0 {
-			return time.Since(start), nil
+			return time.Since(start), nil, lagging
 		}
 		if time.Since(start) > timeout || ctx.Err() != nil {
-			return time.Since(start), divs
+			return time.Since(start), divs, lagging
+		}
+		lagging = lagging[:0]
+		for _, d := range divs {
+			lagging = append(lagging, d.subject+" ("+d.what+")")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

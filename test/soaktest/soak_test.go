@@ -14,6 +14,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -217,7 +218,7 @@ func newHarness(t *testing.T, ctx context.Context, cfg config) *harness {
 	if h.userF != nil {
 		h.userF.Start(ctx)
 	}
-	took, divs := h.check(ctx, 90*time.Second)
+	took, divs, _ := h.check(ctx, 90*time.Second)
 	if len(divs) > 0 {
 		t.Fatalf("seed %d: the informers never converged at the start:\n%s", cfg.seed, formatDivs(divs))
 	}
@@ -276,7 +277,7 @@ func (h *harness) join(t *testing.T, ctx context.Context) error {
 }
 
 // check runs the check over every subject and the shard group.
-func (h *harness) check(ctx context.Context, timeout time.Duration) (time.Duration, []divergence) {
+func (h *harness) check(ctx context.Context, timeout time.Duration) (time.Duration, []divergence, []string) {
 	h.mu.Lock()
 	subjects := append([]*subject(nil), h.subjects...)
 	group := append([]*subject(nil), h.group...)
@@ -400,7 +401,7 @@ func (h *harness) write(ctx context.Context, rnd *rand.Rand, op string) {
 
 // writers runs the writers at the configured rate until ctx ends.
 func (h *harness) writers(ctx context.Context, seed uint64) *sync.WaitGroup {
-	const n = 4
+	const n = 8
 	interval := time.Second / time.Duration(h.cfg.rate)
 	tick := time.NewTicker(interval)
 	var wg sync.WaitGroup
@@ -471,7 +472,13 @@ func (h *harness) inject(ctx context.Context, f fault) error {
 			return err
 		}
 		sleep(ctx, f.For)
-		return retry(ctx, "re-create CRD", func(ctx context.Context) error { return cp.InstallCRD(ctx, h.gadgets.crd.DeepCopy()) })
+		// Re-created with the same schema or (odd Pick) a structural one
+		// that prunes what it does not name.
+		crd := h.gadgets.crd.DeepCopy()
+		if f.Pick%2 == 1 {
+			crd.Spec.Versions[0].Schema = structuralSchema()
+		}
+		return retry(ctx, "re-create CRD", func(ctx context.Context) error { return cp.InstallCRD(ctx, crd) })
 	case faultRBAC:
 		if err := retry(ctx, "revoke", h.revoke); err != nil {
 			return err
@@ -546,7 +553,7 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // runIteration writes for it.Window with it.Faults, stops, heals and
 // checks; it returns the time to converge and the divergences.
-func (h *harness) runIteration(ctx context.Context, it iteration) (time.Duration, []divergence) {
+func (h *harness) runIteration(ctx context.Context, it iteration) (time.Duration, []divergence, []string) {
 	wctx, stop := context.WithCancel(ctx)
 	start := time.Now()
 	wg := h.writers(wctx, it.WriterSeed)
@@ -574,7 +581,7 @@ func (h *harness) runIteration(ctx context.Context, it iteration) (time.Duration
 	h.stats.mu.Unlock()
 	fwg.Wait()
 	// Quiet: writers stopped, every fault healed.
-	took, divs := h.check(ctx, h.cfg.quiet)
+	took, divs, lagging := h.check(ctx, h.cfg.quiet)
 	h.stats.mu.Lock()
 	defer h.stats.mu.Unlock()
 	h.stats.iterations++
@@ -587,7 +594,7 @@ func (h *harness) runIteration(ctx context.Context, it iteration) (time.Duration
 	if len(divs) > 0 {
 		h.stats.divergences++
 	}
-	return took, divs
+	return took, divs, lagging
 }
 
 // run runs the schedule; it stops at the first divergence (reported
@@ -602,7 +609,7 @@ func (h *harness) run(t *testing.T, ctx context.Context) []divergence {
 		}
 		it := sched.next()
 		h.cfg.logf("%s", it)
-		took, divs := h.runIteration(ctx, it)
+		took, divs, lagging := h.runIteration(ctx, it)
 		if len(divs) > 0 {
 			var before []string
 			for _, p := range prev {
@@ -612,7 +619,11 @@ func (h *harness) run(t *testing.T, ctx context.Context) []divergence {
 				h.cfg.seed, h.cfg.seed, it, h.cfg.quiet, strings.Join(before, "; "), formatDivs(divs))
 			return divs
 		}
-		h.cfg.logf("  converged %v after the faults healed", took.Round(time.Millisecond))
+		if len(lagging) > 0 {
+			h.cfg.logf("  converged %v after the faults healed; last to converge: %s", took.Round(time.Millisecond), strings.Join(lagging, ", "))
+		} else {
+			h.cfg.logf("  converged %v after the faults healed", took.Round(time.Millisecond))
+		}
 		prev = append(prev, it)
 		if len(prev) > 3 {
 			prev = prev[1:]
@@ -646,8 +657,9 @@ func (h *harness) report(elapsed time.Duration) string {
 	for _, v := range s.errs {
 		errs += v
 	}
-	fmt.Fprintf(&b, "seed %d, %v, target %d writes/s: %d iterations, %d writes accepted (%.0f/s over %v of writing; %d creates), %d refused as expected (not found, conflict, exists), %d failed during faults; divergences: %d\n\n",
-		h.cfg.seed, elapsed.Round(time.Second), h.cfg.rate, s.iterations, written, float64(written)/s.writeTime.Seconds(), s.writeTime.Round(time.Second), s.created, refused, errs, s.divergences)
+	attempts := written + refused + errs
+	fmt.Fprintf(&b, "seed %d, %v, target %d writes/s: %d iterations; %d writes sent (%.0f/s over %v of writing), %d accepted (%d creates), %d refused as expected (not found, conflict, already exists, finalizer on a deleted object), %d failed during faults; divergences: %d\n\n",
+		h.cfg.seed, elapsed.Round(time.Second), h.cfg.rate, s.iterations, attempts, float64(attempts)/s.writeTime.Seconds(), s.writeTime.Round(time.Second), written, s.created, refused, errs, s.divergences)
 	var ops []string
 	for op := range s.ops {
 		ops = append(ops, op)
@@ -758,4 +770,15 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	leaks.VerifyNoLeaks(t)
+}
+
+// structuralSchema names the fields the writers write (spec.n, labels and
+// annotations are metadata) and prunes anything else.
+func structuralSchema() *apiextensionsv1.CustomResourceValidation {
+	return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"n": {Type: "integer"}}},
+		},
+	}}
 }
