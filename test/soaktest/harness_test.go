@@ -417,7 +417,7 @@ func check(ctx context.Context, dyn dynamic.Interface, res []*resource, subjects
 		}
 		lagging = lagging[:0]
 		for _, d := range divs {
-			lagging = append(lagging, d.subject+" ("+d.what+")")
+			lagging = append(lagging, d.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -50,4 +50,21 @@ func TestScheduleReproducible(t *testing.T) {
 	if overlapping == 0 {
 		t.Error("no iteration with overlapping faults in 30")
 	}
+
+	// pairs: every kind in the first half as many iterations, two each.
+	s := newSchedule(7, allFaults, window)
+	s.pairs = true
+	seen = map[string]bool{}
+	for i := 0; i < len(allFaults)/2; i++ {
+		it := s.next()
+		if len(it.Faults) != 2 {
+			t.Errorf("pairs: %v", it)
+		}
+		for _, f := range it.Faults {
+			seen[f.Kind] = true
+		}
+	}
+	if len(seen) != len(allFaults) {
+		t.Errorf("pairs: %d kinds in %d iterations: %v", len(seen), len(allFaults)/2, seen)
+	}
 }

@@ -53,7 +53,8 @@ func (it iteration) String() string {
 
 // schedule draws iterations from a seed: the first len(kinds) iterations
 // have each kind once (in a drawn order), with a second, overlapping
-// fault in about 40% of them; later ones one to three distinct kinds.
+// fault in about 40% of them (with pairs: the first len(kinds)/2 have two
+// kinds each); later ones one to three distinct kinds.
 // The same seed and kinds give the same iterations.
 type schedule struct {
 	rnd    *rand.Rand
@@ -61,6 +62,9 @@ type schedule struct {
 	order  []int
 	n      int
 	window func(*rand.Rand) time.Duration
+	// pairs: the first iterations take the kinds two at a time (every
+	// kind in half as many iterations, each pair overlapping).
+	pairs bool
 }
 
 func newSchedule(seed uint64, kinds []string, window func(*rand.Rand) time.Duration) *schedule {
@@ -71,7 +75,12 @@ func newSchedule(seed uint64, kinds []string, window func(*rand.Rand) time.Durat
 func (s *schedule) next() iteration {
 	it := iteration{N: s.n, Window: s.window(s.rnd), WriterSeed: s.rnd.Uint64()}
 	var kinds []string
-	if s.n < len(s.order) {
+	if s.pairs && 2*s.n < len(s.order) {
+		kinds = append(kinds, s.kinds[s.order[2*s.n]])
+		if 2*s.n+1 < len(s.order) {
+			kinds = append(kinds, s.kinds[s.order[2*s.n+1]])
+		}
+	} else if !s.pairs && s.n < len(s.order) {
 		kinds = append(kinds, s.kinds[s.order[s.n]])
 		if len(s.kinds) > 1 && s.rnd.IntN(10) < 4 {
 			for {
