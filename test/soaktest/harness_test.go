@@ -54,7 +54,7 @@ func (s scope) String() string {
 		parts = append(parts, "selector="+s.selector.String())
 	}
 	if s.shard != nil {
-		parts = append(parts, "shard="+s.shard().String())
+		parts = append(parts, fmt.Sprintf("shard of %.3f of the hash space", s.shard().Size()))
 	}
 	return strings.Join(parts, " ")
 }
