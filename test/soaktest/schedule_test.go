@@ -48,7 +48,7 @@ func (it iteration) String() string {
 	for _, f := range it.Faults {
 		fs = append(fs, f.String())
 	}
-	return fmt.Sprintf("iteration %d: writes for %v, faults [%s]", it.N, it.Window, strings.Join(fs, " "))
+	return fmt.Sprintf("iteration %d: writes for %v, faults [%s]", it.N, it.Window.Round(time.Millisecond), strings.Join(fs, " "))
 }
 
 // schedule draws iterations from a seed: the first len(kinds) iterations
