@@ -121,11 +121,18 @@ func writeReport() error {
 	reliabilityReport.Lock()
 	defer reliabilityReport.Unlock()
 	rows := map[string]string{}
+	// Sections after the table ("## ..." to the end: the soak's, written
+	// by hand from its own report) are kept as they are.
+	var trailer []string
 	if f, err := os.Open(path); err == nil {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			if trailer != nil || strings.HasPrefix(line, "## ") {
+				trailer = append(trailer, line)
+				continue
+			}
 			if strings.HasPrefix(line, "| `Test") {
 				name := strings.TrimPrefix(strings.SplitN(line, "|", 3)[1], " `")
 				name = strings.TrimSuffix(strings.TrimSpace(name), "`")
@@ -148,6 +155,9 @@ func writeReport() error {
 	for _, n := range names {
 		b.WriteString(rows[n])
 		b.WriteString("\n")
+	}
+	if len(trailer) > 0 {
+		b.WriteString("\n" + strings.Join(trailer, "\n") + "\n")
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
