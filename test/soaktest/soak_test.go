@@ -55,7 +55,7 @@ type config struct {
 // quietBound bounds each check's wait. It covers client-go's reflector
 // backoff at its cap ([30, 60) s): an informer over several namespaces
 // with a forbidden one relists every 30 s to retry it
-// (listwatch.DefaultRetryForbidden), so its backoff never resets (2 min
+// (listwatch.DefaultRecheck, without the access check a relist), so its backoff never resets (2 min
 // without a restart) and a watch broken by a fault is relisted only after
 // 30–60 s.
 const quietBound = 90 * time.Second
