@@ -104,8 +104,10 @@ type InformerError struct {
 	Err  error
 }
 
+// Error names the resource as kubectl takes it (widgets.v1.example.com),
+// then the kind and the cause.
 func (e *InformerError) Error() string {
-	return fmt.Sprintf("%s: %v: %v", e.GVR.String(), e.Kind, e.Err)
+	return fmt.Sprintf("%s: %v: %v", presence.Qualified(e.GVR), e.Kind, e.Err)
 }
 
 // Unwrap returns both the kind and the cause.

@@ -42,3 +42,20 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// An InformerError names its resource as kubectl takes it, not in
+// schema.GroupVersionResource's Go form: operators read it in statuses.
+func TestInformerErrorNamesTheResourceAsKubectl(t *testing.T) {
+	for _, c := range []struct {
+		gvr  schema.GroupVersionResource
+		want string
+	}{
+		{schema.GroupVersionResource{Group: "never.example.com", Version: "v1", Resource: "later"}, "later.v1.never.example.com: resource not served: gone"},
+		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "configmaps.v1: resource not served: gone"},
+	} {
+		err := &InformerError{GVR: c.gvr, Kind: ErrNotServed, Err: errors.New("gone")}
+		if got := err.Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+	}
+}

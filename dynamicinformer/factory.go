@@ -126,6 +126,7 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Factory, error) {
 	monitor := newContactMonitor()
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(monitor.wrap)
+	cfg.Wrap(notReadyNoWait)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

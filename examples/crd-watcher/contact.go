@@ -97,14 +97,21 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// innermost drops the URL and operation wrappers of a transport error
-// (`Get "https://…/version?timeout=32s": dial tcp …: `), which repeat what
-// explain already says.
+// innermost drops the wrappers of a transport error that repeat what
+// explain already says or are client internals: an informer's
+// InformerError (its GVR and kind), the URL and query
+// (`Get "https://…/version?timeout=32s": `) and the dialled address
+// (`dial tcp …: `). The library words a lost contact the same way in a
+// Status.Reason but has no function for it: this is the watcher's one
+// copy.
 func innermost(err error) error {
 	for {
+		var ie *dynamicinformer.InformerError
 		var ue *url.Error
 		var oe *net.OpError
 		switch {
+		case errors.As(err, &ie) && ie.Err != nil:
+			err = ie.Err
 		case errors.As(err, &ue) && ue.Err != nil:
 			err = ue.Err
 		case errors.As(err, &oe) && oe.Err != nil:

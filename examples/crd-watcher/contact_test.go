@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -168,5 +169,28 @@ func TestContactErrFromAnInformer(t *testing.T) {
 	}
 	if want := "cannot reach the API server at https://127.0.0.1:38287: connection refused"; err.Error() != want {
 		t.Fatalf("contact error %q, want %q", err, want)
+	}
+}
+
+// The library's own contact error (an *InformerError) whose cause has no
+// errno explain knows — the server cut the connection: EOF, bare or
+// inside the request's url.Error — is said without the informer's GVR
+// (in Go form or any other), URL or query (/readyz, the status table).
+func TestContactErrEOFFromAnInformer(t *testing.T) {
+	w := &watcher{contact: newContactMonitor(nil, time.Hour, nil), ep: endpoint{Host: "https://127.0.0.1:38287", Context: "e2e", User: "e2e"}, cfg: &Config{RequestTimeout: 5 * time.Second}}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	for _, cause := range []error{
+		io.EOF,
+		&url.Error{Op: "Get", URL: "https://127.0.0.1:38287/api/v1/configmaps?allowWatchBookmarks=true&watch=true", Err: io.EOF},
+	} {
+		st := dynamicinformer.Status{GVR: cms, State: dynamicinformer.Syncing,
+			ContactErr: &dynamicinformer.InformerError{GVR: cms, Kind: dynamicinformer.ErrNoContact, Err: cause}}
+		err := w.contactErr([]dynamicinformer.Status{st})
+		if err == nil {
+			t.Fatal("no contact error")
+		}
+		if want := `cannot reach the API server at https://127.0.0.1:38287 (context "e2e", user "e2e"): EOF`; err.Error() != want {
+			t.Errorf("contact error %q, want %q", err, want)
+		}
 	}
 }

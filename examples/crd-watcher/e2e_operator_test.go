@@ -572,6 +572,7 @@ func TestE2EReadiness(t *testing.T) {
 		t.Errorf("readiness noticed the server gone after %s", took)
 	}
 	mustContain(t, "/readyz", body, "no contact with the API server")
+	mustNotContain(t, "/readyz", body, "Resource=", "?", "/api") // as the CONTACT line says it: no GVR, URL or query
 	_, metrics := httpGet(base + "/metrics")
 	mustContain(t, "/metrics", metrics, "informerkit_server_contact 0")
 	proxy.SetRefuse(false)

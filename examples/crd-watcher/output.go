@@ -201,6 +201,13 @@ func statusDetail(st dynamicinformer.Status) string {
 	return detail + ": " + cause
 }
 
+// notAnError: the informer's Err says a resource is not served — it was
+// removed (a CRD deleted) or is waited for (a CRD not installed yet).
+// That is its state and reason, not an error of the watcher's.
+func notAnError(st dynamicinformer.Status) bool {
+	return (st.State == dynamicinformer.Removed || st.State == dynamicinformer.Pending) && errors.Is(st.Err, dynamicinformer.ErrNotServed)
+}
+
 // status prints an informer's state change; prev is the state last
 // printed for it ("" if none).
 func (p *printer) status(st dynamicinformer.Status, prev dynamicinformer.State) {
@@ -228,8 +235,10 @@ func (p *printer) statusLine(st dynamicinformer.Status, prev dynamicinformer.Sta
 		if f, _, _, ok := selectorSummary(st.Shard); ok {
 			js.ShardFraction = &f
 		}
-		if st.Err != nil {
+		if st.Err != nil && !notAnError(st) {
 			js.Error = statusDetail(st)
+		} else if st.Err != nil && js.Reason == "" {
+			js.Reason = statusDetail(st)
 		}
 		p.writeJSON(js)
 		return

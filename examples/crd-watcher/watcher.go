@@ -218,9 +218,9 @@ func (w *watcher) lastContact(sts []dynamicinformer.Status) time.Time {
 	return last
 }
 
-// resourceOptions are the informer options of one resource: its own
-// namespaces and selectors, else the global ones.
-func (w *watcher) resourceOptions(r ResourceSpec) []dynamicinformer.ResourceOption {
+// selection is what one resource entry selects: its own namespaces and
+// selectors, else the global ones.
+func (w *watcher) selection(r ResourceSpec) (namespaces []string, label, field string) {
 	ns, ls, fsel := w.cfg.Namespaces, w.cfg.LabelSelector, w.cfg.FieldSelector
 	if len(r.Namespaces) > 0 {
 		ns = r.Namespaces
@@ -231,6 +231,13 @@ func (w *watcher) resourceOptions(r ResourceSpec) []dynamicinformer.ResourceOpti
 	if r.FieldSelector != "" {
 		fsel = r.FieldSelector
 	}
+	return ns, ls, fsel
+}
+
+// resourceOptions are the informer options of one resource: its own
+// namespaces and selectors, else the global ones.
+func (w *watcher) resourceOptions(r ResourceSpec) []dynamicinformer.ResourceOption {
+	ns, ls, fsel := w.selection(r)
 	var opts []dynamicinformer.ResourceOption
 	switch {
 	case w.cfg.PermittedNamespaces:
@@ -292,13 +299,23 @@ func (w *watcher) setup(ctx context.Context) error {
 		w.sub = sub
 		return checkSelection(w.cfg.Groups, w.cfg.Categories, len(sub.Resources()), w.cfg.WaitForCRDs, w.servedResources(ctx), w.out.info)
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{} // selectionKey → the name it was first given as
 	for _, r := range w.cfg.Resources {
 		if err := checkSelectors(r.LabelSelector, r.FieldSelector); err != nil {
 			return err
 		}
 		opts := w.resourceOptions(r)
 		rctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
+		// The same resource named twice (ct and crontabs.v1.stable.example.com)
+		// is one stream of events: found before an informer exists for the
+		// second name, which would only be released again (a Stopped line).
+		if gvr, ok := w.lookupName(rctx, r.Name); ok {
+			if first, dup := seen[w.selectionKey(gvr, r)]; dup {
+				cancel()
+				w.out.info("note: %q and %q are the same resource (%s); watching it once", first, r.Name, gvrString(gvr))
+				continue
+			}
+		}
 		gi, err := w.factory.ForName(rctx, r.Name, opts...)
 		cancel()
 		if err != nil {
@@ -318,18 +335,47 @@ func (w *watcher) setup(ctx context.Context) error {
 		}
 		h := gi
 		st := h.Status()
-		key := fmt.Sprintf("%s|%q|%s|%s", h.GVR(), st.Namespaces, st.LabelSelector, st.FieldSelector)
-		if seen[key] {
-			h.Release() // the same resource named twice (ct and crontabs.stable.example.com): one stream of events
-			continue
-		}
-		seen[key] = true
+		seen[w.selectionKey(h.GVR(), r)] = r.Name
 		if _, err := h.Informer().AddEventHandler(w.handlerFor(h.GVR(), st.Namespaces, st.LabelSelector, st.FieldSelector)); err != nil {
 			return fmt.Errorf("%s: add handler: %w", r.Name, err)
 		}
 		w.handles = append(w.handles, h)
 	}
 	return nil
+}
+
+// lookupName is the resource a name stands for, as setup will resolve it:
+// through discovery, else (--wait-for-crds) the fully qualified name
+// itself; false if neither tells.
+func (w *watcher) lookupName(ctx context.Context, name string) (schema.GroupVersionResource, bool) {
+	if r := w.factory.Resolver(); r != nil {
+		if res, err := r.Resolve(ctx, name); err == nil {
+			return res.GVR, true
+		}
+	}
+	if w.cfg.WaitForCRDs {
+		return parseQualifiedGVR(name)
+	}
+	return schema.GroupVersionResource{}, false
+}
+
+// selectionKey tells apart what two resource entries watch: the resource
+// and the entry's own namespaces and selectors (else the global ones).
+func (w *watcher) selectionKey(gvr schema.GroupVersionResource, r ResourceSpec) string {
+	ns, ls, fsel := w.selection(r)
+	set := map[string]bool{}
+	for _, n := range ns {
+		set[n] = true
+	}
+	if set[""] {
+		set = nil // all namespaces
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("%s|%q|%s|%s", gvrString(gvr), names, ls, fsel)
 }
 
 // isNameError reports whether resolving a name failed because of the name
@@ -507,14 +553,15 @@ func (w *watcher) start(ctx context.Context) {
 }
 
 // settled: the informer is not going to change by itself soon — it has
-// synced, or is waiting for its resource (a CRD not installed), or is in a
-// terminal state. "Pending: not started" and Syncing are not settled.
-func settled(st dynamicinformer.Status) bool {
+// synced, or is waiting for its resource (a CRD not installed) since 2 s
+// before now, or is in a terminal state. "Pending: not started" and
+// Syncing are not settled.
+func settled(st dynamicinformer.Status, now time.Time) bool {
 	switch st.State {
 	case dynamicinformer.Syncing:
 		return false
 	case dynamicinformer.Pending:
-		return st.Err != nil && !time.Now().Before(st.Since.Add(2*time.Second))
+		return st.Err != nil && !now.Before(st.Since.Add(2*time.Second))
 	}
 	return true
 }
@@ -541,41 +588,44 @@ func (w *watcher) progress(ctx context.Context, interval time.Duration) {
 		if len(sts) == 0 {
 			continue // --all --wait-for-crds with nothing matching yet
 		}
-		done := 0
-		var parts []string
-		allSettled := true
-		var last time.Time
-		for _, st := range sts {
-			if st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale {
-				done++ // the list is complete
-			}
-			if !settled(st) {
-				allSettled = false
-			}
-			if st.Since.After(last) {
-				last = st.Since
-			}
-			mark := "…"
-			if st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale {
-				mark = "✓"
-			}
-			parts = append(parts, fmt.Sprintf("%s %s %s %d objects", mark, gvrString(st.GVR), st.State, st.Objects))
-		}
+		now := time.Now()
+		line, allSettled := syncLine(sts, w.started, now)
 		if allSettled && !printed {
 			return
 		}
-		sort.Strings(parts)
-		after := time.Since(w.started)
-		if allSettled {
-			after = last.Sub(w.started)
-		}
-		w.out.info("%s SYNC    %d/%d synced after %s: %s", time.Now().Format("15:04:05.000"), done, len(sts),
-			roundDuration(after), strings.Join(parts, "; "))
+		w.out.info("%s %s", now.Format("15:04:05.000"), line)
 		printed = true
 		if allSettled {
 			return
 		}
 	}
+}
+
+// syncLine is a SYNC line at now for informers started at started, and
+// whether every informer has settled. Its clock is the informers': the
+// duration is the time from their start (w.start) to now, when the line
+// is printed — so its timestamp and its duration agree (a Pending that
+// settles 2 s after its CRD was found missing prints "after 2s", not the
+// time of the last state change).
+func syncLine(sts []dynamicinformer.Status, started, now time.Time) (string, bool) {
+	done := 0
+	var parts []string
+	allSettled := true
+	for _, st := range sts {
+		if st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale {
+			done++ // the list is complete
+		}
+		if !settled(st, now) {
+			allSettled = false
+		}
+		mark := "…"
+		if st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale {
+			mark = "✓"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %s %d objects", mark, gvrString(st.GVR), st.State, st.Objects))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("SYNC    %d/%d synced after %s: %s", done, len(sts), roundDuration(now.Sub(started)), strings.Join(parts, "; ")), allSettled
 }
 
 // roundDuration keeps about two significant digits: 21ms, 1.2s, 14s.

@@ -29,6 +29,11 @@ var ErrNotServedFallback = reflectorseam.ErrNotServedFallback
 // watch-list request while a fresh list is due (Relisting).
 var ErrRelistFallback = reflectorseam.ErrRelistFallback
 
+// ErrNotReadyFallback is reflectorseam.ErrNotReadyFallback: the answer to
+// a watch-list request the server refused with 429 (its watch cache not
+// ready yet).
+var ErrNotReadyFallback = reflectorseam.ErrNotReadyFallback
+
 // NotFoundReason is the gate's reason when the server answered 404.
 const NotFoundReason = "the API server answered 404 Not Found"
 
@@ -470,6 +475,11 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			lw.notFound(err)
+		}
+		if apierrors.IsTooManyRequests(err) {
+			// A watch cache still initializing (the first request for a
+			// custom resource): a plain list is served at once.
+			return nil, reflectorseam.ErrNotReadyFallback
 		}
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 )
 
 func TestPendingListBlocksUntilOpen(t *testing.T) {
@@ -649,5 +650,40 @@ func TestMisc(t *testing.T) {
 	f.lw.NoWatchList = true
 	if !f.lw.IsWatchListSemanticsUnSupported() {
 		t.Fatal("NoWatchList not reported")
+	}
+}
+
+// A watch-list stream answered 429 (an API server's watch cache still
+// initializing: the first request for a custom resource after its CRD was
+// created) falls back to a plain list at once, which the server serves;
+// client-go's reflector would otherwise retry the stream after its
+// back-off (about 1 s) — every empty custom resource listed a second
+// late. The slot of the first list is not held by the refused stream.
+func TestWatchListRefused429FallsBackToList(t *testing.T) {
+	leaks(t)
+	f := newFixture(t, true, 0)
+	f.lw.InitialLists = NewSlots(1)
+	ctx := context.Background()
+	f.inner.set(func(s *stubLW) {
+		s.watchErr = apierrors.NewTooManyRequests("storage is (re)initializing", 1)
+	})
+	_, err := f.lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: truePtr(), AllowWatchBookmarks: true})
+	if !errors.Is(err, ErrNotReadyFallback) || !reflectorseam.IsWatchListFallback(err) {
+		t.Fatalf("watch-list answered 429: %v, want the fallback to list", err)
+	}
+	if !f.lw.InitialLists.TryAcquire() {
+		t.Fatal("the refused stream still holds the initial-list slot")
+	}
+	f.lw.InitialLists.Release()
+	if _, err := f.lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("the fallback list: %v", err)
+	}
+	if f.lw.Phase() != Serving {
+		t.Fatalf("phase %v after the fallback list, want Serving", f.lw.Phase())
+	}
+	// Other errors of a stream are the reflector's to handle, as before.
+	f.inner.set(func(s *stubLW) { s.watchErr = apierrors.NewInternalError(errors.New("boom")) })
+	if _, err := f.lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: truePtr()}); reflectorseam.IsWatchListFallback(err) || !apierrors.IsInternalError(err) {
+		t.Fatalf("watch-list answered 500: %v, want the server's error", err)
 	}
 }

@@ -47,6 +47,18 @@ var ErrInvalid = errors.New("invalid option")
 // answered.
 const CheckingReason = "checking whether the resource is served"
 
+// Qualified spells a GVR as kubectl takes it fully qualified, the way
+// reasons and errors name a resource to an operator:
+// later.v1.never.example.com, configmaps.v1 (core group) — not
+// schema.GroupVersionResource's Go form ("never.example.com/v1,
+// Resource=later").
+func Qualified(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource + "." + gvr.Version
+	}
+	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
+}
+
 // Verdict is what presence says of a member's resource.
 type Verdict struct {
 	// Served: the member may list and watch.
@@ -356,7 +368,7 @@ func (p *Presence) verdictLocked(m Member) Verdict {
 			return p.scopeLocked(m, Verdict{Served: true, Known: true})
 		}
 		if len(resolverhooks.Of(p.cfg.Resolver).FailedGroups()) == 0 {
-			return Verdict{Known: true, Reason: fmt.Sprintf("%s is not in discovery", gvr)}
+			return Verdict{Known: true, Reason: fmt.Sprintf("%s is not in discovery", Qualified(gvr))}
 		}
 	}
 	return Verdict{Served: true}

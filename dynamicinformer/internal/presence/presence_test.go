@@ -240,8 +240,8 @@ func TestScope(t *testing.T) {
 	all.waitVerdict(t, "cluster-wide member served", knownServed)
 	nsWidgets.waitVerdict(t, "namespaced resource served", knownServed)
 	got = missing.waitVerdict(t, "not in discovery", knownNotServed)
-	if !strings.Contains(got.Reason, "not in discovery") {
-		t.Fatalf("reason %q", got.Reason)
+	if want := Qualified(missing.GVR()) + " is not in discovery"; got.Reason != want || strings.Contains(got.Reason, "Resource=") {
+		t.Fatalf("reason %q, want %q (the resource as kubectl names it)", got.Reason, want)
 	}
 	// A following member with a scope error is not moved.
 	nsd2 := newMember(gvr("v1", "clusterwidgets"))

@@ -152,6 +152,15 @@ var (
 	// ErrWatchListDeclined: a merged watch over several namespaces is
 	// listed, not streamed.
 	ErrWatchListDeclined error = &fallbackError{"informerkit: several namespaces are listed, not streamed"}
+	// ErrNotReadyFallback: the server answered a watch-list request 429
+	// Too Many Requests. An API server answers so while the watch cache of
+	// a resource is (re)initializing — for a custom resource, on the first
+	// request after its CRD was created or the server restarted — and a
+	// plain LIST is then served from etcd at once, while the reflector
+	// would retry the stream only after its back-off (about 1 s). A 429 of
+	// an overloaded server gets the same list, which is refused in turn
+	// and backed off as any failed list.
+	ErrNotReadyFallback error = &fallbackError{"informerkit: the server's watch cache is not ready (429); falling back to list"}
 )
 
 // IsWatchListFallback reports whether err is one of the watch-list

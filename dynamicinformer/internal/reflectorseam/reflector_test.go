@@ -132,7 +132,7 @@ func TestReflectorRelistsAfterVeryShortEmptyWatch(t *testing.T) {
 // fallbackToList and calls list() at once, then watches from the list.
 func TestReflectorFallsBackToListOnWatchListError(t *testing.T) {
 	watchList(t, true)
-	for _, fallback := range []error{ErrNotServedFallback, ErrRelistFallback, ErrProbeFallback, ErrWatchListDeclined} {
+	for _, fallback := range []error{ErrNotServedFallback, ErrRelistFallback, ErrProbeFallback, ErrWatchListDeclined, ErrNotReadyFallback} {
 		t.Run(fallback.Error(), func(t *testing.T) {
 			if !IsWatchListFallback(fallback) || IsExpired(fallback) {
 				t.Fatalf("%v: IsWatchListFallback %v, IsExpired %v", fallback, IsWatchListFallback(fallback), IsExpired(fallback))
