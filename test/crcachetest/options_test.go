@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -132,8 +133,12 @@ func TestCRMoreOptionsMatchControllerRuntime(t *testing.T) {
 	if n := compareList(t, ctx, p, "ByObject.Field widgets", func() client.ObjectList { return f.crd.ulist() }); n != 2 {
 		t.Errorf("ByObject.Field: %d widgets, want 2", n)
 	}
-	if n := compareList(t, ctx, p, "typed widgets (no ByObject)", func() client.ObjectList { return &WidgetList{} }); n != 9 {
-		t.Errorf("typed widgets in two namespaces: %d, want 9", n)
+	// ByObject is per kind: the typed informer of the kind has the selector too.
+	if n := compareList(t, ctx, p, "ByObject.Field typed widgets", func() client.ObjectList { return &WidgetList{} }); n != 2 {
+		t.Errorf("ByObject.Field typed: %d widgets, want 2", n)
+	}
+	if n := compareList(t, ctx, p, "configmaps in two namespaces", func() client.ObjectList { return &corev1.ConfigMapList{} }); n < 9 {
+		t.Errorf("configmaps in two namespaces: %d, want at least 9", n)
 	}
 	nsList := func() client.ObjectList { return &corev1.NamespaceList{} }
 	if n := compareList(t, ctx, p, "namespaces (cluster-scoped, DefaultNamespaces ignored)", nsList); n < 3 {
@@ -178,11 +183,20 @@ func TestCRMoreOptionsMatchControllerRuntime(t *testing.T) {
 			t.Errorf("%s: new informer: same %v, IsStopped %v, HasSynced %v", name, inf == old, inf.IsStopped(), inf.HasSynced())
 		}
 	}
-	f.crd.create(t, ctx, f.ns[0], "after-remove", nil)
-	eventually(t, ctx, "both caches see the new widget", func() bool {
+	// The new informers follow changes (w-1 is the only widget the field
+	// selector keeps in f.ns[0]).
+	w1, err := cp.Dynamic().Resource(f.crd.gvr).Namespace(f.ns[0]).Get(ctx, "w-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1.SetLabels(map[string]string{"after": "remove"})
+	if _, err := cp.Dynamic().Resource(f.crd.gvr).Namespace(f.ns[0]).Update(ctx, w1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "both caches see the update", func() bool {
 		for _, c := range []crcache.Cache{p.ik, p.cr} {
 			var w Widget
-			if c.Get(ctx, client.ObjectKey{Namespace: f.ns[0], Name: "after-remove"}, &w) != nil {
+			if c.Get(ctx, key, &w) != nil || w.Labels["after"] != "remove" {
 				return false
 			}
 		}
