@@ -148,13 +148,13 @@ type ListerWatcher struct {
 	mu        sync.Mutex // guards phase, active, accessOK, listing, relistDue, switching, switchGen, relistGen, restored
 	phase     Phase
 	restored  runtime.Object // SetRestored's list, until the first list takes it
-	active    *activeStream // the open stream, if any
-	accessOK  bool          // Access returned nil
-	listing   bool          // a list request is in flight
-	relistDue bool          // Relist was called while listing: that list may predate it
-	switching bool          // a stream is switching (Switch): listing the new selection
-	switchGen uint64        // counts Switch calls
-	relistGen uint64        // counts Relist calls
+	active    *activeStream  // the open stream, if any
+	accessOK  bool           // Access returned nil
+	listing   bool           // a list request is in flight
+	relistDue bool           // Relist was called while listing: that list may predate it
+	switching bool           // a stream is switching (Switch): listing the new selection
+	switchGen uint64         // counts Switch calls
+	relistGen uint64         // counts Relist calls
 }
 
 // activeStream is the stream the reflector reads now.

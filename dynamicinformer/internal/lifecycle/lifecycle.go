@@ -27,11 +27,11 @@ const (
 	Pending  State = "Pending"
 	Restored State = "Restored"
 	Syncing  State = "Syncing"
-	Synced  State = "Synced"
-	Stale   State = "Stale"
-	Removed State = "Removed"
-	Failed  State = "Failed"
-	Stopped State = "Stopped"
+	Synced   State = "Synced"
+	Stale    State = "Stale"
+	Removed  State = "Removed"
+	Failed   State = "Failed"
+	Stopped  State = "Stopped"
 )
 
 // States lists every state, in the order tables show them.

@@ -67,8 +67,8 @@ func drive(t *testing.T, m Machine, evs ...Event) Machine {
 }
 
 // Fixtures: machines in each state, reached through Next.
-func pending(t *testing.T) Machine { return drive(t, New(t0), start) }
-func syncing(t *testing.T) Machine { return drive(t, pending(t), listStarted) }
+func pending(t *testing.T) Machine  { return drive(t, New(t0), start) }
+func syncing(t *testing.T) Machine  { return drive(t, pending(t), listStarted) }
 func restored(t *testing.T) Machine { return drive(t, pending(t), restoredEv) }
 func synced(t *testing.T) Machine {
 	return drive(t, syncing(t), listAnswered, watchOpened, checked(true, "10"))
