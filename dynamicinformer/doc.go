@@ -137,7 +137,9 @@
 // from syncing and delivering: Status.Denied names it with why,
 // Status.Err says ErrForbidden, Status.Ready is false (the state stays
 // Synced), and it is tried again every Options.AccessRecheckPeriod (30 s;
-// Status.NextAccessCheck), coming in as adds once allowed.
+// Status.NextAccessCheck), coming in as adds once allowed. A retry is a
+// list of one object (or, with the access check, a review) while the
+// merged watch goes on: the allowed namespaces are not relisted for it.
 //
 // # Permitted namespaces
 //

@@ -25,8 +25,7 @@ import (
 var ErrWatchListDeclined = reflectorseam.ErrWatchListDeclined
 
 // DefaultRecheck is how often a merged watch checks its namespaces again
-// (Resolve), or how long it runs before it ends to retry namespaces
-// whose list was refused.
+// (Resolve) and retries the namespaces whose list was refused.
 const DefaultRecheck = 30 * time.Second
 
 // NamespaceSet is what Resolve answers: the namespaces to list and watch,
@@ -67,12 +66,18 @@ type Listed struct {
 // each list. A namespace whose list is forbidden, or that Resolve denies,
 // does not fail the others: the list holds the listed namespaces and
 // Hook is told which were not listed and why. The merged watch ends (so
-// the reflector relists) when one of its watches ends; after Recheck when
-// a namespace was refused by the server; and, with Resolve, when Resolve,
-// asked again every Recheck while some namespace is denied (or always,
-// with Follow), answers other namespaces than the list's. If no
-// namespace is listed, the list fails with the first namespace's error,
-// unless AllowNone (an empty list).
+// the reflector relists) when one of its watches ends; when a namespace
+// the server refused answers a probe (a list of one object, sent every
+// Recheck while the watch runs); and, with Resolve, when Resolve, asked
+// again every Recheck while some namespace is denied (or always, with
+// Follow), answers other namespaces than the list's. A refused namespace
+// that is still refused costs that one probe per period and no relist:
+// each relist restarts the reflector, whose one back-off (shared by every
+// namespace of the informer, reset only every 2 min) would grow with each
+// retry towards its 30 s cap and delay the listed namespaces' recovery
+// after any watch end by as much. If no namespace is listed, the list
+// fails with the first namespace's error, unless AllowNone (an empty
+// list).
 type MultiNamespace struct {
 	Funcs      Funcs
 	Namespaces []string
@@ -103,7 +108,7 @@ type MultiNamespace struct {
 	consumed bool
 	listed   NamespaceSet // the namespaces the last list read (Denied: by Resolve)
 	resolved NamespaceSet // what Resolve answered for it
-	refused  bool         // the server refused some namespace of it
+	refused  []string     // the namespaces of it the server refused, sorted
 	next     time.Time    // when its namespaces are checked again (zero: not)
 	period   time.Duration
 }
@@ -156,7 +161,7 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	for ns, err := range set.Denied {
 		denied[ns] = err
 	}
-	refused := false
+	var refused []string
 	var listed []string
 	for _, ns := range namespaces {
 		// Each namespace in pages, as the reflector would list it: a
@@ -168,7 +173,8 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		})
 		obj, _, err := p.List(ctx, o)
 		if apierrors.IsForbidden(err) {
-			denied[ns], refused = err, true
+			denied[ns] = err
+			refused = append(refused, ns)
 			continue
 		}
 		if err != nil {
@@ -191,9 +197,10 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	rv := strconv.FormatUint(maxRV, 10)
 	period := max(lw.recheck(), time.Duration(len(set.Names)+len(set.Denied))*lw.PerNamespace)
 	var next time.Time
-	if refused || (lw.Resolve != nil && (lw.Follow || len(set.Denied) > 0)) {
+	if len(refused) > 0 || (lw.Resolve != nil && (lw.Follow || len(set.Denied) > 0)) {
 		next = nextCheck(time.Now(), period)
 	}
+	sort.Strings(refused)
 	lw.mu.Lock()
 	lw.listRV, lw.consumed, lw.refused, lw.next, lw.period = rv, false, refused, next, period
 	lw.listed = NamespaceSet{All: set.All && len(listed) > 0, Names: listed}
@@ -240,7 +247,7 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	lw.mu.Lock()
 	fresh := !lw.consumed && o.ResourceVersion == lw.listRV
 	lw.consumed = true
-	listed, resolved, refused, next, period := lw.listed, lw.resolved, lw.refused, lw.next, lw.period
+	listed, resolved, refused, period := lw.listed, lw.resolved, lw.refused, lw.period
 	lw.mu.Unlock()
 	if !fresh {
 		return nil, reflectorseam.Expired("a watch over several namespaces resumes by relisting")
@@ -260,18 +267,33 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		watches = append(watches, w)
 	}
 	m := &mergedWatch{period: period, next: lw.Next}
-	if refused {
-		// Until the check the list announced (Listed.Next).
-		m.lifetime = max(time.Until(next), time.Millisecond)
-	}
-	if lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0) {
+	follow := lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0)
+	if follow || len(refused) > 0 {
 		m.changed = func(ctx context.Context) bool {
-			set, err := lw.Resolve(ctx)
-			return err == nil && !set.equal(resolved)
+			if follow {
+				if set, err := lw.Resolve(ctx); err == nil && !set.equal(resolved) {
+					return true
+				}
+			}
+			return lw.readable(ctx, refused, o)
 		}
 	}
 	m.start(ctx, watches)
 	return m, nil
+}
+
+// readable reports whether the server now answers a list (of one object,
+// with the watch's selectors) in one of the refused namespaces. A 403 or
+// any other error is not readable: a broken connection ends the merged
+// watch by itself.
+func (lw *MultiNamespace) readable(ctx context.Context, refused []string, o metav1.ListOptions) bool {
+	for _, ns := range refused {
+		probe := metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector, Limit: 1}
+		if _, err := lw.Funcs.List(ctx, ns, probe); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // List implements the deprecated toolscache.Lister.
@@ -298,14 +320,12 @@ func ForbiddenMessage(forbidden map[string]error) string {
 }
 
 // mergedWatch forwards the events of several watches; it ends when any of
-// them ends (the reflector then relists), when stopped, after lifetime
-// (if not zero), or when changed (if set), asked at multiples of period,
-// reports true.
+// them ends (the reflector then relists), when stopped, or when changed
+// (if set), asked at multiples of period, reports true.
 type mergedWatch struct {
-	lifetime time.Duration
-	period   time.Duration
-	changed  func(context.Context) bool
-	next     func(time.Time)
+	period  time.Duration
+	changed func(context.Context) bool
+	next    func(time.Time)
 
 	result  chan watch.Event
 	stop    chan struct{}
@@ -335,19 +355,6 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 				case <-m.stop:
 					return
 				}
-			}
-		}()
-	}
-	if m.lifetime > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTimer(m.lifetime)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				m.Stop()
-			case <-m.stop:
 			}
 		}()
 	}
