@@ -73,6 +73,17 @@ type Listed struct {
 // with Follow), answers other namespaces than the list's. If no
 // namespace is listed, the list fails with the first namespace's error,
 // unless AllowNone (an empty list).
+//
+// A 403 met while running re-checks at once instead of failing: when the
+// server refuses a namespace's watch (as it opens, or as an error event
+// of a running one), the merged watch ends as "expired", so the reflector
+// relists and, with Resolve, asks it again, with no failure in between.
+// If Resolve still permits that namespace (or there is no Resolve), the
+// relist leaves it out as refused until the next Recheck: at most one
+// refused watch per namespace per Recheck, no 403 loop. A namespace whose
+// list is refused although Resolve permitted it has Resolve asked once
+// more, at once, so its denial carries Resolve's reason (the missing
+// verbs) when Resolve now denies it.
 type MultiNamespace struct {
 	Funcs      Funcs
 	Namespaces []string
@@ -98,7 +109,7 @@ type MultiNamespace struct {
 	// bounding the reviews a re-check costs per second.
 	PerNamespace time.Duration
 
-	mu       sync.Mutex // guards listRV, consumed, listed
+	mu       sync.Mutex // guards everything below
 	listRV   string
 	consumed bool
 	listed   NamespaceSet // the namespaces the last list read (Denied: by Resolve)
@@ -106,6 +117,10 @@ type MultiNamespace struct {
 	refused  bool         // the server refused some namespace of it
 	next     time.Time    // when its namespaces are checked again (zero: not)
 	period   time.Duration
+	// watchRefused: namespaces whose watch the server refused since the
+	// last list, and why; the next list re-checks them (Resolve) and
+	// does not list them again before the next Recheck.
+	watchRefused map[string]error
 }
 
 var _ toolscache.ListerWatcherWithContext = (*MultiNamespace)(nil)
@@ -150,6 +165,10 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	if set.All {
 		namespaces = []string{metav1.NamespaceAll}
 	}
+	lw.mu.Lock()
+	watchRefused := lw.watchRefused
+	lw.watchRefused = nil
+	lw.mu.Unlock()
 	var items []runtime.Object
 	var maxRV uint64
 	denied := map[string]error{}
@@ -158,7 +177,15 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	}
 	refused := false
 	var listed []string
+	var listRefused []string // refused by the server although Resolve permitted them
 	for _, ns := range namespaces {
+		if err, ok := watchRefused[ns]; ok {
+			// Its watch was refused since the last list and Resolve (or
+			// the namespaces given) still has it: wait for the next
+			// check instead of a list and watch the server refuses.
+			denied[ns], refused = err, true
+			continue
+		}
 		// Each namespace in pages, as the reflector would list it: a
 		// paginated consistent list is answered from storage while the
 		// server's watch cache cannot initialize, so the list fails with
@@ -169,6 +196,7 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		obj, _, err := p.List(ctx, o)
 		if apierrors.IsForbidden(err) {
 			denied[ns], refused = err, true
+			listRefused = append(listRefused, ns)
 			continue
 		}
 		if err != nil {
@@ -184,6 +212,20 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		}
 		items = append(items, its...)
 		listed = append(listed, ns)
+	}
+	if len(listRefused) > 0 && lw.Resolve != nil {
+		// Resolve permitted them a moment ago: ask it once more, now, so
+		// a revocation is named with its reason (the server's 403 is kept
+		// if Resolve still permits them).
+		if again, err := lw.Resolve(ctx); err == nil {
+			for _, ns := range listRefused {
+				if why, ok := again.Denied[ns]; ok {
+					denied[ns] = why
+				}
+			}
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 	}
 	if len(listed) == 0 && !lw.AllowNone {
 		return nil, firstDenied(denied, append(append([]string(nil), lw.Namespaces...), namespaces...))
@@ -255,11 +297,15 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 			for _, w := range watches {
 				w.Stop()
 			}
+			if apierrors.IsForbidden(err) {
+				lw.refusedWatch(ns, err)
+				return nil, reflectorseam.Expired(fmt.Sprintf("the watch of namespace %q was refused; relisting checks access again", ns))
+			}
 			return nil, err
 		}
 		watches = append(watches, w)
 	}
-	m := &mergedWatch{period: period, next: lw.Next}
+	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch}
 	if refused {
 		// Until the check the list announced (Listed.Next).
 		m.lifetime = max(time.Until(next), time.Millisecond)
@@ -272,6 +318,17 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	}
 	m.start(ctx, watches)
 	return m, nil
+}
+
+// refusedWatch records that the server refused ns's watch (err, a 403):
+// the next list re-checks it.
+func (lw *MultiNamespace) refusedWatch(ns string, err error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.watchRefused == nil {
+		lw.watchRefused = map[string]error{}
+	}
+	lw.watchRefused[ns] = err
 }
 
 // List implements the deprecated toolscache.Lister.
@@ -300,12 +357,17 @@ func ForbiddenMessage(forbidden map[string]error) string {
 // mergedWatch forwards the events of several watches; it ends when any of
 // them ends (the reflector then relists), when stopped, after lifetime
 // (if not zero), or when changed (if set), asked at multiples of period,
-// reports true.
+// reports true. A watch's error event that is a 403 is not forwarded:
+// refused (if set) is told the namespace (names[i] is watch i's) and the
+// merged watch ends with an "expired" event, so the reflector relists
+// without failing.
 type mergedWatch struct {
 	lifetime time.Duration
 	period   time.Duration
 	changed  func(context.Context) bool
 	next     func(time.Time)
+	names    []string
+	refused  func(ns string, err error)
 
 	result  chan watch.Event
 	stop    chan struct{}
@@ -316,7 +378,7 @@ type mergedWatch struct {
 func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 	m.result, m.stop, m.watches = make(chan watch.Event), make(chan struct{}), ws
 	var wg sync.WaitGroup
-	for _, w := range ws {
+	for i, w := range ws {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -325,6 +387,15 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 				select {
 				case ev, ok := <-w.ResultChan():
 					if !ok {
+						return
+					}
+					if err := forbiddenEvent(ev); err != nil && m.refused != nil && i < len(m.names) {
+						m.refused(m.names[i], err)
+						ev = reflectorseam.ExpiredEvent(fmt.Sprintf("the watch of namespace %q was refused; relisting checks access again", m.names[i]))
+						select {
+						case m.result <- ev:
+						case <-m.stop:
+						}
 						return
 					}
 					select {
@@ -401,6 +472,21 @@ func (m *mergedWatch) follow(ctx context.Context) {
 			m.next(nextCheck(time.Now(), m.period))
 		}
 	}
+}
+
+// forbiddenEvent is the 403 an error event carries (nil if it is not one).
+func forbiddenEvent(ev watch.Event) error {
+	if ev.Type != watch.Error {
+		return nil
+	}
+	status, ok := ev.Object.(*metav1.Status)
+	if !ok {
+		return nil
+	}
+	if err := apierrors.FromObject(status); apierrors.IsForbidden(err) {
+		return err
+	}
+	return nil
 }
 
 func (m *mergedWatch) ResultChan() <-chan watch.Event { return m.result }
