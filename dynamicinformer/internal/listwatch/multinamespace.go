@@ -104,6 +104,12 @@ type MultiNamespace struct {
 	Next func(time.Time)
 	// Recheck overrides DefaultRecheck.
 	Recheck time.Duration
+	// Wake, if set, asks for a check now, between the periodic ones (the
+	// server's namespaces changed): a running merged watch asks Quick
+	// (Resolve if nil) at once and ends if the answer changed.
+	Wake <-chan struct{}
+	// Quick answers a check asked by Wake (a cheaper Resolve).
+	Quick func(ctx context.Context) (NamespaceSet, error)
 	// PerNamespace, if set, stretches the re-check period to at least
 	// this times the namespaces Resolve answered for (listed and denied),
 	// bounding the reviews a re-check costs per second.
@@ -117,6 +123,9 @@ type MultiNamespace struct {
 	refused  bool         // the server refused some namespace of it
 	next     time.Time    // when its namespaces are checked again (zero: not)
 	period   time.Duration
+	// pending is the answer a merged watch found changed, for the list
+	// that follows (nil: that list asks Resolve).
+	pending *NamespaceSet
 	// watchRefused: namespaces whose watch the server refused since the
 	// last list, and why; the next list re-checks them (Resolve) and
 	// does not list them again before the next Recheck.
@@ -155,7 +164,15 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		o.ResourceVersion, o.ResourceVersionMatch = "", ""
 	}
 	set := NamespaceSet{Names: lw.Namespaces}
-	if lw.Resolve != nil {
+	lw.mu.Lock()
+	pending := lw.pending
+	lw.pending = nil
+	lw.mu.Unlock()
+	switch {
+	case lw.Resolve == nil:
+	case pending != nil:
+		set = *pending // the answer that ended the watch, just asked
+	default:
 		var err error
 		if set, err = lw.Resolve(ctx); err != nil {
 			return nil, err
@@ -305,15 +322,25 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		}
 		watches = append(watches, w)
 	}
-	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch}
+	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch, wake: lw.Wake}
 	if refused {
 		// Until the check the list announced (Listed.Next).
 		m.lifetime = max(time.Until(next), time.Millisecond)
 	}
 	if lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0) {
-		m.changed = func(ctx context.Context) bool {
-			set, err := lw.Resolve(ctx)
-			return err == nil && !set.equal(resolved)
+		m.changed = func(ctx context.Context, quick bool) bool {
+			resolve := lw.Resolve
+			if quick && lw.Quick != nil {
+				resolve = lw.Quick
+			}
+			set, err := resolve(ctx)
+			if err != nil || set.equal(resolved) {
+				return false
+			}
+			lw.mu.Lock()
+			lw.pending = &set
+			lw.mu.Unlock()
+			return true
 		}
 	}
 	m.start(ctx, watches)
@@ -357,15 +384,16 @@ func ForbiddenMessage(forbidden map[string]error) string {
 // mergedWatch forwards the events of several watches; it ends when any of
 // them ends (the reflector then relists), when stopped, after lifetime
 // (if not zero), or when changed (if set), asked at multiples of period,
-// reports true. A watch's error event that is a 403 is not forwarded:
+// reports true (asked at once, quick, when wake fires). A watch's error event that is a 403 is not forwarded:
 // refused (if set) is told the namespace (names[i] is watch i's) and the
 // merged watch ends with an "expired" event, so the reflector relists
 // without failing.
 type mergedWatch struct {
 	lifetime time.Duration
 	period   time.Duration
-	changed  func(context.Context) bool
+	changed  func(ctx context.Context, quick bool) bool
 	next     func(time.Time)
+	wake     <-chan struct{}
 	names    []string
 	refused  func(ns string, err error)
 
@@ -437,14 +465,19 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 	}()
 }
 
-// follow asks changed at multiples of period until it reports true (the
+// follow asks changed at multiples of period, and at once when wake
+// fires, until it reports true (the
 // watch is stopped), the watch stops or ctx ends.
 func (m *mergedWatch) follow(ctx context.Context) {
 	for {
 		next := nextCheck(time.Now(), m.period)
 		t := time.NewTimer(time.Until(next))
+		quick := false
 		select {
 		case <-t.C:
+		case <-m.wake:
+			t.Stop()
+			quick = true
 		case <-m.stop:
 			t.Stop()
 			return
@@ -461,14 +494,14 @@ func (m *mergedWatch) follow(ctx context.Context) {
 			case <-done:
 			}
 		}()
-		changed := m.changed(rctx)
+		changed := m.changed(rctx, quick)
 		close(done)
 		cancel()
 		if changed {
 			m.Stop()
 			return
 		}
-		if m.next != nil && rctx.Err() == nil {
+		if m.next != nil && rctx.Err() == nil && !quick {
 			m.next(nextCheck(time.Now(), m.period))
 		}
 	}
