@@ -20,10 +20,6 @@ import (
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // waitDenied waits until the server's authorizer denies user the listing
 // of configmaps in ns (its RBAC cache follows a deleted binding within
 // milliseconds).
