@@ -70,7 +70,9 @@ type Listed struct {
 // the reflector relists) when one of its watches ends; after Recheck when
 // a namespace was refused by the server; and, with Resolve, when Resolve,
 // asked again every Recheck while some namespace is denied (or always,
-// with Follow), answers other namespaces than the list's. If no
+// with Follow, and at once when Wake fires, through Quick), answers
+// other namespaces than the list's; the list that follows uses that
+// answer instead of asking again. If no
 // namespace is listed, the list fails with the first namespace's error,
 // unless AllowNone (an empty list).
 //
