@@ -146,17 +146,25 @@
 // WithPermittedNamespaces lets RBAC decide the namespaces: the informer
 // holds the resource's objects in exactly the namespaces where its user
 // may list and watch it, and follows grants, revocations, and namespaces
-// created or deleted while it runs. The namespaces are the server's (a
-// namespace list, shared by the factory's informers) or, for a user who
-// may not list them, the candidates given; permission comes from the
-// factory's shared reviews: two SelfSubjectAccessReviews for all
+// created or deleted while it runs. The namespaces are the server's or,
+// for a user who may not list them, the candidates given. A user who may
+// also watch namespaces gets one namespace watch per factory: a namespace
+// created (checked at once and again over the next 16 s, as its
+// RoleBindings arrive) or deleted (marked for deletion) is followed
+// within seconds, with a rules review for the new namespace only; without
+// the watch, the namespaces are listed at each check. Permission comes
+// from the factory's shared reviews: two SelfSubjectAccessReviews for all
 // namespaces (a user who may list and watch cluster-wide gets one
 // cluster-wide list and watch), else one SelfSubjectRulesReview per
 // namespace, which answers for every resource of that namespace. Every
 // Options.AccessRecheckPeriod (30 s; at least 100 ms per namespace
-// checked, so at most 10 rules reviews a second), at the same instants for all
-// informers so they share the reviews, the answer is asked again; when a
-// watch ends (a 403 too) it is asked at once. A changed answer ends the
+// checked, so at most 10 rules reviews a second), at the same instants
+// for all informers so they share the reviews, the answer is asked again.
+// The API server authorizes a watch when it opens, so a revoked binding
+// does not end a running watch; when a watch ends, or the server refuses
+// one (a 403 as it opens or as an event), the informer relists at once
+// and the relist asks again — without failing, and a namespace refused
+// again waits for the next period (no 403 loop). A changed answer ends the
 // merged watch and the informer relists: the new namespaces' objects
 // arrive as adds, the lost ones' leave as deletes. Nothing changed costs
 // reviews only, no list or watch. Status.Permitted and NotPermitted say

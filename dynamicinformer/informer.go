@@ -63,6 +63,7 @@ type entry struct {
 	permit       atomic.Pointer[access.Permitter] // WithAccessCheck over several namespaces
 	disk         *entryDisk                       // Options.CacheDir (nil: not kept on disk)
 	stopReason   atomic.Pointer[string]           // what Stopped will say (set before the run context is cancelled)
+	unsubscribe  func()                           // ends the namespace-change wakes (nil: none); set before run
 
 	pubMu       sync.Mutex        // serializes applying events' effects, so statuses are published in order; taken before mu
 	mu          sync.Mutex        // guards lc, panics, lastPanic
@@ -95,6 +96,9 @@ type entryDeps struct {
 	recheck time.Duration
 	// disk is the factory's cache directory (nil: Options.CacheDir empty).
 	disk *factoryDisk
+	// namespacesChanged subscribes wake to changes of the server's
+	// namespaces (nil: none are followed).
+	namespacesChanged func(wake func()) (remove func())
 }
 
 var _ presence.Member = (*entry)(nil)
@@ -129,7 +133,20 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 			p := &access.Permitter{Reviewer: deps.review, Group: gvr.Group, Resource: func() string { return e.currentGVR().Resource },
 				Namespaces: cfg.candidates, Discover: true}
 			mn.Resolve = func(ctx context.Context) (listwatch.NamespaceSet, error) { return namespaceSet(p.Resolve(ctx)) }
+			mn.Quick = func(ctx context.Context) (listwatch.NamespaceSet, error) {
+				return namespaceSet(p.ResolveNamespaces(ctx))
+			}
 			mn.Follow, mn.AllowNone, mn.PerNamespace = true, true, permittedReviewEvery
+			if deps.namespacesChanged != nil {
+				wake := make(chan struct{}, 1)
+				mn.Wake = wake
+				e.unsubscribe = deps.namespacesChanged(func() {
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				})
+			}
 		}
 		inner = mn
 		// A merged watch asks for no bookmarks (a quiet one would be
@@ -371,6 +388,9 @@ func (e *entry) run(ctx context.Context) {
 	}
 	e.informer.RunWithContext(ctx)
 	wg.Wait()
+	if e.unsubscribe != nil {
+		e.unsubscribe()
+	}
 	if e.disk != nil {
 		e.closeDisk()
 	}

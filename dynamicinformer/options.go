@@ -268,8 +268,10 @@ func WithNamespaces(ns ...string) ResourceOption {
 // otherwise each permitted namespace is listed and watched (see
 // WithNamespaces for the cost). The permission and the namespaces are
 // checked again every Options.AccessRecheckPeriod (30 s; at least 100 ms
-// per namespace checked), and at once when
-// a watch ends (a 403 included); when they changed, the informer relists,
+// per namespace checked), at once when a watch ends or is refused (a 403
+// does not fail the informer), and, for a user who may watch namespaces
+// (one namespace watch per factory), within seconds of a namespace being
+// created or deleted; when they changed, the informer relists,
 // so a namespace granted or created arrives as adds and one revoked or
 // deleted leaves as deletes. Status.Permitted names the namespaces held,
 // NotPermitted the others with the missing verbs, NextAccessCheck the next

@@ -70,14 +70,26 @@ type Listed struct {
 // the server refused answers a probe (a list of one object, sent every
 // Recheck while the watch runs); and, with Resolve, when Resolve, asked
 // again every Recheck while some namespace is denied (or always, with
-// Follow), answers other namespaces than the list's. A refused namespace
-// that is still refused costs that one probe per period and no relist:
-// each relist restarts the reflector, whose one back-off (shared by every
-// namespace of the informer, reset only every 2 min) would grow with each
-// retry towards its 30 s cap and delay the listed namespaces' recovery
-// after any watch end by as much. If no namespace is listed, the list
-// fails with the first namespace's error, unless AllowNone (an empty
-// list).
+// Follow, and at once when Wake fires, through Quick), answers other
+// namespaces than the list's; the list that follows uses that answer
+// instead of asking again. A refused namespace that is still refused
+// costs that one probe per period and no relist: each relist restarts the
+// reflector, whose one back-off (shared by every namespace of the
+// informer, reset only every 2 min) would grow with each retry towards
+// its 30 s cap and delay the listed namespaces' recovery after any watch
+// end by as much. If no namespace is listed, the list fails with the
+// first namespace's error, unless AllowNone (an empty list).
+//
+// A 403 met while running re-checks at once instead of failing: when the
+// server refuses a namespace's watch (as it opens, or as an error event
+// of a running one), the merged watch ends as "expired", so the reflector
+// relists and, with Resolve, asks it again, with no failure in between.
+// If Resolve still permits that namespace (or there is no Resolve), the
+// relist leaves it out as refused and probes it as above: at most one
+// refused watch per namespace per Recheck, no 403 loop. A namespace whose
+// list is refused although Resolve permitted it has Resolve asked once
+// more, at once, so its denial carries Resolve's reason (the missing
+// verbs) when Resolve now denies it.
 type MultiNamespace struct {
 	Funcs      Funcs
 	Namespaces []string
@@ -98,12 +110,18 @@ type MultiNamespace struct {
 	Next func(time.Time)
 	// Recheck overrides DefaultRecheck.
 	Recheck time.Duration
+	// Wake, if set, asks for a check now, between the periodic ones (the
+	// server's namespaces changed): a running merged watch asks Quick
+	// (Resolve if nil) at once and ends if the answer changed.
+	Wake <-chan struct{}
+	// Quick answers a check asked by Wake (a cheaper Resolve).
+	Quick func(ctx context.Context) (NamespaceSet, error)
 	// PerNamespace, if set, stretches the re-check period to at least
 	// this times the namespaces Resolve answered for (listed and denied),
 	// bounding the reviews a re-check costs per second.
 	PerNamespace time.Duration
 
-	mu       sync.Mutex // guards listRV, consumed, listed
+	mu       sync.Mutex // guards everything below
 	listRV   string
 	consumed bool
 	listed   NamespaceSet // the namespaces the last list read (Denied: by Resolve)
@@ -111,6 +129,13 @@ type MultiNamespace struct {
 	refused  []string     // the namespaces of it the server refused, sorted
 	next     time.Time    // when its namespaces are checked again (zero: not)
 	period   time.Duration
+	// pending is the answer a merged watch found changed, for the list
+	// that follows (nil: that list asks Resolve).
+	pending *NamespaceSet
+	// watchRefused: namespaces whose watch the server refused since the
+	// last list, and why; the next list re-checks them (Resolve) and
+	// does not list them again before the next Recheck.
+	watchRefused map[string]error
 }
 
 var _ toolscache.ListerWatcherWithContext = (*MultiNamespace)(nil)
@@ -145,7 +170,15 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		o.ResourceVersion, o.ResourceVersionMatch = "", ""
 	}
 	set := NamespaceSet{Names: lw.Namespaces}
-	if lw.Resolve != nil {
+	lw.mu.Lock()
+	pending := lw.pending
+	lw.pending = nil
+	lw.mu.Unlock()
+	switch {
+	case lw.Resolve == nil:
+	case pending != nil:
+		set = *pending // the answer that ended the watch, just asked
+	default:
 		var err error
 		if set, err = lw.Resolve(ctx); err != nil {
 			return nil, err
@@ -155,6 +188,10 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	if set.All {
 		namespaces = []string{metav1.NamespaceAll}
 	}
+	lw.mu.Lock()
+	watchRefused := lw.watchRefused
+	lw.watchRefused = nil
+	lw.mu.Unlock()
 	var items []runtime.Object
 	var maxRV uint64
 	denied := map[string]error{}
@@ -163,7 +200,16 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	}
 	var refused []string
 	var listed []string
+	var listRefused []string // refused by the server although Resolve permitted them
 	for _, ns := range namespaces {
+		if err, ok := watchRefused[ns]; ok {
+			// Its watch was refused since the last list and Resolve (or
+			// the namespaces given) still has it: wait for the next
+			// check instead of a list and watch the server refuses.
+			denied[ns] = err
+			refused = append(refused, ns)
+			continue
+		}
 		// Each namespace in pages, as the reflector would list it: a
 		// paginated consistent list is answered from storage while the
 		// server's watch cache cannot initialize, so the list fails with
@@ -175,6 +221,7 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		if apierrors.IsForbidden(err) {
 			denied[ns] = err
 			refused = append(refused, ns)
+			listRefused = append(listRefused, ns)
 			continue
 		}
 		if err != nil {
@@ -190,6 +237,20 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		}
 		items = append(items, its...)
 		listed = append(listed, ns)
+	}
+	if len(listRefused) > 0 && lw.Resolve != nil {
+		// Resolve permitted them a moment ago: ask it once more, now, so
+		// a revocation is named with its reason (the server's 403 is kept
+		// if Resolve still permits them).
+		if again, err := lw.Resolve(ctx); err == nil {
+			for _, ns := range listRefused {
+				if why, ok := again.Denied[ns]; ok {
+					denied[ns] = why
+				}
+			}
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 	}
 	if len(listed) == 0 && !lw.AllowNone {
 		return nil, firstDenied(denied, append(append([]string(nil), lw.Namespaces...), namespaces...))
@@ -262,20 +323,33 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 			for _, w := range watches {
 				w.Stop()
 			}
+			if apierrors.IsForbidden(err) {
+				lw.refusedWatch(ns, err)
+				return nil, reflectorseam.Expired(fmt.Sprintf("the watch of namespace %q was refused; relisting checks access again", ns))
+			}
 			return nil, err
 		}
 		watches = append(watches, w)
 	}
-	m := &mergedWatch{period: period, next: lw.Next}
+	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch, wake: lw.Wake}
 	follow := lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0)
 	if follow || len(refused) > 0 {
-		m.changed = func(ctx context.Context) bool {
+		m.changed = func(ctx context.Context, quick bool) bool {
 			if follow {
-				if set, err := lw.Resolve(ctx); err == nil && !set.equal(resolved) {
+				resolve := lw.Resolve
+				if quick && lw.Quick != nil {
+					resolve = lw.Quick
+				}
+				if set, err := resolve(ctx); err == nil && !set.equal(resolved) {
+					lw.mu.Lock()
+					lw.pending = &set
+					lw.mu.Unlock()
 					return true
 				}
 			}
-			return lw.readable(ctx, refused, o)
+			// A wake is about the server's namespaces; the refused ones
+			// are probed at the periodic checks only.
+			return !quick && lw.readable(ctx, refused, o)
 		}
 	}
 	m.start(ctx, watches)
@@ -294,6 +368,17 @@ func (lw *MultiNamespace) readable(ctx context.Context, refused []string, o meta
 		}
 	}
 	return false
+}
+
+// refusedWatch records that the server refused ns's watch (err, a 403):
+// the next list re-checks it.
+func (lw *MultiNamespace) refusedWatch(ns string, err error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.watchRefused == nil {
+		lw.watchRefused = map[string]error{}
+	}
+	lw.watchRefused[ns] = err
 }
 
 // List implements the deprecated toolscache.Lister.
@@ -321,11 +406,19 @@ func ForbiddenMessage(forbidden map[string]error) string {
 
 // mergedWatch forwards the events of several watches; it ends when any of
 // them ends (the reflector then relists), when stopped, or when changed
-// (if set), asked at multiples of period, reports true.
+// (if set), asked at multiples of period, reports true (asked at once,
+// quick, when wake fires). A watch's error event that is a 403 is not
+// forwarded:
+// refused (if set) is told the namespace (names[i] is watch i's) and the
+// merged watch ends with an "expired" event, so the reflector relists
+// without failing.
 type mergedWatch struct {
 	period  time.Duration
-	changed func(context.Context) bool
+	changed func(ctx context.Context, quick bool) bool
 	next    func(time.Time)
+	wake    <-chan struct{}
+	names   []string
+	refused func(ns string, err error)
 
 	result  chan watch.Event
 	stop    chan struct{}
@@ -336,7 +429,7 @@ type mergedWatch struct {
 func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 	m.result, m.stop, m.watches = make(chan watch.Event), make(chan struct{}), ws
 	var wg sync.WaitGroup
-	for _, w := range ws {
+	for i, w := range ws {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -345,6 +438,15 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 				select {
 				case ev, ok := <-w.ResultChan():
 					if !ok {
+						return
+					}
+					if err := forbiddenEvent(ev); err != nil && m.refused != nil && i < len(m.names) {
+						m.refused(m.names[i], err)
+						ev = reflectorseam.ExpiredEvent(fmt.Sprintf("the watch of namespace %q was refused; relisting checks access again", m.names[i]))
+						select {
+						case m.result <- ev:
+						case <-m.stop:
+						}
 						return
 					}
 					select {
@@ -373,14 +475,19 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 	}()
 }
 
-// follow asks changed at multiples of period until it reports true (the
+// follow asks changed at multiples of period, and at once when wake
+// fires, until it reports true (the
 // watch is stopped), the watch stops or ctx ends.
 func (m *mergedWatch) follow(ctx context.Context) {
 	for {
 		next := nextCheck(time.Now(), m.period)
 		t := time.NewTimer(time.Until(next))
+		quick := false
 		select {
 		case <-t.C:
+		case <-m.wake:
+			t.Stop()
+			quick = true
 		case <-m.stop:
 			t.Stop()
 			return
@@ -397,17 +504,32 @@ func (m *mergedWatch) follow(ctx context.Context) {
 			case <-done:
 			}
 		}()
-		changed := m.changed(rctx)
+		changed := m.changed(rctx, quick)
 		close(done)
 		cancel()
 		if changed {
 			m.Stop()
 			return
 		}
-		if m.next != nil && rctx.Err() == nil {
+		if m.next != nil && rctx.Err() == nil && !quick {
 			m.next(nextCheck(time.Now(), m.period))
 		}
 	}
+}
+
+// forbiddenEvent is the 403 an error event carries (nil if it is not one).
+func forbiddenEvent(ev watch.Event) error {
+	if ev.Type != watch.Error {
+		return nil
+	}
+	status, ok := ev.Object.(*metav1.Status)
+	if !ok {
+		return nil
+	}
+	if err := apierrors.FromObject(status); apierrors.IsForbidden(err) {
+		return err
+	}
+	return nil
 }
 
 func (m *mergedWatch) ResultChan() <-chan watch.Event { return m.result }

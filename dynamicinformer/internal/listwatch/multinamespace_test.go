@@ -480,3 +480,124 @@ func TestMultiNamespacePerNamespace(t *testing.T) {
 		t.Fatalf("next check in %v, want 1.5 to 4.5 s (a multiple of the 3 s period, at least half of it away)", until)
 	}
 }
+
+// A 403 met while running re-checks at once, without a failure: a watch
+// refused as it opens, or by an error event of a running watch, ends as
+// "expired" (the reflector relists); the relist asks Resolve again and,
+// while Resolve still permits the namespace, leaves it out as refused
+// until the next check (one refused watch per check, no 403 loop). A list
+// refused although Resolve permitted it asks Resolve once more at once.
+func TestMultiNamespaceForbiddenWhileRunning(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	var mu sync.Mutex
+	answer := NamespaceSet{Names: []string{"a", "b"}}
+	resolves := 0
+	var heard []Listed
+	lw := &MultiNamespace{Funcs: s.funcs(), Lists: UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		Resolve: func(context.Context) (NamespaceSet, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			resolves++
+			return answer, nil
+		},
+		Hook:    func(l Listed) { mu.Lock(); heard = append(heard, l); mu.Unlock() },
+		Follow:  true,
+		Recheck: time.Hour,
+	}
+	resolved := func() int { mu.Lock(); defer mu.Unlock(); return resolves }
+	last := func() Listed { mu.Lock(); defer mu.Unlock(); return heard[len(heard)-1] }
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A watch refused as it opens.
+	forbidden := apierrors.NewForbidden(widgetsGVR.GroupResource(), "", errors.New("may not watch in b"))
+	s.mu.Lock()
+	s.watchErr = forbidden
+	s.mu.Unlock()
+	_, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"})
+	if !apierrors.IsResourceExpired(err) || !strings.Contains(err.Error(), `namespace "b"`) {
+		t.Fatalf("watch refused in b: %v, want expired naming b (the reflector relists without failing)", err)
+	}
+	if !s.watchOf("a").IsStopped() {
+		t.Fatal("namespace a's watch left open after b's was refused")
+	}
+	before := resolved()
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || !slices.Equal(listNames(t, obj), []string{"a/a1", "a/a2"}) {
+		t.Fatalf("relist after b's refused watch: %v %v, want a's objects only", listNames(t, obj), err)
+	}
+	if resolved() != before+1 {
+		t.Fatalf("%d resolves for the relist, want 1 (the re-check)", resolved()-before)
+	}
+	if l := last(); !apierrors.IsForbidden(l.Denied["b"]) || l.Next.IsZero() || time.Until(l.Next) < 30*time.Minute {
+		t.Fatalf("relist told %+v, want b refused until the next check (an hour away)", l)
+	}
+	s.mu.Lock()
+	lists := len(s.listOpts)
+	s.watchErr = nil
+	s.mu.Unlock()
+	if lists != 3 {
+		t.Fatalf("%d list requests, want 3 (a and b, then a alone: b not listed again before the next check)", lists)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	watched := slices.Clone(s.watched)
+	s.mu.Unlock()
+	if !slices.Equal(watched, []string{"a", "b", "a"}) {
+		t.Fatalf("watched %v, want a and b, then a alone", watched)
+	}
+	w.Stop()
+	drain(t, w)
+
+	// The next list tries b again (the check came); then a running watch
+	// is refused by an error event.
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil || len(last().Denied) != 0 {
+		t.Fatalf("list: %v, told %+v; want both namespaces", err, last())
+	}
+	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := forbidden.Status()
+	s.watchOf("b").Error(&st)
+	evs := drain(t, w)
+	if len(evs) != 1 || evs[0].Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(evs[0].Object)) {
+		t.Fatalf("events after b's 403 event: %v, want one expired error event", evs)
+	}
+	mu.Lock()
+	answer = NamespaceSet{Names: []string{"a"}, Denied: map[string]error{"b": errors.New("may not list, watch widgets in b")}}
+	mu.Unlock()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil || last().Denied["b"] == nil || apierrors.IsForbidden(last().Denied["b"]) {
+		t.Fatalf("relist after the 403 event: %v, told %+v; want b denied by Resolve", err, last())
+	}
+
+	// A list refused although Resolve permitted it: Resolve asked again
+	// at once; its reason is kept.
+	mu.Lock()
+	answer = NamespaceSet{Names: []string{"a", "b"}}
+	mu.Unlock()
+	s.mu.Lock()
+	s.forbidden["b"] = true
+	s.mu.Unlock()
+	var again int
+	lw.Resolve = func(context.Context) (NamespaceSet, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		again++
+		if again == 1 {
+			return answer, nil
+		}
+		return NamespaceSet{Names: []string{"a"}, Denied: map[string]error{"b": errors.New("may not list, watch widgets in b")}}, nil
+	}
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l := last(); again != 2 || l.Denied["b"] == nil || apierrors.IsForbidden(l.Denied["b"]) {
+		t.Fatalf("list refused in b: %d resolves, told %+v; want 2 and Resolve's reason", again, l)
+	}
+}
