@@ -615,8 +615,13 @@ func (h *harness) corrupt(ctx context.Context, f fault) error {
 	ns := h.namespaces[f.Pick%len(h.namespaces)]
 	name := fmt.Sprintf("corrupt-%d", f.Pick)
 	c := cp.Dynamic().Resource(h.gadgets.gvr).Namespace(ns)
+	obj := h.object(h.gadgets, ns, name, f.Pick, true)
+	obj.SetLabels(map[string]string{"soak/in": "yes"}) // no batch: the writers' deletecollection leaves it alone
 	if err := retry(ctx, "create the gadget to corrupt", func(ctx context.Context) error {
-		_, err := c.Create(ctx, h.object(h.gadgets, ns, name, f.Pick, true), metav1.CreateOptions{})
+		_, err := c.Create(ctx, obj, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil // an earlier attempt's answer was lost (a cut)
+		}
 		return err
 	}); err != nil {
 		return err

@@ -55,7 +55,8 @@ type Listed struct {
 
 // MultiNamespace lists and watches several namespaces as one collection.
 // Lists are concatenated (their resourceVersion is the highest of the
-// namespaces'); watches are merged. Because events of different
+// namespaces'); watches are merged, each namespace's watch starting at
+// its own list's resourceVersion. Because events of different
 // namespaces can arrive out of resourceVersion order, a merged watch
 // cannot resume from a resourceVersion: every watch after the first one of
 // a list answers "expired", so the reflector relists. Relists are
@@ -121,8 +122,13 @@ type MultiNamespace struct {
 	// bounding the reviews a re-check costs per second.
 	PerNamespace time.Duration
 
-	mu       sync.Mutex // guards everything below
-	listRV   string
+	mu     sync.Mutex // guards everything below
+	listRV string
+	// nsRV is each listed namespace's own list resourceVersion: its watch
+	// starts there, not at listRV (the highest), or the events of a
+	// namespace listed earlier that came before a later one's list would
+	// be lost.
+	nsRV     map[string]string
 	consumed bool
 	listed   NamespaceSet // the namespaces the last list read (Denied: by Resolve)
 	resolved NamespaceSet // what Resolve answered for it
@@ -201,6 +207,7 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	var refused []string
 	var listed []string
 	var listRefused []string // refused by the server although Resolve permitted them
+	nsRV := map[string]string{}
 	for _, ns := range namespaces {
 		if err, ok := watchRefused[ns]; ok {
 			// Its watch was refused since the last list and Resolve (or
@@ -228,6 +235,7 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 			return nil, err
 		}
 		rv, _ := ListRV(obj)
+		nsRV[ns] = rv
 		if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n > maxRV {
 			maxRV = n
 		}
@@ -263,7 +271,7 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	}
 	sort.Strings(refused)
 	lw.mu.Lock()
-	lw.listRV, lw.consumed, lw.refused, lw.next, lw.period = rv, false, refused, next, period
+	lw.listRV, lw.nsRV, lw.consumed, lw.refused, lw.next, lw.period = rv, nsRV, false, refused, next, period
 	lw.listed = NamespaceSet{All: set.All && len(listed) > 0, Names: listed}
 	lw.resolved = set
 	lw.mu.Unlock()
@@ -308,7 +316,7 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	lw.mu.Lock()
 	fresh := !lw.consumed && o.ResourceVersion == lw.listRV
 	lw.consumed = true
-	listed, resolved, refused, period := lw.listed, lw.resolved, lw.refused, lw.period
+	listed, resolved, refused, period, nsRV := lw.listed, lw.resolved, lw.refused, lw.period, lw.nsRV
 	lw.mu.Unlock()
 	if !fresh {
 		return nil, reflectorseam.Expired("a watch over several namespaces resumes by relisting")
@@ -318,7 +326,11 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	namespaces := listed.Names
 	watches := make([]watch.Interface, 0, len(namespaces))
 	for _, ns := range namespaces {
-		w, err := lw.Funcs.Watch(ctx, ns, o)
+		wo := o
+		if rv := nsRV[ns]; rv != "" && rv != "0" {
+			wo.ResourceVersion = rv // from its own list
+		}
+		w, err := lw.Funcs.Watch(ctx, ns, wo)
 		if err != nil {
 			for _, w := range watches {
 				w.Stop()

@@ -28,6 +28,7 @@ type nsServer struct {
 	forbidden map[string]bool
 	listOpts  []metav1.ListOptions
 	watched   []string
+	watchRV   map[string]string // namespace -> resourceVersion its last watch asked from
 	watches   map[string]*watch.RaceFreeFakeWatcher
 	watchErr  error
 }
@@ -41,6 +42,7 @@ func newNSServer() *nsServer {
 		rv:        map[string]string{"a": "5", "b": "8"},
 		forbidden: map[string]bool{},
 		watches:   map[string]*watch.RaceFreeFakeWatcher{},
+		watchRV:   map[string]string{},
 	}
 }
 
@@ -59,6 +61,7 @@ func (s *nsServer) funcs() Funcs {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.watched = append(s.watched, ns)
+			s.watchRV[ns] = o.ResourceVersion
 			if s.watchErr != nil && ns == "b" {
 				return nil, s.watchErr
 			}
@@ -138,6 +141,15 @@ func TestMultiNamespaceListAndWatch(t *testing.T) {
 	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8", AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Each namespace is watched from its own list (found by the soak,
+	// issue 29): from the highest, a's events between its list (5) and
+	// b's (8) would be lost until the next relist.
+	s.mu.Lock()
+	rvA, rvB := s.watchRV["a"], s.watchRV["b"]
+	s.mu.Unlock()
+	if rvA != "5" || rvB != "8" {
+		t.Fatalf("watched a from %q and b from %q, want each from its own list (5, 8)", rvA, rvB)
 	}
 	s.watchOf("a").Add(widget("a", "a3", "9"))
 	s.watchOf("b").Add(widget("b", "b2", "10"))
