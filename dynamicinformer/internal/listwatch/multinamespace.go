@@ -25,8 +25,7 @@ import (
 var ErrWatchListDeclined = reflectorseam.ErrWatchListDeclined
 
 // DefaultRecheck is how often a merged watch checks its namespaces again
-// (Resolve), or how long it runs before it ends to retry namespaces
-// whose list was refused.
+// (Resolve) and retries the namespaces whose list was refused.
 const DefaultRecheck = 30 * time.Second
 
 // NamespaceSet is what Resolve answers: the namespaces to list and watch,
@@ -67,21 +66,26 @@ type Listed struct {
 // each list. A namespace whose list is forbidden, or that Resolve denies,
 // does not fail the others: the list holds the listed namespaces and
 // Hook is told which were not listed and why. The merged watch ends (so
-// the reflector relists) when one of its watches ends; after Recheck when
-// a namespace was refused by the server; and, with Resolve, when Resolve,
-// asked again every Recheck while some namespace is denied (or always,
-// with Follow, and at once when Wake fires, through Quick), answers
-// other namespaces than the list's; the list that follows uses that
-// answer instead of asking again. If no
-// namespace is listed, the list fails with the first namespace's error,
-// unless AllowNone (an empty list).
+// the reflector relists) when one of its watches ends; when a namespace
+// the server refused answers a probe (a list of one object, sent every
+// Recheck while the watch runs); and, with Resolve, when Resolve, asked
+// again every Recheck while some namespace is denied (or always, with
+// Follow, and at once when Wake fires, through Quick), answers other
+// namespaces than the list's; the list that follows uses that answer
+// instead of asking again. A refused namespace that is still refused
+// costs that one probe per period and no relist: each relist restarts the
+// reflector, whose one back-off (shared by every namespace of the
+// informer, reset only every 2 min) would grow with each retry towards
+// its 30 s cap and delay the listed namespaces' recovery after any watch
+// end by as much. If no namespace is listed, the list fails with the
+// first namespace's error, unless AllowNone (an empty list).
 //
 // A 403 met while running re-checks at once instead of failing: when the
 // server refuses a namespace's watch (as it opens, or as an error event
 // of a running one), the merged watch ends as "expired", so the reflector
 // relists and, with Resolve, asks it again, with no failure in between.
 // If Resolve still permits that namespace (or there is no Resolve), the
-// relist leaves it out as refused until the next Recheck: at most one
+// relist leaves it out as refused and probes it as above: at most one
 // refused watch per namespace per Recheck, no 403 loop. A namespace whose
 // list is refused although Resolve permitted it has Resolve asked once
 // more, at once, so its denial carries Resolve's reason (the missing
@@ -122,7 +126,7 @@ type MultiNamespace struct {
 	consumed bool
 	listed   NamespaceSet // the namespaces the last list read (Denied: by Resolve)
 	resolved NamespaceSet // what Resolve answered for it
-	refused  bool         // the server refused some namespace of it
+	refused  []string     // the namespaces of it the server refused, sorted
 	next     time.Time    // when its namespaces are checked again (zero: not)
 	period   time.Duration
 	// pending is the answer a merged watch found changed, for the list
@@ -194,7 +198,7 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	for ns, err := range set.Denied {
 		denied[ns] = err
 	}
-	refused := false
+	var refused []string
 	var listed []string
 	var listRefused []string // refused by the server although Resolve permitted them
 	for _, ns := range namespaces {
@@ -202,7 +206,8 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 			// Its watch was refused since the last list and Resolve (or
 			// the namespaces given) still has it: wait for the next
 			// check instead of a list and watch the server refuses.
-			denied[ns], refused = err, true
+			denied[ns] = err
+			refused = append(refused, ns)
 			continue
 		}
 		// Each namespace in pages, as the reflector would list it: a
@@ -214,7 +219,8 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		})
 		obj, _, err := p.List(ctx, o)
 		if apierrors.IsForbidden(err) {
-			denied[ns], refused = err, true
+			denied[ns] = err
+			refused = append(refused, ns)
 			listRefused = append(listRefused, ns)
 			continue
 		}
@@ -252,9 +258,10 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	rv := strconv.FormatUint(maxRV, 10)
 	period := max(lw.recheck(), time.Duration(len(set.Names)+len(set.Denied))*lw.PerNamespace)
 	var next time.Time
-	if refused || (lw.Resolve != nil && (lw.Follow || len(set.Denied) > 0)) {
+	if len(refused) > 0 || (lw.Resolve != nil && (lw.Follow || len(set.Denied) > 0)) {
 		next = nextCheck(time.Now(), period)
 	}
+	sort.Strings(refused)
 	lw.mu.Lock()
 	lw.listRV, lw.consumed, lw.refused, lw.next, lw.period = rv, false, refused, next, period
 	lw.listed = NamespaceSet{All: set.All && len(listed) > 0, Names: listed}
@@ -301,7 +308,7 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	lw.mu.Lock()
 	fresh := !lw.consumed && o.ResourceVersion == lw.listRV
 	lw.consumed = true
-	listed, resolved, refused, next, period := lw.listed, lw.resolved, lw.refused, lw.next, lw.period
+	listed, resolved, refused, period := lw.listed, lw.resolved, lw.refused, lw.period
 	lw.mu.Unlock()
 	if !fresh {
 		return nil, reflectorseam.Expired("a watch over several namespaces resumes by relisting")
@@ -325,28 +332,42 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		watches = append(watches, w)
 	}
 	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch, wake: lw.Wake}
-	if refused {
-		// Until the check the list announced (Listed.Next).
-		m.lifetime = max(time.Until(next), time.Millisecond)
-	}
-	if lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0) {
+	follow := lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0)
+	if follow || len(refused) > 0 {
 		m.changed = func(ctx context.Context, quick bool) bool {
-			resolve := lw.Resolve
-			if quick && lw.Quick != nil {
-				resolve = lw.Quick
+			if follow {
+				resolve := lw.Resolve
+				if quick && lw.Quick != nil {
+					resolve = lw.Quick
+				}
+				if set, err := resolve(ctx); err == nil && !set.equal(resolved) {
+					lw.mu.Lock()
+					lw.pending = &set
+					lw.mu.Unlock()
+					return true
+				}
 			}
-			set, err := resolve(ctx)
-			if err != nil || set.equal(resolved) {
-				return false
-			}
-			lw.mu.Lock()
-			lw.pending = &set
-			lw.mu.Unlock()
-			return true
+			// A wake is about the server's namespaces; the refused ones
+			// are probed at the periodic checks only.
+			return !quick && lw.readable(ctx, refused, o)
 		}
 	}
 	m.start(ctx, watches)
 	return m, nil
+}
+
+// readable reports whether the server now answers a list (of one object,
+// with the watch's selectors) in one of the refused namespaces. A 403 or
+// any other error is not readable: a broken connection ends the merged
+// watch by itself.
+func (lw *MultiNamespace) readable(ctx context.Context, refused []string, o metav1.ListOptions) bool {
+	for _, ns := range refused {
+		probe := metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector, Limit: 1}
+		if _, err := lw.Funcs.List(ctx, ns, probe); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // refusedWatch records that the server refused ns's watch (err, a 403):
@@ -384,20 +405,20 @@ func ForbiddenMessage(forbidden map[string]error) string {
 }
 
 // mergedWatch forwards the events of several watches; it ends when any of
-// them ends (the reflector then relists), when stopped, after lifetime
-// (if not zero), or when changed (if set), asked at multiples of period,
-// reports true (asked at once, quick, when wake fires). A watch's error event that is a 403 is not forwarded:
+// them ends (the reflector then relists), when stopped, or when changed
+// (if set), asked at multiples of period, reports true (asked at once,
+// quick, when wake fires). A watch's error event that is a 403 is not
+// forwarded:
 // refused (if set) is told the namespace (names[i] is watch i's) and the
 // merged watch ends with an "expired" event, so the reflector relists
 // without failing.
 type mergedWatch struct {
-	lifetime time.Duration
-	period   time.Duration
-	changed  func(ctx context.Context, quick bool) bool
-	next     func(time.Time)
-	wake     <-chan struct{}
-	names    []string
-	refused  func(ns string, err error)
+	period  time.Duration
+	changed func(ctx context.Context, quick bool) bool
+	next    func(time.Time)
+	wake    <-chan struct{}
+	names   []string
+	refused func(ns string, err error)
 
 	result  chan watch.Event
 	stop    chan struct{}
@@ -436,19 +457,6 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 				case <-m.stop:
 					return
 				}
-			}
-		}()
-	}
-	if m.lifetime > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTimer(m.lifetime)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				m.Stop()
-			case <-m.stop:
 			}
 		}()
 	}

@@ -186,10 +186,12 @@ func TestMultiNamespaceListAndWatch(t *testing.T) {
 // Issue 20, defect 14: with one namespace forbidden, the old informer
 // delivered nothing at all. Now the list holds the allowed namespace's
 // objects, the hook is told which namespace was refused, the watch covers
-// only the listed namespaces and ends at the next check, a multiple of Recheck
-// at least half of it away (so the
-// reflector relists and tries the refused one again); if every namespace
-// is refused, the list fails.
+// only the listed namespaces. While the refused one stays refused the
+// watch stays open (issue 29: a relist per retry kept the reflector's
+// back-off at its cap): at each check, a multiple of Recheck at least half
+// of it away, a list of one object probes it. Once it answers, the watch
+// ends at the next check (so the reflector relists and reads it); if
+// every namespace is refused, the list fails.
 func TestMultiNamespaceForbiddenNamespace(t *testing.T) {
 	leaks(t)
 	s := newNSServer()
@@ -227,14 +229,42 @@ func TestMultiNamespaceForbiddenNamespace(t *testing.T) {
 	if ev := mustNext(t, w); names([]watch.Event{ev})[0] != "ADDED:a3" {
 		t.Fatalf("event %v", ev)
 	}
-	drain(t, w)
-	if took := time.Since(start); took < 45*time.Millisecond {
-		t.Fatalf("merged watch ended after %v, before the check at a multiple of Recheck at least half of it away", took)
+	probes := func() (n int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, o := range s.listOpts {
+			if o.Limit == 1 {
+				n++
+				if o.LabelSelector != "app=x" {
+					t.Errorf("probe %+v without the selector", o)
+				}
+			}
+		}
+		return n
 	}
-	// The namespace is allowed again: the relist reads both and says so.
+	// Four periods refused: probes, the watch still open.
+	time.Sleep(4 * lw.Recheck)
+	select {
+	case ev, ok := <-w.ResultChan():
+		t.Fatalf("merged watch gave %v (open %v) while the refused namespace is still refused", ev, ok)
+	default:
+	}
+	if n := probes(); n < 2 || n > 5 {
+		t.Fatalf("%d probes of the refused namespace in %v, want one per check (%v)", n, 4*lw.Recheck, lw.Recheck)
+	}
+	// The namespace is allowed again: the watch ends at the next check,
+	// the relist reads both and says so.
 	s.mu.Lock()
 	s.forbidden["b"] = false
 	s.mu.Unlock()
+	allowed := time.Now()
+	drain(t, w)
+	if took := time.Since(allowed); took > 3*lw.Recheck {
+		t.Fatalf("merged watch ended %v after the refused namespace became readable, want within 1.5 periods", took)
+	}
+	if took := time.Since(start); took < 4*lw.Recheck {
+		t.Fatalf("merged watch ended after %v", took)
+	}
 	obj, err = lw.ListWithContext(ctx, metav1.ListOptions{})
 	if err != nil || len(listNames(t, obj)) != 3 || len((*told)[1]) != 0 {
 		t.Fatalf("relist: %v, told %v", err, *told)
