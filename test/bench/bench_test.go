@@ -85,11 +85,11 @@ func TestBenchShort(t *testing.T) {
 		}
 		seen[key] = true
 		for _, im := range impls {
-			if im.Peer || im.SyncOnly && s.Row != RowSync {
+			if im.Peer || im.SyncOnly && s.Row != RowSync || im.WidgetOnly && s.Row == RowMany {
 				continue
 			}
 			for _, p := range impls {
-				if !p.Peer {
+				if !p.Peer || p.WidgetOnly && s.Row == RowMany {
 					continue
 				}
 				if x, ok := res.Ratio(s.Row, s.Case, s.Metric, im.Name, p.Name); !ok || math.IsNaN(x) || math.IsInf(x, 0) {
