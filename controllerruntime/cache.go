@@ -135,6 +135,12 @@ func (c *Cache) changes() <-chan struct{} {
 	return c.changed
 }
 
+func (c *Cache) isStopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopped
+}
+
 func (c *Cache) isStarted() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

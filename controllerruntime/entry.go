@@ -35,12 +35,33 @@ type entry struct {
 
 	mu           sync.Mutex
 	fieldIndexes map[string]toolscache.IndexFunc // by index name ("field:" + field)
+
+	statusMu   sync.Mutex // guards statusCh, lastStatus
+	statusCh   <-chan struct{}
+	lastStatus dynamicinformer.Status
+}
+
+// status is the informer's Status as of the cache's last status change
+// (Cache.changes): InformerHandle.Status counts the store's keys (O(n)),
+// and Get, List and HasSynced ask for the state on every call, so it is
+// asked again only after the factory has reported a change of some
+// informer's status (OnStatusChange, delivered in order from one
+// goroutine, as handlers get the objects) — or on every call once the
+// cache has stopped and hears of no more changes.
+func (e *entry) status() dynamicinformer.Status {
+	ch := e.c.changes()
+	e.statusMu.Lock()
+	defer e.statusMu.Unlock()
+	if e.statusCh != ch || e.c.isStopped() {
+		e.lastStatus, e.statusCh = e.handle.Status(), ch
+	}
+	return e.lastStatus
 }
 
 // notServed reports whether the kind's resource is known not to be served
 // (Pending with ErrNotServed, or Removed).
 func (e *entry) notServed() bool {
-	st := e.handle.Status()
+	st := e.status()
 	return st.State == dynamicinformer.Removed ||
 		(st.State == dynamicinformer.Pending && errors.Is(st.Err, dynamicinformer.ErrNotServed))
 }
@@ -56,7 +77,7 @@ const (
 func (e *entry) wait(ctx context.Context, mode waitMode) error {
 	for {
 		ch := e.c.changes()
-		st := e.handle.Status()
+		st := e.status()
 		notServed := st.State == dynamicinformer.Removed ||
 			(st.State == dynamicinformer.Pending && errors.Is(st.Err, dynamicinformer.ErrNotServed))
 		switch {
