@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/go-logr/logr"
 
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
@@ -92,8 +95,14 @@ func New(config *rest.Config, opts cache.Options, factoryOpts dynamicinformer.Op
 		entries:     map[entryKey]*entry{},
 		startedCh:   make(chan struct{}),
 		changed:     make(chan struct{}),
+		logger:      factoryOpts.Logger,
+		wake:        make(chan struct{}, 1),
 	}
+	c.pend.full = true // at Start: the kinds asked for before
 	c.removeStatus = f.OnStatusChange(func(dynamicinformer.Status) { c.notify() })
+	if r := f.Resolver(); r != nil {
+		c.removeChange = r.OnChange(c.resourcesChanged)
+	}
 	return c, nil
 }
 
@@ -106,13 +115,33 @@ type Cache struct {
 	defaults     objConfig
 	byGVK        map[schema.GroupVersionKind]objConfig
 	failMissing  bool
+	logger       logr.Logger
 	removeStatus func()
+	removeChange func() // nil without a resolver
 
-	mu        sync.Mutex // guards entries, started, stopped
+	mu        sync.Mutex // guards entries, started, stopped; writes of unresolved
 	entries   map[entryKey]*entry
 	started   bool
 	stopped   bool
 	startedCh chan struct{}
+	// hasStopped is stopped, read without c.mu (by entry.status, which
+	// may run where c.mu is held).
+	hasStopped atomic.Bool
+	// unresolved counts the entries without a factory informer (an upper
+	// bound; atomic so that resourcesChanged takes no lock of c's: it may
+	// run in a discovery round of a call made under c.mu).
+	unresolved atomic.Int64
+
+	// pend is what followPending has to look at: wake is signalled
+	// (without blocking) when it changes.
+	pend struct {
+		mu    sync.Mutex                   // guards the fields below
+		gen   uint64                       // discovery changes seen
+		added []discoveryresolver.Resource // served since followPending last looked (while some kind is unresolved)
+		full  bool                         // look every unresolved kind up again
+	}
+	wake chan struct{}
+	wg   sync.WaitGroup // followPending
 
 	changedMu sync.Mutex
 	changed   chan struct{} // closed and replaced on every status change
@@ -135,11 +164,7 @@ func (c *Cache) changes() <-chan struct{} {
 	return c.changed
 }
 
-func (c *Cache) isStopped() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stopped
-}
+func (c *Cache) isStopped() bool { return c.hasStopped.Load() }
 
 func (c *Cache) isStarted() bool {
 	c.mu.Lock()
@@ -198,29 +223,31 @@ func (c *Cache) entryFor(ctx context.Context, gvk schema.GroupVersionKind, cl cl
 		}
 		newObj = func() (runtime.Object, error) { return c.scheme.New(gvk) }
 	}
-	gvr, namespaced, err := c.resolve(ctx, gvk)
-	if err != nil {
-		return nil, err
-	}
+	gen := c.discoveryGen()
+	gvr, namespaced, known := c.lookup(ctx, gvk)
 	oc := c.config(gvk)
-	ropts := []dynamicinformer.ResourceOption{
-		dynamicinformer.WithAccessCheck(true),
-		dynamicinformer.WithLabelSelector(oc.label),
-		dynamicinformer.WithFieldSelector(oc.field),
-		dynamicinformer.WithResyncPeriod(oc.resync),
-	}
-	if namespaced && len(oc.namespaces) > 0 {
-		ropts = append(ropts, dynamicinformer.WithNamespaces(oc.namespaces...))
-	}
-	if cl == classMetadata {
-		ropts = append(ropts, dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true}))
-	}
 	if cl == classMetadata {
 		// As controller-runtime's metadata informers: objects carry their kind.
 		oc.transform = setGVK(gvk, oc.transform)
 	}
-	if t := transform(newObj, oc.transform); t != nil {
-		ropts = append(ropts, dynamicinformer.WithTransform("", t))
+	t := transform(newObj, oc.transform)
+	options := func(namespaced bool) []dynamicinformer.ResourceOption {
+		ropts := []dynamicinformer.ResourceOption{
+			dynamicinformer.WithAccessCheck(true),
+			dynamicinformer.WithLabelSelector(oc.label),
+			dynamicinformer.WithFieldSelector(oc.field),
+			dynamicinformer.WithResyncPeriod(oc.resync),
+		}
+		if namespaced && len(oc.namespaces) > 0 {
+			ropts = append(ropts, dynamicinformer.WithNamespaces(oc.namespaces...))
+		}
+		if cl == classMetadata {
+			ropts = append(ropts, dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true}))
+		}
+		if t != nil {
+			ropts = append(ropts, dynamicinformer.WithTransform("", t))
+		}
+		return ropts
 	}
 
 	c.mu.Lock()
@@ -228,12 +255,23 @@ func (c *Cache) entryFor(ctx context.Context, gvk schema.GroupVersionKind, cl cl
 	if e, ok := c.entries[key]; ok {
 		return e, nil
 	}
-	h := c.factory.ForResource(gvr, ropts...)
 	e = &entry{
-		c: c, gvk: gvk, class: cl, gvr: gvr, namespaced: namespaced,
-		handle: h, noDeepCopy: oc.noDeepCopy, fieldIndexes: map[string]toolscache.IndexFunc{},
+		c: c, gvk: gvk, class: cl, noDeepCopy: oc.noDeepCopy, options: options,
+		fieldIndexes: map[string]toolscache.IndexFunc{},
 	}
-	e.inf = &Informer{SharedIndexInformer: h.Informer(), e: e}
+	e.inf = &Informer{e: e}
+	if known {
+		e.gvr, e.namespaced = gvr, namespaced
+		e.handle = c.factory.ForResource(gvr, options(namespaced)...)
+	} else {
+		// No source knows the kind: wait for a resource that serves it
+		// (followPending), whatever its plural and scope.
+		e.placeholder = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+		c.unresolved.Add(1)
+		if c.discoveryGen() != gen {
+			c.lookAgain() // a change may have come before the entry was here
+		}
+	}
 	c.entries[key] = e
 	return e, nil
 }
@@ -278,23 +316,22 @@ func setGVK(gvk schema.GroupVersionKind, user toolscache.TransformFunc) toolscac
 	}
 }
 
-// resolve maps gvk to its resource: through informerkit's discovery
-// resolver (which follows CRDs), then the Mapper, then, for a kind no
-// source knows (a CRD not installed yet), the guessed plural (lower-case
-// kind + "s" rules of meta.UnsafeGuessKindToResource), taken as namespaced.
-func (c *Cache) resolve(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+// lookup maps gvk to its served resource: through informerkit's
+// discovery resolver (which follows CRDs), then the Mapper. known is false
+// when neither knows the kind (a CRD not installed yet).
+func (c *Cache) lookup(ctx context.Context, gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced, known bool) {
 	if r := c.factory.Resolver(); r != nil {
 		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 		res, err := r.Resolve(rctx, gvk.Kind+"."+gvk.Version+"."+gvk.Group)
 		cancel()
 		if err == nil && res.GVK == gvk {
-			return res.GVR, res.Namespaced, nil
+			return res.GVR, res.Namespaced, true
 		}
 		if err == nil || errors.Is(err, discoveryresolver.ErrNotFound) {
 			if all, lerr := r.Resources(ctx); lerr == nil {
 				for _, res := range all {
 					if res.GVK == gvk {
-						return res.GVR, res.Namespaced, nil
+						return res.GVR, res.Namespaced, true
 					}
 				}
 			}
@@ -302,11 +339,99 @@ func (c *Cache) resolve(ctx context.Context, gvk schema.GroupVersionKind) (schem
 	}
 	if c.mapper != nil {
 		if m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			return m.Resource, m.Scope.Name() != meta.RESTScopeNameRoot, nil
+			return m.Resource, m.Scope.Name() != meta.RESTScopeNameRoot, true
 		}
 	}
-	plural, _ := meta.UnsafeGuessKindToResource(gvk)
-	return plural, true, nil
+	return schema.GroupVersionResource{}, false, false
+}
+
+// discoveryGen counts the discovery changes seen.
+func (c *Cache) discoveryGen() uint64 {
+	c.pend.mu.Lock()
+	defer c.pend.mu.Unlock()
+	return c.pend.gen
+}
+
+// lookAgain asks followPending to look every unresolved kind up again.
+func (c *Cache) lookAgain() {
+	c.pend.mu.Lock()
+	c.pend.full = true
+	c.pend.mu.Unlock()
+	c.wakeFollower()
+}
+
+func (c *Cache) wakeFollower() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// resourcesChanged is the resolver's OnChange callback: it keeps the
+// resources added while some kind is unresolved, for followPending. It
+// runs on the goroutine of a discovery round, and does not block.
+func (c *Cache) resourcesChanged(ch discoveryresolver.Change) {
+	some := c.unresolved.Load() > 0
+	c.pend.mu.Lock()
+	c.pend.gen++
+	if some {
+		c.pend.added = append(c.pend.added, ch.Added...)
+	}
+	c.pend.mu.Unlock()
+	if some {
+		c.wakeFollower()
+	}
+}
+
+// followPending gives each unresolved kind its informer once a resource
+// of that group, version and kind is served (discovery, which follows
+// CRDs, reports it), until ctx ends.
+func (c *Cache) followPending(ctx context.Context) {
+	for {
+		c.pend.mu.Lock()
+		added, full := c.pend.added, c.pend.full
+		c.pend.added, c.pend.full = nil, false
+		c.pend.mu.Unlock()
+		c.resolvePending(ctx, added, full)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		}
+	}
+}
+
+func (c *Cache) resolvePending(ctx context.Context, added []discoveryresolver.Resource, full bool) {
+	c.mu.Lock()
+	var pending []*entry
+	for _, e := range c.entries {
+		if h, _ := e.current(); h == nil {
+			pending = append(pending, e)
+		}
+	}
+	c.unresolved.Store(int64(len(pending)))
+	c.mu.Unlock()
+	for _, e := range pending {
+		var gvr schema.GroupVersionResource
+		var namespaced, found bool
+		for _, r := range added {
+			if r.GVK == e.gvk {
+				gvr, namespaced, found = r.GVR, r.Namespaced, true
+				break
+			}
+		}
+		if !found && full {
+			gvr, namespaced, found = c.lookup(ctx, e.gvk)
+		}
+		if !found {
+			continue
+		}
+		c.mu.Lock()
+		if c.entries[entryKey{gvk: e.gvk, class: e.class}] == e && !c.stopped {
+			e.resolved(gvr, namespaced)
+		}
+		c.mu.Unlock()
+	}
 }
 
 func (c *Cache) gvkOf(obj runtime.Object) (schema.GroupVersionKind, error) {
@@ -329,10 +454,11 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if !c.isStarted() {
 		return &cache.ErrCacheNotStarted{}
 	}
-	if err := e.wait(ctx, waitRead); err != nil {
+	h, err := e.wait(ctx, waitRead)
+	if err != nil {
 		return err
 	}
-	return e.get(key, out, opts...)
+	return e.get(h, key, out, opts...)
 }
 
 // List reads the kind's cache (see client.Reader), as Get does; the label
@@ -356,10 +482,11 @@ func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.
 	if !c.isStarted() {
 		return &cache.ErrCacheNotStarted{}
 	}
-	if err := e.wait(ctx, waitRead); err != nil {
+	h, err := e.wait(ctx, waitRead)
+	if err != nil {
 		return err
 	}
-	return e.list(out, opts...)
+	return e.list(h, out, opts...)
 }
 
 // GetInformer returns the informer of obj's kind, making it if needed.
@@ -394,7 +521,7 @@ func (c *Cache) getInformer(ctx context.Context, gvk schema.GroupVersionKind, cl
 		opt(&o)
 	}
 	if (o.BlockUntilSynced == nil || *o.BlockUntilSynced) && c.isStarted() {
-		if err := e.wait(ctx, waitInformer); err != nil {
+		if _, err := e.wait(ctx, waitInformer); err != nil {
 			return nil, err
 		}
 	}
@@ -414,7 +541,13 @@ func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
 	delete(c.entries, key)
 	c.mu.Unlock()
 	if ok {
-		e.handle.Release()
+		e.mu.Lock()
+		e.removed = true
+		h := e.handle
+		e.mu.Unlock()
+		if h != nil {
+			h.Release()
+		}
 	}
 	return nil
 }
@@ -432,10 +565,20 @@ func (c *Cache) Start(ctx context.Context) error {
 	close(c.startedCh)
 	c.mu.Unlock()
 	c.factory.Start(ctx)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.followPending(ctx)
+	}()
 	<-ctx.Done()
+	c.wg.Wait()
 	c.mu.Lock()
 	c.stopped = true
+	c.hasStopped.Store(true)
 	c.mu.Unlock()
+	if c.removeChange != nil {
+		c.removeChange()
+	}
 	c.removeStatus()
 	c.factory.Shutdown()
 	return nil

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -149,4 +151,98 @@ func TestNotStarted(t *testing.T) {
 
 func dynamicinformerOptionsQuiet() dynamicinformer.Options {
 	return dynamicinformer.Options{Logger: funcr.New(func(string, string) {}, funcr.Options{})}
+}
+
+func TestNotServedErrorIsNotFound(t *testing.T) {
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	cause := &dynamicinformer.InformerError{Kind: dynamicinformer.ErrNotServed, Err: errors.New("gone")}
+	for _, e := range []*NotServedError{
+		{GVK: gvk, Err: cause},
+		{GVK: gvk, GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Err: cause},
+	} {
+		var err error = e
+		if !apierrors.IsNotFound(err) || client.IgnoreNotFound(err) != nil {
+			t.Errorf("%v: not a NotFound", err)
+		}
+		if !errors.Is(err, ErrResourceNotServed) || !errors.Is(err, dynamicinformer.ErrNotServed) {
+			t.Errorf("%v: errors.Is", err)
+		}
+	}
+}
+
+// TestUnresolvedKindMovesOnto: an informer of a kind no source knows
+// keeps the handlers (less those removed) and indexers added to it, and
+// moves them onto the factory's informer of the resource once resolved.
+func TestUnresolvedKindMovesOnto(t *testing.T) {
+	c, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, cache.Options{}, dynamicinformerOptionsQuiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u := &unstructured.Unstructured{}
+	gvk := corev1.SchemeGroupVersion.WithKind("Mouse")
+	u.SetGroupVersionKind(gvk)
+	got, err := c.GetInformer(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := got.(*Informer)
+	if st := inf.Status(); st.State != dynamicinformer.Pending || !errors.Is(st.Err, dynamicinformer.ErrNotServed) || !st.GVR.Empty() {
+		t.Fatalf("unresolved: %+v", st)
+	}
+	keep, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.RemoveEventHandler(drop); err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.AddIndexers(toolscache.Indexers{"x": func(any) ([]string, error) { return nil, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if !inf.HasSynced() || !keep.HasSynced() || inf.IsStopped() || len(inf.GetStore().List()) != 0 {
+		t.Errorf("unresolved: HasSynced %v %v, IsStopped %v", inf.HasSynced(), keep.HasSynced(), inf.IsStopped())
+	}
+	if err := c.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "MouseList"}}); err != nil {
+		t.Logf("List before Start: %v", err) // ErrCacheNotStarted
+	}
+	gvr := corev1.SchemeGroupVersion.WithResource("mice")
+	c.mu.Lock()
+	inf.e.resolved(gvr, true)
+	c.mu.Unlock()
+	h, real := inf.e.current()
+	if h == nil || h.GVR() != gvr || inf.Status().GVR != gvr {
+		t.Fatalf("resolved: handle %v", h)
+	}
+	if _, ok := real.GetIndexer().GetIndexers()["x"]; !ok {
+		t.Error("indexer not moved")
+	}
+	if keep.(*registration).current() == nil || drop.(*registration).current() != nil {
+		t.Error("handlers: the kept one not moved, or the removed one moved")
+	}
+	if err := inf.RemoveEventHandler(keep); err != nil {
+		t.Error(err)
+	}
+	// RemoveInformer of an unresolved kind: stopped, takes no handler.
+	u2 := &unstructured.Unstructured{}
+	u2.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Gopher"))
+	got2, err := c.GetInformer(ctx, u2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveInformer(ctx, u2); err != nil {
+		t.Fatal(err)
+	}
+	if !got2.IsStopped() {
+		t.Error("removed unresolved informer not stopped")
+	}
+	if _, err := got2.AddEventHandler(toolscache.ResourceEventHandlerFuncs{}); err == nil {
+		t.Error("handler added to a removed informer")
+	}
+	c.factory.Shutdown()
 }

@@ -31,29 +31,37 @@
 //   - A kind that is not served yet (a CRD not installed) does not fail:
 //     GetInformer returns its informer at once, Get and List answer a
 //     *NotServedError (errors.Is ErrResourceNotServed and
-//     dynamicinformer.ErrNotServed), and the informer syncs by itself when
-//     the CRD is established; its handlers then get an add per object. A
-//     controller For such a kind starts, and reconciles once the CRD is
-//     installed. While the kind is not served its Informer's HasSynced (and
-//     its handler registrations', and WaitForCacheSync for it) are true: it
+//     dynamicinformer.ErrNotServed; also a NotFound for apierrors.IsNotFound
+//     and client.IgnoreNotFound, as the API server answers for a resource
+//     it does not serve), and the informer syncs by itself when the CRD is
+//     established; its handlers then get an add per object. A controller
+//     For such a kind starts, and reconciles once the CRD is installed.
+//     While the kind is not served its Informer's HasSynced (and its
+//     handler registrations', and WaitForCacheSync for it) are true: it
 //     holds nothing and is complete for what is served, so one missing CRD
 //     does not hold the manager's other controllers or time them out.
+//     A kind that no source knows yet (neither discovery nor the Mapper)
+//     gets its resource when one serving that group, version and kind
+//     appears, whatever its plural ("mice" for Mouse) and scope: the
+//     cache follows discovery, which follows CRDs, and moves the handlers
+//     and indexes added meanwhile onto the informer of that resource.
+//     Until then it sends no request, and its Status is Pending with
+//     ErrNotServed and an empty GVR (it is not among Factory().Statuses).
 //   - A CRD deleted while the manager runs: the informer's handlers get a
 //     delete per cached object, the informer sends no request (no relisting
-//     against 404) and syncs again by itself if the CRD comes back.
+//     against 404) and syncs again by itself if the CRD comes back. A
+//     reconcile that runs meanwhile reads NotFound (see above), so a
+//     reconciler that ignores NotFound ends without an error to retry.
 //   - A forbidden resource: every informer checks access before its first
 //     list (dynamicinformer.WithAccessCheck), so GetInformer (and Get,
 //     List) fail with an error that errors.Is dynamicinformer.ErrForbidden
 //     and names the user, the verbs and the namespaces, instead of
-//     "timed out waiting for cache to be synced".
+//     "timed out waiting for cache to be synced"; no list or watch is sent
+//     for the resource until access is granted (checked again with
+//     backoff), so there is no loop of 403 answers.
 //   - Label-selector Lists use informerkit's per-key label indexes.
 //   - Cache.Factory gives the factory: Statuses, OnStatusChange; metrics
 //     through NewCacheFunc's dynamicinformer.Options.
-//
-// A kind that no source knows (its CRD not installed yet, no Mapper
-// mapping) is watched at the resource meta.UnsafeGuessKindToResource
-// guesses (kind "Widget": "widgets") and taken as namespaced; a CRD whose
-// plural is not that guess is not found until the cache is made again.
 //
 // # Options
 //
@@ -62,7 +70,8 @@
 // DefaultFieldSelector, DefaultTransform, DefaultUnsafeDisableDeepCopy,
 // SyncPeriod (a resync, default 10 h), ReaderFailOnMissingInformer, and
 // ByObject's Label, Field, Transform, UnsafeDisableDeepCopy, SyncPeriod.
-// Mapper is a fallback for kinds the discovery resolver does not know;
+// Mapper is a fallback for kinds the discovery resolver does not know (its
+// mapping is used as is, also for a CRD not installed yet);
 // HTTPClient is not used (the factory builds its clients from the
 // rest.Config, to see every request). An *UnsupportedOptionError
 // (errors.Is ErrUnsupported) from NewCache names what is refused:

@@ -22,18 +22,31 @@ import (
 	"github.com/informerkit/informerkit/dynamicinformer"
 )
 
-// entry is the cache's informer of one kind and class.
+// entry is the cache's informer of one kind and class. A kind that no
+// source knew when the entry was made (its CRD not installed yet) is
+// unresolved: it has no factory informer until a resource of that kind
+// is served (Cache.followPending resolves it); meanwhile the handlers and
+// indexers added to its Informer wait in the entry and are moved onto
+// the factory's informer when it is made.
 type entry struct {
 	c          *Cache
 	gvk        schema.GroupVersionKind
 	class      class
-	gvr        schema.GroupVersionResource
-	namespaced bool
-	handle     *dynamicinformer.InformerHandle
 	inf        *Informer
 	noDeepCopy bool
+	// options are the factory options of the kind's informer, given
+	// whether its resource is namespaced.
+	options func(namespaced bool) []dynamicinformer.ResourceOption
+	// placeholder stands for the factory's informer while the kind is
+	// unresolved (never run: an empty store, the indexers added so far).
+	placeholder toolscache.SharedIndexInformer
 
-	mu           sync.Mutex
+	mu           sync.Mutex // guards the fields below
+	gvr          schema.GroupVersionResource
+	namespaced   bool
+	handle       *dynamicinformer.InformerHandle // nil while unresolved
+	waiting      []*registration                 // handlers added while unresolved
+	removed      bool                            // RemoveInformer was called
 	fieldIndexes map[string]toolscache.IndexFunc // by index name ("field:" + field)
 
 	statusMu   sync.Mutex // guards statusCh, lastStatus
@@ -41,7 +54,7 @@ type entry struct {
 	lastStatus dynamicinformer.Status
 }
 
-// status is the informer's Status as of the cache's last status change
+// status is handleStatus as of the cache's last status change
 // (Cache.changes): InformerHandle.Status counts the store's keys (O(n)),
 // and Get, List and HasSynced ask for the state on every call, so it is
 // asked again only after the factory has reported a change of some
@@ -53,15 +66,82 @@ func (e *entry) status() dynamicinformer.Status {
 	e.statusMu.Lock()
 	defer e.statusMu.Unlock()
 	if e.statusCh != ch || e.c.isStopped() {
-		e.lastStatus, e.statusCh = e.handle.Status(), ch
+		e.lastStatus, e.statusCh = e.handleStatus(), ch
 	}
 	return e.lastStatus
 }
 
+// current is the factory's informer handle (nil while unresolved) and
+// the informer reads and handlers go to (the placeholder while
+// unresolved).
+func (e *entry) current() (*dynamicinformer.InformerHandle, toolscache.SharedIndexInformer) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.handle == nil {
+		return nil, e.placeholder
+	}
+	return e.handle, e.handle.Informer()
+}
+
+// handleStatus is the factory informer's Status; while the kind is
+// unresolved, Pending with ErrNotServed.
+func (e *entry) handleStatus() dynamicinformer.Status {
+	h, _ := e.current()
+	if h != nil {
+		return h.Status()
+	}
+	reason := fmt.Sprintf("no served resource has kind %s", e.gvk)
+	return dynamicinformer.Status{
+		State:  dynamicinformer.Pending,
+		Reason: reason,
+		Err:    &dynamicinformer.InformerError{Kind: dynamicinformer.ErrNotServed, Err: errors.New(reason)},
+	}
+}
+
+// resolved makes the kind's informer on the factory at gvr (the kind was
+// unresolved) and moves the handlers and indexers added meanwhile onto
+// it. c.mu is held (so RemoveInformer cannot run meanwhile).
+func (e *entry) resolved(gvr schema.GroupVersionResource, namespaced bool) {
+	h := e.c.factory.ForResource(gvr, e.options(namespaced)...)
+	e.mu.Lock()
+	if e.handle != nil || e.removed {
+		e.mu.Unlock()
+		h.Release()
+		return
+	}
+	inf := h.Informer()
+	var errs []error
+	if ix := e.placeholder.GetIndexer().GetIndexers(); len(ix) > 0 {
+		if err := inf.AddIndexers(ix); err != nil {
+			errs = append(errs, fmt.Errorf("indexers: %w", err))
+		}
+	}
+	for _, r := range e.waiting {
+		inner, err := inf.AddEventHandlerWithOptions(r.handler, r.opts)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("event handler: %w", err))
+			continue
+		}
+		r.mu.Lock()
+		r.inner = inner
+		r.mu.Unlock()
+	}
+	e.waiting = nil
+	e.handle, e.gvr, e.namespaced = h, gvr, namespaced
+	e.mu.Unlock()
+	if len(errs) > 0 {
+		e.c.logger.Error(errors.Join(errs...), "cannot move what was added to a pending informer onto the informer of its resource", "gvk", e.gvk.String(), "gvr", gvr.String())
+	}
+	e.c.notify()
+}
+
 // notServed reports whether the kind's resource is known not to be served
-// (Pending with ErrNotServed, or Removed).
+// (unresolved, Pending with ErrNotServed, or Removed).
 func (e *entry) notServed() bool {
-	st := e.status()
+	return notServed(e.status())
+}
+
+func notServed(st dynamicinformer.Status) bool {
 	return st.State == dynamicinformer.Removed ||
 		(st.State == dynamicinformer.Pending && errors.Is(st.Err, dynamicinformer.ErrNotServed))
 }
@@ -73,34 +153,37 @@ const (
 	waitInformer                 // GetInformer: not served returns the informer
 )
 
-// wait waits until the informer can answer (see Get and GetInformer).
-func (e *entry) wait(ctx context.Context, mode waitMode) error {
+// wait waits until the informer can answer (see Get and GetInformer). For
+// waitRead it returns the handle to read from.
+func (e *entry) wait(ctx context.Context, mode waitMode) (*dynamicinformer.InformerHandle, error) {
 	for {
 		ch := e.c.changes()
+		h, _ := e.current()
 		st := e.status()
-		notServed := st.State == dynamicinformer.Removed ||
-			(st.State == dynamicinformer.Pending && errors.Is(st.Err, dynamicinformer.ErrNotServed))
 		switch {
-		case notServed && mode == waitRead:
+		case notServed(st) && mode == waitRead:
 			err := st.Err
 			if err == nil {
 				err = dynamicinformer.ErrNotServed
 			}
-			return &NotServedError{GVK: e.gvk, GVR: e.gvr, Err: err}
-		case notServed:
-			return nil
-		case e.inf.SharedIndexInformer.HasSynced():
-			return nil
+			e.mu.Lock()
+			gvr := e.gvr
+			e.mu.Unlock()
+			return nil, &NotServedError{GVK: e.gvk, GVR: gvr, Err: err}
+		case notServed(st):
+			return h, nil
+		case h != nil && h.Informer().HasSynced():
+			return h, nil
 		case st.State == dynamicinformer.Failed, st.State == dynamicinformer.Stopped:
 			if st.Err != nil {
-				return fmt.Errorf("informer for %s: %w", e.gvk, st.Err)
+				return nil, fmt.Errorf("informer for %s: %w", e.gvk, st.Err)
 			}
-			return fmt.Errorf("informer for %s: %s: %s", e.gvk, st.State, st.Reason)
+			return nil, fmt.Errorf("informer for %s: %s: %s", e.gvk, st.State, st.Reason)
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %s Informer to sync (%s: %s): %v", e.gvk, st.State, st.Reason, ctx.Err()), 0)
+			return nil, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %s Informer to sync (%s: %s): %v", e.gvk, st.State, st.Reason, ctx.Err()), 0)
 		}
 	}
 }
@@ -109,17 +192,20 @@ func (e *entry) deepCopy(opt *bool) bool {
 	return !e.noDeepCopy && (opt == nil || !*opt)
 }
 
-func (e *entry) get(key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
+func (e *entry) get(h *dynamicinformer.InformerHandle, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
 	var getOpts client.GetOptions
 	getOpts.ApplyOptions(opts)
-	if !e.namespaced {
+	e.mu.Lock()
+	namespaced := e.namespaced
+	e.mu.Unlock()
+	if !namespaced {
 		key.Namespace = ""
 	}
 	storeKey := key.Name
 	if key.Namespace != "" {
 		storeKey = key.Namespace + "/" + key.Name
 	}
-	obj, exists, err := e.handle.Informer().GetIndexer().GetByKey(storeKey)
+	obj, exists, err := h.Informer().GetIndexer().GetByKey(storeKey)
 	if err != nil {
 		return err
 	}
@@ -145,7 +231,7 @@ func (e *entry) get(key client.ObjectKey, out client.Object, opts ...client.GetO
 	return nil
 }
 
-func (e *entry) list(out client.ObjectList, opts ...client.ListOption) error {
+func (e *entry) list(h *dynamicinformer.InformerHandle, out client.ObjectList, opts ...client.ListOption) error {
 	var lo client.ListOptions
 	lo.ApplyOptions(opts)
 	if lo.Continue != "" {
@@ -159,7 +245,7 @@ func (e *entry) list(out client.ObjectList, opts ...client.ListOption) error {
 			return fmt.Errorf("non-exact field matches are not supported by the cache")
 		}
 		var err error
-		if objs, err = e.byIndexes(lo.FieldSelector.Requirements(), lo.Namespace); err != nil {
+		if objs, err = e.byIndexes(h, lo.FieldSelector.Requirements(), lo.Namespace); err != nil {
 			return err
 		}
 	default:
@@ -169,9 +255,9 @@ func (e *entry) list(out client.ObjectList, opts ...client.ListOption) error {
 		var ros []runtime.Object
 		var err error
 		if lo.Namespace != "" {
-			ros, err = e.handle.Lister().ByNamespace(lo.Namespace).List(sel)
+			ros, err = h.Lister().ByNamespace(lo.Namespace).List(sel)
 		} else {
-			ros, err = e.handle.Lister().List(sel)
+			ros, err = h.Lister().List(sel)
 		}
 		if err != nil {
 			return err
@@ -229,8 +315,8 @@ func requiresExactMatch(sel fields.Selector) bool {
 
 // byIndexes answers exact field requirements from IndexField indexes, as
 // controller-runtime's cache reader does.
-func (e *entry) byIndexes(reqs fields.Requirements, namespace string) ([]any, error) {
-	indexer := e.handle.Informer().GetIndexer()
+func (e *entry) byIndexes(h *dynamicinformer.InformerHandle, reqs fields.Requirements, namespace string) ([]any, error) {
+	indexer := h.Informer().GetIndexer()
 	var objs []any
 	for i, req := range reqs {
 		name := fieldIndexName(req.Field)
@@ -301,7 +387,7 @@ func (e *entry) indexField(field string, extract client.IndexerFunc) error {
 		return vals, nil
 	}
 	name := fieldIndexName(field)
-	if err := e.handle.Informer().AddIndexers(toolscache.Indexers{name: fn}); err != nil {
+	if err := e.inf.AddIndexers(toolscache.Indexers{name: fn}); err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -310,30 +396,52 @@ func (e *entry) indexField(field string, extract client.IndexerFunc) error {
 	return nil
 }
 
-// Informer is the cache.Informer GetInformer returns: the informerkit
-// informer's handle (handlers' panics recovered and counted in its
-// Status, removed by RemoveInformer). HasSynced, and the HasSynced of the
-// registrations its AddEventHandler methods return, are also true while
-// the kind's resource is not served (it holds nothing, and will sync by
-// itself once served): a controller of a kind whose CRD is not installed
-// starts, and reconciles once the CRD is established.
+// Informer is the cache.Informer GetInformer returns, and a
+// toolscache.SharedIndexInformer: the informerkit informer's handle
+// (handlers' panics recovered and counted in its Status, removed by
+// RemoveInformer). The cache runs it: Run and RunWithContext return at
+// once, and SetTransform and SetWatchErrorHandler* are errors (set
+// transforms through cache.Options; watch errors are in Status).
+//
+// While the kind is not served, HasSynced — and the HasSynced of the
+// registrations its AddEventHandler methods return — is true: it holds
+// nothing, and will sync by itself once served. So a controller of a kind
+// whose CRD is not installed starts, and reconciles once the CRD is
+// established. While no served resource has the kind at all (its
+// resource is not known yet), GetStore and GetIndexer are empty, and the
+// handlers and indexers added are moved onto the informer of the
+// resource once one serves the kind; Status is then Pending with
+// ErrNotServed and an empty GVR. Its methods are safe for concurrent use.
 type Informer struct {
-	toolscache.SharedIndexInformer
 	e *entry
 }
 
+var _ toolscache.SharedIndexInformer = (*Informer)(nil)
+
 // Status is the informerkit informer's status (Pending, Syncing, Synced,
 // Removed, Failed, ... with a typed error).
-func (i *Informer) Status() dynamicinformer.Status { return i.e.handle.Status() }
+func (i *Informer) Status() dynamicinformer.Status { return i.e.status() }
 
 // HasSynced: the informer has synced (at least once), or its resource is
 // not served.
-func (i *Informer) HasSynced() bool { return i.SharedIndexInformer.HasSynced() || i.e.notServed() }
+func (i *Informer) HasSynced() bool {
+	if i.e.notServed() {
+		return true
+	}
+	h, _ := i.e.current()
+	return h != nil && h.Informer().HasSynced()
+}
 
-// HasSyncedChecker is done when HasSynced is true at the time of the call,
-// else when the informer syncs.
+// HasSyncedChecker is done when HasSynced is true at the time of the call
+// of its Done, else when the informer syncs.
 func (i *Informer) HasSyncedChecker() toolscache.DoneChecker {
-	return checker{inner: i.SharedIndexInformer.HasSyncedChecker(), e: i.e}
+	return checker{e: i.e, inner: func() toolscache.DoneChecker {
+		h, _ := i.e.current()
+		if h == nil {
+			return nil
+		}
+		return h.Informer().HasSyncedChecker()
+	}}
 }
 
 func (i *Informer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
@@ -345,37 +453,159 @@ func (i *Informer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHan
 }
 
 func (i *Informer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	reg, err := i.SharedIndexInformer.AddEventHandlerWithOptions(h, o)
+	e := i.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := &registration{e: e, handler: h, opts: o}
+	if e.handle == nil {
+		if e.removed {
+			return nil, fmt.Errorf("informer for %s was removed (RemoveInformer)", e.gvk)
+		}
+		e.waiting = append(e.waiting, r)
+		return r, nil
+	}
+	inner, err := e.handle.Informer().AddEventHandlerWithOptions(h, o)
 	if err != nil {
 		return nil, err
 	}
-	return &registration{inner: reg, e: i.e}, nil
+	r.inner = inner
+	return r, nil
 }
 
 func (i *Informer) RemoveEventHandler(reg toolscache.ResourceEventHandlerRegistration) error {
-	if r, ok := reg.(*registration); ok {
-		reg = r.inner
+	e := i.e
+	r, ok := reg.(*registration)
+	if !ok {
+		_, inf := e.current()
+		return inf.RemoveEventHandler(reg)
 	}
-	return i.SharedIndexInformer.RemoveEventHandler(reg)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if idx := slices.Index(e.waiting, r); idx >= 0 {
+		e.waiting = slices.Delete(e.waiting, idx, idx+1)
+		return nil
+	}
+	r.mu.Lock()
+	inner := r.inner
+	r.mu.Unlock()
+	if inner == nil || e.handle == nil {
+		return nil
+	}
+	return e.handle.Informer().RemoveEventHandler(inner)
 }
 
+// AddIndexers adds indexers to the informer's store (kept and moved onto
+// the informer of the resource while the kind is not known yet).
+func (i *Informer) AddIndexers(indexers toolscache.Indexers) error {
+	e := i.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.handle == nil {
+		return e.placeholder.AddIndexers(indexers)
+	}
+	return e.handle.Informer().AddIndexers(indexers)
+}
+
+// IsStopped: the informer was removed (RemoveInformer) or has stopped.
+func (i *Informer) IsStopped() bool {
+	e := i.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.handle == nil {
+		return e.removed
+	}
+	return e.handle.Informer().IsStopped()
+}
+
+func (i *Informer) GetStore() toolscache.Store {
+	_, inf := i.e.current()
+	return inf.GetStore()
+}
+
+func (i *Informer) GetIndexer() toolscache.Indexer {
+	_, inf := i.e.current()
+	return inf.GetIndexer()
+}
+
+func (i *Informer) GetController() toolscache.Controller {
+	_, inf := i.e.current()
+	return inf.GetController()
+}
+
+func (i *Informer) LastSyncResourceVersion() string {
+	_, inf := i.e.current()
+	return inf.LastSyncResourceVersion()
+}
+
+// Run returns at once: the cache runs its informers (Cache.Start).
+func (i *Informer) Run(<-chan struct{}) {}
+
+// RunWithContext returns at once: the cache runs its informers.
+func (i *Informer) RunWithContext(context.Context) {}
+
+// SetTransform is an error: transforms are set through cache.Options
+// (DefaultTransform, ByObject[...].Transform) before the informer is made.
+func (i *Informer) SetTransform(toolscache.TransformFunc) error {
+	return unsupported("Informer.SetTransform", "set DefaultTransform or ByObject[...].Transform in cache.Options")
+}
+
+// SetWatchErrorHandler is an error: watch errors are in Status.
+func (i *Informer) SetWatchErrorHandler(toolscache.WatchErrorHandler) error {
+	return unsupported("Informer.SetWatchErrorHandler", "watch errors are in the informer's Status (Informer.Status, Cache.Factory().OnStatusChange)")
+}
+
+// SetWatchErrorHandlerWithContext is an error: watch errors are in Status.
+func (i *Informer) SetWatchErrorHandlerWithContext(toolscache.WatchErrorHandlerWithContext) error {
+	return unsupported("Informer.SetWatchErrorHandlerWithContext", "watch errors are in the informer's Status (Informer.Status, Cache.Factory().OnStatusChange)")
+}
+
+// registration is a handler added through an Informer; inner is the
+// factory informer's registration (nil while the kind is unresolved).
 type registration struct {
+	e       *entry
+	handler toolscache.ResourceEventHandler
+	opts    toolscache.HandlerOptions
+
+	mu    sync.Mutex // guards inner
 	inner toolscache.ResourceEventHandlerRegistration
-	e     *entry
 }
 
-func (r *registration) HasSynced() bool { return r.inner.HasSynced() || r.e.notServed() }
+func (r *registration) current() toolscache.ResourceEventHandlerRegistration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inner
+}
+
+func (r *registration) HasSynced() bool {
+	if r.e.notServed() {
+		return true
+	}
+	inner := r.current()
+	return inner != nil && inner.HasSynced()
+}
 
 func (r *registration) HasSyncedChecker() toolscache.DoneChecker {
-	return checker{inner: r.inner.HasSyncedChecker(), e: r.e}
+	return checker{e: r.e, inner: func() toolscache.DoneChecker {
+		if inner := r.current(); inner != nil {
+			return inner.HasSyncedChecker()
+		}
+		return nil
+	}}
 }
 
+// checker is done when the kind is not served at the time of Done, else
+// when inner (the factory informer's checker, nil while unresolved) is.
 type checker struct {
-	inner toolscache.DoneChecker
 	e     *entry
+	inner func() toolscache.DoneChecker
 }
 
-func (c checker) Name() string { return c.inner.Name() }
+func (c checker) Name() string {
+	if in := c.inner(); in != nil {
+		return in.Name()
+	}
+	return "informerkit informer for " + c.e.gvk.String()
+}
 
 var closed = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
@@ -383,5 +613,8 @@ func (c checker) Done() <-chan struct{} {
 	if c.e.notServed() {
 		return closed
 	}
-	return c.inner.Done()
+	if in := c.inner(); in != nil {
+		return in.Done()
+	}
+	return closed // unresolved (so not served)
 }

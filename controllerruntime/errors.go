@@ -3,7 +3,9 @@ package controllerruntime
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -11,7 +13,10 @@ import (
 // resource is not served by the API server (a CRD not installed yet, or
 // deleted): errors.Is(err, ErrResourceNotServed), and errors.Is(err,
 // dynamicinformer.ErrNotServed) too. The informer waits and syncs by
-// itself once the resource is served. The error is a *NotServedError.
+// itself once the resource is served. The error is a *NotServedError,
+// which is also a NotFound (apierrors.IsNotFound, client.IgnoreNotFound),
+// as the API server's answer to a read of a resource it does not serve
+// is: a reconcile that runs after its kind's CRD was deleted ends.
 var ErrResourceNotServed = errors.New("resource not served")
 
 // ErrUnsupported is the kind of every *UnsupportedOptionError.
@@ -26,7 +31,26 @@ type NotServedError struct {
 }
 
 func (e *NotServedError) Error() string {
+	if e.GVR.Empty() {
+		return fmt.Sprintf("%s: %v: %v", e.GVK, ErrResourceNotServed, e.Err)
+	}
 	return fmt.Sprintf("%s (%s): %v: %v", e.GVK, e.GVR.GroupResource(), ErrResourceNotServed, e.Err)
+}
+
+// Status makes the error a NotFound (apierrors.APIStatus): no object of
+// a kind that is not served exists.
+func (e *NotServedError) Status() metav1.Status {
+	gr := e.GVR.GroupResource()
+	if gr.Empty() {
+		gr = schema.GroupResource{Group: e.GVK.Group, Resource: e.GVK.Kind}
+	}
+	return metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotFound,
+		Reason:  metav1.StatusReasonNotFound,
+		Details: &metav1.StatusDetails{Group: gr.Group, Kind: gr.Resource},
+		Message: e.Error(),
+	}
 }
 
 // Unwrap returns ErrResourceNotServed and the informer's error.

@@ -89,7 +89,7 @@
 //
 // # Status
 //
-// Every informer has a Status (Pending, Syncing, Synced, Stale, Removed,
+// Every informer has a Status (Pending, Restored, Syncing, Synced, Stale, Removed,
 // Failed, Stopped) with a typed error: errors.Is(st.Err, ErrForbidden),
 // ErrNotServed, ErrInvalid, ...
 // ContactErr and LastContact say whether the API server can be reached;
@@ -137,24 +137,34 @@
 // from syncing and delivering: Status.Denied names it with why,
 // Status.Err says ErrForbidden, Status.Ready is false (the state stays
 // Synced), and it is tried again every Options.AccessRecheckPeriod (30 s;
-// Status.NextAccessCheck), coming in as adds once allowed.
+// Status.NextAccessCheck), coming in as adds once allowed. A retry is a
+// list of one object (or, with the access check, a review) while the
+// merged watch goes on: the allowed namespaces are not relisted for it.
 //
 // # Permitted namespaces
 //
 // WithPermittedNamespaces lets RBAC decide the namespaces: the informer
 // holds the resource's objects in exactly the namespaces where its user
 // may list and watch it, and follows grants, revocations, and namespaces
-// created or deleted while it runs. The namespaces are the server's (a
-// namespace list, shared by the factory's informers) or, for a user who
-// may not list them, the candidates given; permission comes from the
-// factory's shared reviews: two SelfSubjectAccessReviews for all
+// created or deleted while it runs. The namespaces are the server's or,
+// for a user who may not list them, the candidates given. A user who may
+// also watch namespaces gets one namespace watch per factory: a namespace
+// created (checked at once and again over the next 16 s, as its
+// RoleBindings arrive) or deleted (marked for deletion) is followed
+// within seconds, with a rules review for the new namespace only; without
+// the watch, the namespaces are listed at each check. Permission comes
+// from the factory's shared reviews: two SelfSubjectAccessReviews for all
 // namespaces (a user who may list and watch cluster-wide gets one
 // cluster-wide list and watch), else one SelfSubjectRulesReview per
 // namespace, which answers for every resource of that namespace. Every
 // Options.AccessRecheckPeriod (30 s; at least 100 ms per namespace
-// checked, so at most 10 rules reviews a second), at the same instants for all
-// informers so they share the reviews, the answer is asked again; when a
-// watch ends (a 403 too) it is asked at once. A changed answer ends the
+// checked, so at most 10 rules reviews a second), at the same instants
+// for all informers so they share the reviews, the answer is asked again.
+// The API server authorizes a watch when it opens, so a revoked binding
+// does not end a running watch; when a watch ends, or the server refuses
+// one (a 403 as it opens or as an event), the informer relists at once
+// and the relist asks again — without failing, and a namespace refused
+// again waits for the next period (no 403 loop). A changed answer ends the
 // merged watch and the informer relists: the new namespaces' objects
 // arrive as adds, the lost ones' leave as deletes. Nothing changed costs
 // reviews only, no list or watch. Status.Permitted and NotPermitted say
@@ -204,6 +214,39 @@
 // Relists (and the refill of a resource that returns) are not bounded. An
 // informer waiting for a slot is Pending with Status.Reason "waiting for
 // an initial-list slot".
+//
+// # Restart from disk
+//
+// With Options.CacheDir, each informer keeps what its cache holds on disk
+// while it runs (every change its handlers see, journaled; made durable
+// every second; folded into a snapshot when the journal outgrows it and
+// when the informer stops). An informer of the same spec started later on
+// the same cluster restores it before its first request. What handlers
+// see in each case:
+//
+//   - Resumed (the server still has the history from the stored
+//     resourceVersion): an add per restored object, isInInitialList true,
+//     while the informer is Restored; then the events since, as ordinary
+//     adds, updates and deletes. No list is sent. Synced once the watch
+//     from the stored resourceVersion was accepted.
+//   - Diffed (the server answers 410 Expired): the same initial adds,
+//     then the informer lists (Syncing) and client-go's Replace delivers
+//     an add per new object, an update per object whose resourceVersion
+//     changed and a delete per object gone. An object unchanged is not
+//     delivered again (it is a resync, delivered only to handlers with a
+//     resync period).
+//   - Cold (nothing stored, or the stored state was unusable): as without
+//     CacheDir.
+//
+// A stored state is used only if it matches exactly: the informer's
+// spec, the cluster (the kube-system namespace's UID), the resource's CRD
+// (its UID: a CRD deleted and created again does not match) and the file
+// format version. Anything else, or a damaged file, is logged, removed,
+// and the informer lists; a journal cut short by a crash is applied up to
+// its last whole record. Transforms run again on restored objects, so a
+// keyed WithTransform transform must be idempotent. Status.Restored says
+// how many objects were restored, Status.CacheErr why the disk is not
+// used. docs/DESIGN.md ("Restart from disk") has the format.
 //
 // # Access check (RBAC pre-flight)
 //

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,7 +17,6 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/watchlist"
 
 	ikcache "github.com/informerkit/informerkit/cache"
@@ -59,8 +56,13 @@ type Factory struct {
 	contact  *contactMonitor
 	// reviews answers the access checks of every informer (nil: no client).
 	reviews *access.Reviewer
+	// namespaces lists, then watches, the server's namespaces for
+	// WithPermittedNamespaces (nil: no client).
+	namespaces *namespaceWatch
 	// initialLists bounds the informers' concurrent first lists.
 	initialLists *gate.Slots
+	// disk is Options.CacheDir's directory (nil: none).
+	disk *factoryDisk
 
 	mu        sync.Mutex // guards informers, started, runCtx, cancel, shutdown
 	informers map[spec]*entry
@@ -105,6 +107,9 @@ func newFactory(client dynamic.Interface, contact *contactMonitor, opts Options)
 	}
 	if client != nil {
 		f.reviews = f.newReviewer(access.DynamicClient(client))
+		if cfg.cacheDir != "" {
+			f.disk = &factoryDisk{path: cfg.cacheDir, secrets: cfg.cacheSecrets, client: client}
+		}
 	}
 	contact.probeThrough(client)
 	contact.setOnChange(f.contactChanged)
@@ -295,6 +300,10 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 	deps.review = f.reviews
 	deps.accessBackoff = f.cfg.accessBackoff
 	deps.recheck = f.cfg.accessRecheck
+	deps.disk = f.disk
+	if f.namespaces != nil {
+		deps.namespacesChanged = f.namespaces.subscribe
+	}
 	var e *entry
 	current := func() schema.GroupVersionResource {
 		if e == nil {
@@ -513,6 +522,9 @@ func (f *Factory) Shutdown() {
 	for _, e := range es {
 		e.stop("factory shut down")
 	}
+	if f.disk != nil {
+		f.disk.close()
+	}
 	f.notifier.close()
 }
 
@@ -588,25 +600,33 @@ func (f *Factory) Statuses() []Status {
 // stop.
 func (f *Factory) OnStatusChange(fn func(Status)) (remove func()) { return f.notifier.subscribe(fn) }
 
-// newReviewer is the factory's shared Reviewer on c; it lists namespaces
-// (for WithPermittedNamespaces) through the factory's dynamic client.
+// newReviewer is the factory's shared Reviewer on c; it reads namespaces
+// (for WithPermittedNamespaces) from the factory's namespace watch, which
+// lists them through the factory's dynamic client.
 func (f *Factory) newReviewer(c access.Client) *access.Reviewer {
 	r := access.NewReviewer(c)
-	client := f.client
-	r.ListNamespaces = func(ctx context.Context) ([]string, error) {
-		var names []string
-		err := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.Resource(namespacesGVR).List(ctx, o)
-		}).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-			if m, err := meta.Accessor(obj); err == nil {
-				names = append(names, m.GetName())
-			}
-			return nil
-		})
-		slices.Sort(names)
-		return names, err
+	if f.namespaces == nil {
+		f.namespaces = newNamespaceWatch(f.client, f.runBackground)
 	}
+	r.ListNamespaces = f.namespaces.names
 	return r
+}
+
+// runBackground runs fn on a goroutine of the factory's run, which
+// Shutdown waits for (false: the factory is not running).
+func (f *Factory) runBackground(fn func(ctx context.Context)) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.started || f.shutdown {
+		return false
+	}
+	ctx := f.runCtx
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		fn(ctx)
+	}()
+	return true
 }
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}

@@ -134,7 +134,7 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.DurationVar(&c.Progress, "progress-interval", time.Second, "how often to print cache sync progress to stderr until every cache has synced (0: never)")
 	fs.BoolVar(&c.ExitOnFailure, "exit-on-failure", false, "exit 3 when an informer fails (forbidden, unauthorized, rejected selector, ...) or the API server cannot be reached, instead of waiting for it to recover")
 	fs.BoolVar(&c.AccessCheck, "access-check", true, "before listing a resource, ask the API server (SelfSubjectRulesReview per namespace, SelfSubjectAccessReview for all namespaces) whether list and watch are allowed; a resource that is not is Failed naming the missing verbs and namespaces, and is re-checked until access is granted (--access-check=false: find out from the list's 403)")
-	fs.BoolVar(&c.PermittedNamespaces, "permitted-namespaces", false, "watch each resource in exactly the namespaces where the user may list and watch it, following RBAC while running (--namespace: the candidates, for a user who may not list namespaces); the status names the namespaces not permitted")
+	fs.BoolVar(&c.PermittedNamespaces, "permitted-namespaces", false, "watch each resource in exactly the namespaces where the user may list and watch it, following RBAC while running (--namespace: the candidates, for a user who may not list namespaces); STATUS lines and /readyz name the namespaces permitted and not, with the missing verbs")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log the library's and (in demo mode) the embedded control plane's messages to stderr")
 	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
 	return fs

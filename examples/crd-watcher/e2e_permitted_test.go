@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,42 @@ func TestE2ESeveralNamespacesOneDenied(t *testing.T) {
 			}
 			mustContain(t, "stderr", stderr, "crd-watcher: exiting (--exit-on-failure): configmaps.v1 not ready: denied in namespace "+denied+": ")
 		})
+	}
+}
+
+// --permitted-namespaces over two candidate namespaces, the user allowed
+// in one: the allowed namespace's objects are printed, the STATUS line
+// and /readyz (200: the watcher holds what the user may see) name the
+// other namespace as not permitted with the missing verbs.
+func TestE2EPermittedNamespacesNamed(t *testing.T) {
+	cp := controlPlane(t)
+	ctx := context.Background()
+	user := perRun("e2e-perm")
+	ok, denied := perRun("e2e-perm-ok"), perRun("e2e-perm-denied")
+	for _, ns := range []string{ok, denied} {
+		if err := cp.CreateNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.Kube().CoreV1().ConfigMaps(ns).Create(ctx, newConfigMap("web", nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cp.Grant(ctx, user, ok, "read-configmaps", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}); err != nil {
+		t.Fatal(err)
+	}
+	kc := kubeconfigAt(t, cp, cp.Config().Host, user)
+	p := startWatcher(t, "--kubeconfig", kc, "--resource", "configmaps", "-n", ok+","+denied, "--permitted-namespaces", "--metrics-addr", "127.0.0.1:0")
+	base := metricsBase(t, p)
+	p.waitEventLine(t, "ADDED", ok+"/web")
+	p.waitStderr(t, regexp.MustCompile(`STATUS  configmaps\.v1 .*Synced \(1 objects\).*; permitted in 1 namespace \(`+regexp.QuoteMeta(ok)+`\); not permitted in 1: may not list, watch in `+regexp.QuoteMeta(denied)+`$`), time.Minute)
+	code, body := httpGet(base + "/readyz")
+	if code != http.StatusOK || !strings.Contains(body, "ok\nconfigmaps.v1 not permitted in 1 namespace: may not list, watch in "+denied+"\n") {
+		t.Fatalf("/readyz = %d %q, want 200 naming %s as not permitted (may not list, watch)", code, body, denied)
+	}
+	stdout, _ := p.lines()
+	for _, l := range stdout {
+		if strings.Contains(l, denied+"/") {
+			t.Fatalf("an object of the namespace not permitted was printed: %s", l)
+		}
 	}
 }

@@ -178,6 +178,22 @@ func ready(sts []dynamicinformer.Status, contactErr error) (bool, []string) {
 	return len(waiting) == 0, waiting
 }
 
+// notPermitted names, per --permitted-namespaces informer with
+// namespaces not permitted, which and why: "configmaps.v1 not permitted
+// in 2 namespaces: may not list, watch in b, c". They do not make the
+// watcher not ready (it holds what the user may see); /readyz says them
+// after its verdict.
+func notPermitted(sts []dynamicinformer.Status) []string {
+	var out []string
+	for _, st := range sts {
+		if len(st.NotPermitted) > 0 {
+			out = append(out, fmt.Sprintf("%s not permitted in %s: %s", gvrString(st.GVR), plural(len(st.NotPermitted), "namespace"), notPermittedText(st.NotPermitted)))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // deniedText names an informer's denied namespaces (Status.Denied),
 // sorted, with why: "denied in namespace b: ...; c: ...".
 func deniedText(st dynamicinformer.Status) string {
@@ -231,12 +247,16 @@ func serveMetrics(ln net.Listener, h health) *metricsServer {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		sts := h.statuses()
 		ok, waiting := ready(sts, h.contactErr(sts))
+		scope := notPermitted(sts)
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintf(w, "not ready: %s\n", strings.Join(waiting, ", "))
-			return
+		} else {
+			_, _ = io.WriteString(w, "ok\n")
 		}
-		_, _ = io.WriteString(w, "ok\n")
+		for _, line := range scope {
+			fmt.Fprintln(w, line)
+		}
 	})
 	m := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, done: make(chan struct{})}
 	go func() {

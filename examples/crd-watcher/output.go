@@ -64,7 +64,12 @@ type jsonStatus struct {
 	Shard         string   `json:"shard,omitempty"`
 	ShardFraction *float64 `json:"shardFraction,omitempty"`
 	OutsideShard  int64    `json:"outsideShard,omitempty"`
-	Final         bool     `json:"final,omitempty"`
+	// Permitted and NotPermitted (--permitted-namespaces) are the
+	// namespaces watched ([""]: all) and the others, each with why (the
+	// missing verbs: "may not list, watch", or the server's refusal).
+	Permitted    []string          `json:"permitted,omitempty"`
+	NotPermitted map[string]string `json:"notPermitted,omitempty"`
+	Final        bool              `json:"final,omitempty"`
 }
 
 // jsonShardGroup is one line of -o json output when the shard group, as
@@ -235,6 +240,13 @@ func (p *printer) statusLine(st dynamicinformer.Status, prev dynamicinformer.Sta
 		if f, _, _, ok := selectorSummary(st.Shard); ok {
 			js.ShardFraction = &f
 		}
+		js.Permitted = st.Permitted
+		if len(st.NotPermitted) > 0 {
+			js.NotPermitted = make(map[string]string, len(st.NotPermitted))
+			for ns, why := range st.NotPermitted {
+				js.NotPermitted[ns] = notPermittedReason(why)
+			}
+		}
 		if st.Err != nil && !notAnError(st) {
 			js.Error = statusDetail(st)
 		} else if st.Err != nil && js.Reason == "" {
@@ -254,6 +266,9 @@ func (p *printer) statusLine(st dynamicinformer.Status, prev dynamicinformer.Sta
 	}
 	if d := statusDetail(st); d != "" {
 		line += ": " + d
+	}
+	if s := scopeText(st); s != "" {
+		line += "; " + s
 	}
 	p.writeLine(p.errOut, line)
 }

@@ -39,8 +39,11 @@ type transitions struct {
 type track struct {
 	printed    dynamicinformer.State // "" until the first line
 	printedErr string
-	latest     dynamicinformer.Status
-	timer      *time.Timer
+	// printedScope is the scope summary printed (--permitted-namespaces:
+	// a change of the namespaces permitted is news in any state).
+	printedScope string
+	latest       dynamicinformer.Status
+	timer        *time.Timer
 }
 
 func newTransitions(grace time.Duration, served func(dynamicinformer.Status) bool, print func(dynamicinformer.Status, dynamicinformer.State)) *transitions {
@@ -102,14 +105,15 @@ func (tr *transitions) observe(st dynamicinformer.Status) {
 // take decides whether st is news against what t printed, and records it
 // as printed if so. tr.mu must be held.
 func (tr *transitions) take(t *track, st dynamicinformer.Status) (dynamicinformer.State, bool) {
-	if st.State == t.printed && (st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale || errText(st.Err) == t.printedErr) {
+	if st.State == t.printed && (st.State == dynamicinformer.Synced || st.State == dynamicinformer.Stale || errText(st.Err) == t.printedErr) &&
+		scopeText(st) == t.printedScope {
 		return "", false
 	}
 	if st.State == dynamicinformer.Pending && st.Err == nil && t.printed == "" {
 		return "", false // not started yet: nothing to say
 	}
 	prev := t.printed
-	t.printed, t.printedErr = st.State, errText(st.Err)
+	t.printed, t.printedErr, t.printedScope = st.State, errText(st.Err), scopeText(st)
 	return prev, true
 }
 

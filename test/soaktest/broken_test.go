@@ -26,7 +26,9 @@ const brokenSeed = 29
 // drops the first Deleted watch event (its cache keeps a deleted object:
 // "cache vs server", one extra key), and a handler on an informerkit
 // informer that loses its first delete ("handler replay vs cache", one
-// extra key). The honest informers beside them pass.
+// extra key). The honest informers beside them pass. The run goes on
+// after a divergence: its second iteration is recorded too (both broken
+// informers stay wrong), and the report lists both.
 func TestCheckCatchesBrokenInformers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -35,7 +37,7 @@ func TestCheckCatchesBrokenInformers(t *testing.T) {
 	var stopBroken context.CancelFunc
 	var brokenDone chan struct{}
 	cfg := config{
-		prefix: "broken", seed: brokenSeed, rate: 100, iterations: 1,
+		prefix: "broken", seed: brokenSeed, rate: 100, iterations: 2,
 		window: func(*rand.Rand) time.Duration { return 3 * time.Second },
 		quiet:  10 * time.Second, minimal: true, logf: t.Logf,
 		extra: func(ctx context.Context, h *harness) []*subject {
@@ -107,10 +109,17 @@ func TestCheckCatchesBrokenInformers(t *testing.T) {
 		}
 	}
 
-	sched := newSchedule(cfg.seed, nil, cfg.window)
-	it := sched.next()
-	_, divs, _ := h.runIteration(ctx, it)
-	t.Logf("seed %d, %s: the check reported:\n%s", cfg.seed, it, formatDivs(divs))
+	recs := h.run(ctx)
+	if len(recs) != 2 {
+		t.Fatalf("%d iterations recorded as diverged, want both", len(recs))
+	}
+	divs := recs[0].divs
+	t.Logf("seed %d: the check reported:\n%s", cfg.seed, recs[0])
+	rep := h.report(time.Minute)
+	if !strings.Contains(rep, "divergences: 2") || !strings.Contains(rep, "1. iteration 0") || !strings.Contains(rep, "2. iteration 1") ||
+		strings.Count(rep, "client-go-drops-a-delete") != 2 {
+		t.Errorf("the report does not list both diverged iterations:\n%s", rep)
+	}
 	byName := map[string][]divergence{}
 	for _, d := range divs {
 		byName[d.subject] = append(byName[d.subject], d)
@@ -127,6 +136,13 @@ func TestCheckCatchesBrokenInformers(t *testing.T) {
 	lossy := byName["handler-drops-a-delete"]
 	if len(lossy) != 1 || lossy[0].what != "handler replay vs cache" || len(lossy[0].extra) != 1 || len(lossy[0].missing)+len(lossy[0].stale) != 0 {
 		t.Errorf("the handler that dropped a delete: got %v, want one extra key in its replay", lossy)
+	}
+	second := map[string]bool{}
+	for _, d := range recs[1].divs {
+		second[d.subject] = true
+	}
+	if len(second) != 2 || !second["client-go-drops-a-delete"] || !second["handler-drops-a-delete"] {
+		t.Errorf("second iteration: divergences of %v, want the 2 broken informers again", second)
 	}
 	h.shutdown()
 	stopBroken()

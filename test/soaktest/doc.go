@@ -19,7 +19,9 @@
 // names the seed, the iteration, the faults before it, the informer and
 // the keys missing, extra or at a stale resourceVersion.
 //
-// The default (short) run does one iteration per fault kind and fits the
-// repository's test command; INFORMERKIT_SOAK=<duration> runs iterations
+// The default (short) run injects every fault kind once, three
+// overlapping kinds per iteration, and fits the repository's test command
+// (TestShortModeCoversEveryKind holds it to every kind); a divergence is
+// recorded and the run goes on; INFORMERKIT_SOAK=<duration> runs iterations
 // for that long and writes a report (see docs/RELIABILITY.md, "Soak").
 package soaktest

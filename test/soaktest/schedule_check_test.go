@@ -51,20 +51,49 @@ func TestScheduleReproducible(t *testing.T) {
 		t.Error("no iteration with overlapping faults in 30")
 	}
 
-	// pairs: every kind in the first half as many iterations, two each.
-	s := newSchedule(7, allFaults, window)
-	s.pairs = true
-	seen = map[string]bool{}
-	for i := 0; i < len(allFaults)/2; i++ {
-		it := s.next()
-		if len(it.Faults) != 2 {
-			t.Errorf("pairs: %v", it)
+	// group n: every kind in the first ceil(kinds/n) iterations, n each
+	// (the last the rest), each kind once.
+	for _, g := range []int{2, 3} {
+		s := newSchedule(7, allFaults, window)
+		s.group = g
+		seen = map[string]bool{}
+		n := (len(allFaults) + g - 1) / g
+		for i := 0; i < n; i++ {
+			it := s.next()
+			if want := min(g, len(allFaults)-g*i); len(it.Faults) != want {
+				t.Errorf("group %d: %v, want %d faults", g, it, want)
+			}
+			for _, f := range it.Faults {
+				if seen[f.Kind] {
+					t.Errorf("group %d: %s twice in the first %d iterations", g, f.Kind, n)
+				}
+				seen[f.Kind] = true
+			}
 		}
-		for _, f := range it.Faults {
-			seen[f.Kind] = true
+		if len(seen) != len(allFaults) {
+			t.Errorf("group %d: %d kinds in %d iterations: %v", g, len(seen), n, seen)
 		}
 	}
-	if len(seen) != len(allFaults) {
-		t.Errorf("pairs: %d kinds in %d iterations: %v", len(seen), len(allFaults)/2, seen)
+}
+
+// The short mode (TestSoak without INFORMERKIT_SOAK) injects every fault
+// kind the harness knows, whatever the seed: each new kind is exercised
+// against the server in the repository's test command.
+func TestShortModeCoversEveryKind(t *testing.T) {
+	for _, seed := range []uint64{1, 2929, 1796190085536266917} {
+		cfg := shortConfig(seed)
+		s := newSchedule(seed, cfg.kinds, cfg.window)
+		s.group = cfg.group
+		seen := map[string]bool{}
+		for i := 0; i < cfg.iterations; i++ {
+			for _, f := range s.next().Faults {
+				seen[f.Kind] = true
+			}
+		}
+		for _, k := range allFaults {
+			if !seen[k] {
+				t.Errorf("seed %d: the short mode's %d iterations never inject %s", seed, cfg.iterations, k)
+			}
+		}
 	}
 }

@@ -17,9 +17,21 @@ const (
 	faultCRD     = "crd"     // a watched CRD deleted (its objects with it) and re-created
 	faultRBAC    = "rbac"    // the impersonated user's bindings deleted, connections cut, bindings re-created
 	faultShard   = "shard"   // a shard member stopped (dies or leaves) and another one joins
+	// a watched CRD (widgets) updated in place: its storage version
+	// switched between v1 and v2, v2 served or not with it (v1, the
+	// watched version, stays served)
+	faultCRDVersion = "crd-version"
+	// a watched CRD (gadgets) deleted and re-created with another version
+	// set (v1 and v2, v2 the storage version) and a structural schema
+	faultCRDRecreate = "crd-recreate"
+	// garbage written to one object's etcd value (the server's watch
+	// cache of the resource cannot read it), then the object deleted the
+	// only way the server allows
+	faultCorrupt = "corrupt"
 )
 
-var allFaults = []string{faultCompact, faultCut, faultStall, faultRefuse, faultRestart, faultCRD, faultRBAC, faultShard}
+var allFaults = []string{faultCompact, faultCut, faultStall, faultRefuse, faultRestart, faultCRD, faultRBAC, faultShard,
+	faultCRDVersion, faultCRDRecreate, faultCorrupt}
 
 // fault is one scheduled fault: it starts At into the writers' window and
 // lasts For (where a duration means something); Pick chooses among
@@ -53,8 +65,9 @@ func (it iteration) String() string {
 
 // schedule draws iterations from a seed: the first len(kinds) iterations
 // have each kind once (in a drawn order), with a second, overlapping
-// fault in about 40% of them (with pairs: the first len(kinds)/2 have two
-// kinds each); later ones one to three distinct kinds.
+// fault in about 40% of them (with group n > 1: the first
+// ceil(len(kinds)/n) have n kinds each, the last the rest); later ones
+// one to three distinct kinds.
 // The same seed and kinds give the same iterations.
 type schedule struct {
 	rnd    *rand.Rand
@@ -62,9 +75,9 @@ type schedule struct {
 	order  []int
 	n      int
 	window func(*rand.Rand) time.Duration
-	// pairs: the first iterations take the kinds two at a time (every
-	// kind in half as many iterations, each pair overlapping).
-	pairs bool
+	// group > 1: the first iterations take the kinds group at a time
+	// (every kind in 1/group as many iterations, overlapping).
+	group int
 }
 
 func newSchedule(seed uint64, kinds []string, window func(*rand.Rand) time.Duration) *schedule {
@@ -75,12 +88,11 @@ func newSchedule(seed uint64, kinds []string, window func(*rand.Rand) time.Durat
 func (s *schedule) next() iteration {
 	it := iteration{N: s.n, Window: s.window(s.rnd), WriterSeed: s.rnd.Uint64()}
 	var kinds []string
-	if s.pairs && 2*s.n < len(s.order) {
-		kinds = append(kinds, s.kinds[s.order[2*s.n]])
-		if 2*s.n+1 < len(s.order) {
-			kinds = append(kinds, s.kinds[s.order[2*s.n+1]])
+	if g := s.group; g > 1 && g*s.n < len(s.order) {
+		for _, i := range s.order[g*s.n : min(g*s.n+g, len(s.order))] {
+			kinds = append(kinds, s.kinds[i])
 		}
-	} else if !s.pairs && s.n < len(s.order) {
+	} else if g <= 1 && s.n < len(s.order) {
 		kinds = append(kinds, s.kinds[s.order[s.n]])
 		if len(s.kinds) > 1 && s.rnd.IntN(10) < 4 {
 			for {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,19 +46,17 @@ type config struct {
 	// minimal: only the default informer (plus extra); no user
 	// factory, no shard group.
 	minimal bool
-	// pairs: the schedule's first iterations take two kinds each.
-	pairs bool
+	// group: the schedule's first iterations take this many kinds each.
+	group int
 	// extra adds subjects (the broken informers of the self-test).
 	extra func(ctx context.Context, h *harness) []*subject
 	logf  func(format string, args ...any)
 }
 
 // quietBound bounds each check's wait. It covers client-go's reflector
-// backoff at its cap ([30, 60) s): an informer over several namespaces
-// with a forbidden one relists every 30 s to retry it
-// (listwatch.DefaultRecheck, without the access check a relist), so its backoff never resets (2 min
-// without a restart) and a watch broken by a fault is relisted only after
-// 30–60 s.
+// back-off at its cap ([30, 60) s), where a few faults in a row can take
+// it, and the server's watch cache of a resource with a corrupt object,
+// which closes its watches ~30 s after the corruption.
 const quietBound = 90 * time.Second
 
 const (
@@ -89,6 +88,9 @@ type harness struct {
 
 	proxyMu   sync.Mutex // one proxy fault (stall, refuse, compact) at a time
 	restartMu sync.Mutex
+	gadgetsMu sync.Mutex // one fault of the gadgets CRD (crd, crd-recreate, corrupt) at a time
+	widgetsMu sync.Mutex // guards widgetsV2
+	widgetsV2 bool       // the widgets CRD stores v2 (crd-version)
 
 	stats *stats
 }
@@ -102,14 +104,31 @@ type stats struct {
 	created     int
 	faults      map[string]int
 	faultErrs   []string
-	converge    map[string][]time.Duration // fault kind -> time to converge of iterations with it
+	converge    map[string][]time.Duration // fault kind -> time to converge of iterations with it (that converged)
+	diverged    map[string]int             // fault kind -> iterations with it that did not converge
 	iterations  int
-	divergences int
+	divergences []divergenceRecord
 	writeTime   time.Duration
 }
 
+// divergenceRecord is one iteration that did not converge: the
+// iteration (its faults), the ones before it, and what the check saw.
+type divergenceRecord struct {
+	iteration string
+	before    []string
+	divs      []divergence
+}
+
+func (r divergenceRecord) String() string {
+	before := "none"
+	if len(r.before) > 0 {
+		before = strings.Join(r.before, "; ")
+	}
+	return fmt.Sprintf("%s (earlier: %s):\n%s", r.iteration, before, formatDivs(r.divs))
+}
+
 func newStats() *stats {
-	return &stats{ops: map[string]int{}, refused: map[string]int{}, errs: map[string]int{}, faults: map[string]int{}, converge: map[string][]time.Duration{}}
+	return &stats{ops: map[string]int{}, refused: map[string]int{}, errs: map[string]int{}, faults: map[string]int{}, converge: map[string][]time.Duration{}, diverged: map[string]int{}}
 }
 
 func (s *stats) op(op string, err error) {
@@ -479,6 +498,8 @@ func (h *harness) inject(ctx context.Context, f fault) error {
 			return err
 		}
 	case faultCRD:
+		h.gadgetsMu.Lock()
+		defer h.gadgetsMu.Unlock()
 		if err := retry(ctx, "delete CRD", func(ctx context.Context) error { return cp.DeleteCRD(ctx, h.gadgets.crd.Name) }); err != nil {
 			return err
 		}
@@ -490,6 +511,34 @@ func (h *harness) inject(ctx context.Context, f fault) error {
 			crd.Spec.Versions[0].Schema = structuralSchema()
 		}
 		return retry(ctx, "re-create CRD", func(ctx context.Context) error { return cp.InstallCRD(ctx, crd) })
+	case faultCRDRecreate:
+		h.gadgetsMu.Lock()
+		defer h.gadgetsMu.Unlock()
+		if err := retry(ctx, "delete CRD", func(ctx context.Context) error { return cp.DeleteCRD(ctx, h.gadgets.crd.Name) }); err != nil {
+			return err
+		}
+		sleep(ctx, f.For)
+		// Another version set: v2 is added and stores; v1, which the
+		// informers watch, is still served (without conversion, objects
+		// are the same in both). A structural schema too.
+		crd := h.gadgets.crd.DeepCopy()
+		crd.Spec.Versions[0].Storage = false
+		crd.Spec.Versions[0].Schema = structuralSchema()
+		v2 := crd.Spec.Versions[0]
+		v2.Name, v2.Storage = "v2", true
+		crd.Spec.Versions = append(crd.Spec.Versions, v2)
+		return retry(ctx, "re-create CRD with v1 and v2", func(ctx context.Context) error { return cp.InstallCRD(ctx, crd) })
+	case faultCRDVersion:
+		h.widgetsMu.Lock()
+		defer h.widgetsMu.Unlock()
+		if err := retry(ctx, "switch the storage version", func(ctx context.Context) error { return h.switchWidgetsVersion(ctx, !h.widgetsV2) }); err != nil {
+			return err
+		}
+		h.widgetsV2 = !h.widgetsV2
+	case faultCorrupt:
+		h.gadgetsMu.Lock()
+		defer h.gadgetsMu.Unlock()
+		return h.corrupt(ctx, f)
 	case faultRBAC:
 		if err := retry(ctx, "revoke", h.revoke); err != nil {
 			return err
@@ -528,6 +577,79 @@ func (h *harness) inject(ctx context.Context, f fault) error {
 		return fmt.Errorf("unknown fault %q", f.Kind)
 	}
 	return nil
+}
+
+// switchWidgetsVersion updates the widgets CRD in place: v2 served and
+// the storage version (toV2), or v1 the storage version again and v2 no
+// longer served (it stays listed: objects stored as v2 are in
+// status.storedVersions). v1, the watched version, is served throughout.
+func (h *harness) switchWidgetsVersion(ctx context.Context, toV2 bool) error {
+	c := cp.APIExtensions().ApiextensionsV1().CustomResourceDefinitions()
+	crd, err := c.Get(ctx, h.widgets.crd.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	var v1 apiextensionsv1.CustomResourceDefinitionVersion
+	for _, v := range crd.Spec.Versions {
+		if v.Name == "v1" {
+			v1 = v
+		}
+	}
+	v1.Served, v1.Storage = true, !toV2
+	v2 := v1
+	v2.Name, v2.Served, v2.Storage = "v2", toV2, toV2
+	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{v1, v2}
+	if _, err := c.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return cp.WaitForCRD(ctx, crd)
+}
+
+// corrupt writes garbage to the etcd value of one gadget (created
+// first if there is none), so the server's watch cache of gadgets
+// cannot decode it and its LISTs fail with StorageReadError; after f.For
+// the object is deleted with ignoreStoreReadErrorWithClusterBreakingPotential,
+// the only way the server allows (the heal runs even if ctx ends: a
+// corrupt value left behind breaks every later iteration).
+func (h *harness) corrupt(ctx context.Context, f fault) error {
+	ns := h.namespaces[f.Pick%len(h.namespaces)]
+	name := fmt.Sprintf("corrupt-%d", f.Pick)
+	c := cp.Dynamic().Resource(h.gadgets.gvr).Namespace(ns)
+	if err := retry(ctx, "create the gadget to corrupt", func(ctx context.Context) error {
+		_, err := c.Create(ctx, h.object(h.gadgets, ns, name, f.Pick, true), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	etcd := cp.EtcdClient()
+	suffix := "/" + h.gadgets.gvr.Group + "/gadgets/" + ns + "/" + name
+	keys, err := etcd.Get(ctx, "/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return err
+	}
+	key := ""
+	for _, kv := range keys.Kvs {
+		if strings.HasSuffix(string(kv.Key), suffix) {
+			key = string(kv.Key)
+		}
+	}
+	if key == "" {
+		return fmt.Errorf("no etcd key ends with %s", suffix)
+	}
+	if _, err := etcd.Put(ctx, key, "\x00 soak: not an object {"); err != nil {
+		return err
+	}
+	sleep(ctx, f.For)
+	hctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	yes := true
+	return retry(hctx, "unsafe delete of the corrupt gadget", func(ctx context.Context) error {
+		err := c.Delete(ctx, name, metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: &yes})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
 }
 
 // gapWrites deletes and patches configmaps (and widgets) with the
@@ -596,42 +718,50 @@ func (h *harness) runIteration(ctx context.Context, it iteration) (time.Duration
 	h.stats.mu.Lock()
 	defer h.stats.mu.Unlock()
 	h.stats.iterations++
-	for _, f := range it.Faults {
-		h.stats.converge[f.Kind] = append(h.stats.converge[f.Kind], took)
+	kinds := []string{"none"}
+	if len(it.Faults) > 0 {
+		kinds = nil
+		for _, f := range it.Faults {
+			kinds = append(kinds, f.Kind)
+		}
 	}
-	if len(it.Faults) == 0 {
-		h.stats.converge["none"] = append(h.stats.converge["none"], took)
-	}
-	if len(divs) > 0 {
-		h.stats.divergences++
+	for _, k := range kinds {
+		if len(divs) > 0 {
+			h.stats.diverged[k]++
+		} else {
+			h.stats.converge[k] = append(h.stats.converge[k], took)
+		}
 	}
 	return took, divs, lagging
 }
 
-// run runs the schedule; it stops at the first divergence (reported
-// with the seed, iteration and faults) and returns the divergences.
-func (h *harness) run(t *testing.T, ctx context.Context) []divergence {
+// run runs the schedule. A divergence is logged at once (with the seed,
+// the iteration, its faults and the ones before), recorded for the
+// report, and the run goes on; run returns the records.
+func (h *harness) run(ctx context.Context) []divergenceRecord {
 	sched := newSchedule(h.cfg.seed, h.cfg.kinds, h.cfg.window)
-	sched.pairs = h.cfg.pairs
+	sched.group = h.cfg.group
 	deadline := time.Now().Add(h.cfg.duration)
 	var prev []iteration
 	for i := 0; ; i++ {
 		if h.cfg.iterations > 0 && i >= h.cfg.iterations || h.cfg.iterations == 0 && time.Now().After(deadline) || ctx.Err() != nil {
-			return nil
+			h.stats.mu.Lock()
+			defer h.stats.mu.Unlock()
+			return append([]divergenceRecord(nil), h.stats.divergences...)
 		}
 		it := sched.next()
 		h.cfg.logf("%s", it)
 		took, divs, lagging := h.runIteration(ctx, it)
 		if len(divs) > 0 {
-			var before []string
+			rec := divergenceRecord{iteration: it.String(), divs: divs}
 			for _, p := range prev {
-				before = append(before, p.String())
+				rec.before = append(rec.before, p.String())
 			}
-			t.Errorf("soak diverged: seed %d (INFORMERKIT_SOAK_SEED=%d reproduces the schedule), %s, not converged within %v after the faults healed;\nearlier: %s\n%s",
-				h.cfg.seed, h.cfg.seed, it, h.cfg.quiet, strings.Join(before, "; "), formatDivs(divs))
-			return divs
-		}
-		if len(lagging) > 0 {
+			h.stats.mu.Lock()
+			h.stats.divergences = append(h.stats.divergences, rec)
+			h.stats.mu.Unlock()
+			h.cfg.logf("  DIVERGED: not converged within %v after the faults healed (seed %d): %s", h.cfg.quiet, h.cfg.seed, rec)
+		} else if len(lagging) > 0 {
 			h.cfg.logf("  converged %v after the faults healed; the last poll before saw:\n    %s", took.Round(time.Millisecond), strings.Join(lagging, "\n    "))
 		} else {
 			h.cfg.logf("  converged %v after the faults healed", took.Round(time.Millisecond))
@@ -675,7 +805,7 @@ func (h *harness) report(elapsed time.Duration) string {
 	}
 	attempts := written + refused + errs
 	fmt.Fprintf(&b, "seed %d, %v, target %d writes/s: %d iterations; %d writes sent (%.0f/s over %v of writing), %d accepted (%d creates), %d refused as expected (not found, conflict, already exists, finalizer on a deleted object), %d failed during faults; divergences: %d\n\n",
-		h.cfg.seed, elapsed.Round(time.Second), h.cfg.rate, s.iterations, attempts, float64(attempts)/s.writeTime.Seconds(), s.writeTime.Round(time.Second), written, s.created, refused, errs, s.divergences)
+		h.cfg.seed, elapsed.Round(time.Second), h.cfg.rate, s.iterations, attempts, float64(attempts)/s.writeTime.Seconds(), s.writeTime.Round(time.Second), written, s.created, refused, errs, len(s.divergences))
 	var ops []string
 	for op := range s.ops {
 		ops = append(ops, op)
@@ -686,17 +816,28 @@ func (h *harness) report(elapsed time.Duration) string {
 		parts = append(parts, fmt.Sprintf("%s %d", op, s.ops[op]))
 	}
 	fmt.Fprintf(&b, "writes accepted by kind: %s\n\n", strings.Join(parts, ", "))
-	b.WriteString("| fault | injected | iterations with it | converge p50 | converge p99 | max |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | injected | iterations with it | diverged | converge p50 | converge p99 | max |\n|---|---|---|---|---|---|---|\n")
 	var kinds []string
 	for k := range s.converge {
 		kinds = append(kinds, k)
+	}
+	for k := range s.diverged {
+		if _, ok := s.converge[k]; !ok {
+			kinds = append(kinds, k)
+		}
 	}
 	sort.Strings(kinds)
 	for _, k := range kinds {
 		ds := s.converge[k]
 		max := percentile(ds, 1)
-		fmt.Fprintf(&b, "| %s | %d | %d | %v | %v | %v |\n", k, s.faults[k], len(ds),
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %v | %v | %v |\n", k, s.faults[k], len(ds)+s.diverged[k], s.diverged[k],
 			percentile(ds, 0.5).Round(time.Millisecond), percentile(ds, 0.99).Round(time.Millisecond), max.Round(time.Millisecond))
+	}
+	if len(s.divergences) > 0 {
+		fmt.Fprintf(&b, "\ndivergences (seed %d reproduces the schedule):\n\n", h.cfg.seed)
+		for i, r := range s.divergences {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, strings.ReplaceAll(r.String(), "\n  ", "\n   - "))
+		}
 	}
 	if len(s.faultErrs) > 0 {
 		fmt.Fprintf(&b, "\nfault errors: %s\n", strings.Join(s.faultErrs, "; "))
@@ -756,16 +897,11 @@ func TestSoak(t *testing.T) {
 			t.Fatalf("INFORMERKIT_SOAK_SEED=%q: %v", v, err)
 		}
 	}
-	cfg := config{
-		prefix: "soak", seed: seed, rate: envInt(t, "INFORMERKIT_SOAK_RATE", 100),
-		kinds: allFaults, quiet: quietBound, logf: t.Logf,
-		window: func(*rand.Rand) time.Duration { return 5 * time.Second },
-	}
+	cfg := shortConfig(seed)
+	cfg.rate, cfg.logf = envInt(t, "INFORMERKIT_SOAK_RATE", 100), t.Logf
 	if long > 0 {
-		cfg.duration = long
+		cfg.duration, cfg.iterations, cfg.group = long, 0, 0
 		cfg.window = func(r *rand.Rand) time.Duration { return 5*time.Second + time.Duration(r.Int64N(int64(5*time.Second))) }
-	} else {
-		cfg.iterations, cfg.pairs = (len(allFaults)+1)/2, true
 	}
 	t.Logf("soak seed %d (INFORMERKIT_SOAK_SEED=%d reproduces the schedule), %d writes/s, %s", seed, seed, cfg.rate,
 		map[bool]string{true: "long mode " + long.String(), false: fmt.Sprintf("short mode: %d iterations", cfg.iterations)}[long > 0])
@@ -774,8 +910,12 @@ func TestSoak(t *testing.T) {
 	leaks := controlplane.SnapshotGoroutines()
 	start := time.Now()
 	h := newHarness(t, ctx, cfg)
-	h.run(t, ctx)
+	recs := h.run(ctx)
 	h.shutdown()
+	for _, r := range recs {
+		t.Errorf("soak diverged: seed %d (INFORMERKIT_SOAK_SEED=%d reproduces the schedule), not converged within %v after the faults healed: %s",
+			seed, seed, cfg.quiet, r)
+	}
 	rep := h.report(time.Since(start))
 	t.Logf("soak report:\n%s", rep)
 	if long > 0 {
@@ -786,6 +926,20 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	leaks.VerifyNoLeaks(t)
+}
+
+// shortGroup is how many fault kinds each of the short mode's iterations
+// takes (overlapping): every kind once in 4 iterations.
+const shortGroup = 3
+
+// shortConfig is the short mode's run: ceil(kinds/3) iterations of 5 s
+// of writes, each with three kinds of fault (the last with the rest).
+func shortConfig(seed uint64) config {
+	return config{
+		prefix: "soak", seed: seed, rate: 100, kinds: allFaults, quiet: quietBound,
+		window:     func(*rand.Rand) time.Duration { return 5 * time.Second },
+		iterations: (len(allFaults) + shortGroup - 1) / shortGroup, group: shortGroup,
+	}
 }
 
 // structuralSchema names the fields the writers write (spec.n, labels and

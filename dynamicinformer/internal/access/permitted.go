@@ -49,8 +49,97 @@ type Permitter struct {
 	// may not list them, of Namespaces, by its rules review.
 	Discover bool
 
-	mu   sync.Mutex // guards last
+	mu   sync.Mutex // guards last, scope, seen
 	last time.Time  // when the last Resolve finished
+	// scope is the last answer (of Resolve or ResolveNamespaces; nil:
+	// none yet).
+	scope *Scope
+	// seen: when each namespace of scope was first seen by
+	// ResolveNamespaces (the zero time: by Resolve, not young).
+	seen map[string]time.Time
+}
+
+// YoungFor is how long a namespace first seen by ResolveNamespaces (one
+// created while running) is checked again at each ResolveNamespaces while
+// denied: its RoleBindings are often created just after it.
+const YoungFor = 30 * time.Second
+
+// ResolveNamespaces answers after the server's namespaces changed (a
+// namespace created or deleted), cheaply: from the last answer, with the
+// namespaces gone dropped and a rules review only for the namespaces new
+// since it and for young ones (first seen less than YoungFor ago) still
+// denied. Without a last answer, or without Discover, it is Resolve; when
+// the user may read all namespaces, the last answer (one cluster-wide
+// stream sees new namespaces by itself).
+func (p *Permitter) ResolveNamespaces(ctx context.Context) (Scope, error) {
+	r := p.Reviewer
+	p.mu.Lock()
+	last := p.scope
+	p.mu.Unlock()
+	if last == nil || !p.Discover || r.ListNamespaces == nil {
+		return p.Resolve(ctx)
+	}
+	if last.All {
+		return *last, nil
+	}
+	now := r.now()
+	// Answers of the last half second are shared (informers are woken
+	// together); wakes are at least a second apart.
+	since := now.Add(-time.Second / 2)
+	names, err := r.namespaces(ctx, since)
+	if err != nil {
+		return Scope{}, err
+	}
+	p.mu.Lock()
+	seen := make(map[string]time.Time, len(names))
+	for _, ns := range names {
+		first, ok := p.seen[ns]
+		if !ok {
+			first = now
+		}
+		seen[ns] = first
+	}
+	p.mu.Unlock()
+	group, resource := p.Group, p.Resource()
+	s := Scope{Denied: map[string]*DeniedError{}}
+	for _, ns := range names {
+		if slices.Contains(last.Namespaces, ns) {
+			s.Namespaces = append(s.Namespaces, ns)
+			continue
+		}
+		if d, ok := last.Denied[ns]; ok && now.Sub(seen[ns]) >= YoungFor {
+			s.Denied[ns] = d
+			continue
+		}
+		missing, byRules, err := checkOne(ctx, r, group, resource, ns, since, true)
+		if err != nil {
+			return Scope{}, err
+		}
+		if len(missing) == 0 {
+			s.Namespaces = append(s.Namespaces, ns)
+			continue
+		}
+		s.Denied[ns] = denial(ctx, r, group, resource, missing, byRules, !byRules)
+	}
+	p.mu.Lock()
+	p.scope, p.seen = &s, seen
+	p.mu.Unlock()
+	return s, nil
+}
+
+// remember records s, the answer of a Resolve: its namespaces are not
+// young.
+func (p *Permitter) remember(s Scope) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := make(map[string]time.Time, len(s.Namespaces)+len(s.Denied))
+	for _, ns := range s.Namespaces {
+		seen[ns] = p.seen[ns]
+	}
+	for ns := range s.Denied {
+		seen[ns] = p.seen[ns]
+	}
+	p.scope, p.seen = &s, seen
 }
 
 // Resolve answers from answers at most Reviewer.MaxAge old and started
@@ -77,6 +166,7 @@ func (p *Permitter) Resolve(ctx context.Context) (Scope, error) {
 			return Scope{}, err
 		}
 		if len(missing) == 0 {
+			p.remember(Scope{All: true})
 			return Scope{All: true}, nil
 		}
 		if r.ListNamespaces != nil {
@@ -106,5 +196,6 @@ func (p *Permitter) Resolve(ctx context.Context) (Scope, error) {
 		}
 		s.Denied[ns] = denial(ctx, r, group, resource, missing, byRules, !byRules)
 	}
+	p.remember(s)
 	return s, nil
 }

@@ -25,8 +25,7 @@ import (
 var ErrWatchListDeclined = reflectorseam.ErrWatchListDeclined
 
 // DefaultRecheck is how often a merged watch checks its namespaces again
-// (Resolve), or how long it runs before it ends to retry namespaces
-// whose list was refused.
+// (Resolve) and retries the namespaces whose list was refused.
 const DefaultRecheck = 30 * time.Second
 
 // NamespaceSet is what Resolve answers: the namespaces to list and watch,
@@ -67,12 +66,30 @@ type Listed struct {
 // each list. A namespace whose list is forbidden, or that Resolve denies,
 // does not fail the others: the list holds the listed namespaces and
 // Hook is told which were not listed and why. The merged watch ends (so
-// the reflector relists) when one of its watches ends; after Recheck when
-// a namespace was refused by the server; and, with Resolve, when Resolve,
-// asked again every Recheck while some namespace is denied (or always,
-// with Follow), answers other namespaces than the list's. If no
-// namespace is listed, the list fails with the first namespace's error,
-// unless AllowNone (an empty list).
+// the reflector relists) when one of its watches ends; when a namespace
+// the server refused answers a probe (a list of one object, sent every
+// Recheck while the watch runs); and, with Resolve, when Resolve, asked
+// again every Recheck while some namespace is denied (or always, with
+// Follow, and at once when Wake fires, through Quick), answers other
+// namespaces than the list's; the list that follows uses that answer
+// instead of asking again. A refused namespace that is still refused
+// costs that one probe per period and no relist: each relist restarts the
+// reflector, whose one back-off (shared by every namespace of the
+// informer, reset only every 2 min) would grow with each retry towards
+// its 30 s cap and delay the listed namespaces' recovery after any watch
+// end by as much. If no namespace is listed, the list fails with the
+// first namespace's error, unless AllowNone (an empty list).
+//
+// A 403 met while running re-checks at once instead of failing: when the
+// server refuses a namespace's watch (as it opens, or as an error event
+// of a running one), the merged watch ends as "expired", so the reflector
+// relists and, with Resolve, asks it again, with no failure in between.
+// If Resolve still permits that namespace (or there is no Resolve), the
+// relist leaves it out as refused and probes it as above: at most one
+// refused watch per namespace per Recheck, no 403 loop. A namespace whose
+// list is refused although Resolve permitted it has Resolve asked once
+// more, at once, so its denial carries Resolve's reason (the missing
+// verbs) when Resolve now denies it.
 type MultiNamespace struct {
 	Funcs      Funcs
 	Namespaces []string
@@ -93,19 +110,32 @@ type MultiNamespace struct {
 	Next func(time.Time)
 	// Recheck overrides DefaultRecheck.
 	Recheck time.Duration
+	// Wake, if set, asks for a check now, between the periodic ones (the
+	// server's namespaces changed): a running merged watch asks Quick
+	// (Resolve if nil) at once and ends if the answer changed.
+	Wake <-chan struct{}
+	// Quick answers a check asked by Wake (a cheaper Resolve).
+	Quick func(ctx context.Context) (NamespaceSet, error)
 	// PerNamespace, if set, stretches the re-check period to at least
 	// this times the namespaces Resolve answered for (listed and denied),
 	// bounding the reviews a re-check costs per second.
 	PerNamespace time.Duration
 
-	mu       sync.Mutex // guards listRV, consumed, listed
+	mu       sync.Mutex // guards everything below
 	listRV   string
 	consumed bool
 	listed   NamespaceSet // the namespaces the last list read (Denied: by Resolve)
 	resolved NamespaceSet // what Resolve answered for it
-	refused  bool         // the server refused some namespace of it
+	refused  []string     // the namespaces of it the server refused, sorted
 	next     time.Time    // when its namespaces are checked again (zero: not)
 	period   time.Duration
+	// pending is the answer a merged watch found changed, for the list
+	// that follows (nil: that list asks Resolve).
+	pending *NamespaceSet
+	// watchRefused: namespaces whose watch the server refused since the
+	// last list, and why; the next list re-checks them (Resolve) and
+	// does not list them again before the next Recheck.
+	watchRefused map[string]error
 }
 
 var _ toolscache.ListerWatcherWithContext = (*MultiNamespace)(nil)
@@ -140,7 +170,15 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		o.ResourceVersion, o.ResourceVersionMatch = "", ""
 	}
 	set := NamespaceSet{Names: lw.Namespaces}
-	if lw.Resolve != nil {
+	lw.mu.Lock()
+	pending := lw.pending
+	lw.pending = nil
+	lw.mu.Unlock()
+	switch {
+	case lw.Resolve == nil:
+	case pending != nil:
+		set = *pending // the answer that ended the watch, just asked
+	default:
 		var err error
 		if set, err = lw.Resolve(ctx); err != nil {
 			return nil, err
@@ -150,15 +188,28 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	if set.All {
 		namespaces = []string{metav1.NamespaceAll}
 	}
+	lw.mu.Lock()
+	watchRefused := lw.watchRefused
+	lw.watchRefused = nil
+	lw.mu.Unlock()
 	var items []runtime.Object
 	var maxRV uint64
 	denied := map[string]error{}
 	for ns, err := range set.Denied {
 		denied[ns] = err
 	}
-	refused := false
+	var refused []string
 	var listed []string
+	var listRefused []string // refused by the server although Resolve permitted them
 	for _, ns := range namespaces {
+		if err, ok := watchRefused[ns]; ok {
+			// Its watch was refused since the last list and Resolve (or
+			// the namespaces given) still has it: wait for the next
+			// check instead of a list and watch the server refuses.
+			denied[ns] = err
+			refused = append(refused, ns)
+			continue
+		}
 		// Each namespace in pages, as the reflector would list it: a
 		// paginated consistent list is answered from storage while the
 		// server's watch cache cannot initialize, so the list fails with
@@ -168,7 +219,9 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		})
 		obj, _, err := p.List(ctx, o)
 		if apierrors.IsForbidden(err) {
-			denied[ns], refused = err, true
+			denied[ns] = err
+			refused = append(refused, ns)
+			listRefused = append(listRefused, ns)
 			continue
 		}
 		if err != nil {
@@ -185,15 +238,30 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		items = append(items, its...)
 		listed = append(listed, ns)
 	}
+	if len(listRefused) > 0 && lw.Resolve != nil {
+		// Resolve permitted them a moment ago: ask it once more, now, so
+		// a revocation is named with its reason (the server's 403 is kept
+		// if Resolve still permits them).
+		if again, err := lw.Resolve(ctx); err == nil {
+			for _, ns := range listRefused {
+				if why, ok := again.Denied[ns]; ok {
+					denied[ns] = why
+				}
+			}
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
 	if len(listed) == 0 && !lw.AllowNone {
 		return nil, firstDenied(denied, append(append([]string(nil), lw.Namespaces...), namespaces...))
 	}
 	rv := strconv.FormatUint(maxRV, 10)
 	period := max(lw.recheck(), time.Duration(len(set.Names)+len(set.Denied))*lw.PerNamespace)
 	var next time.Time
-	if refused || (lw.Resolve != nil && (lw.Follow || len(set.Denied) > 0)) {
+	if len(refused) > 0 || (lw.Resolve != nil && (lw.Follow || len(set.Denied) > 0)) {
 		next = nextCheck(time.Now(), period)
 	}
+	sort.Strings(refused)
 	lw.mu.Lock()
 	lw.listRV, lw.consumed, lw.refused, lw.next, lw.period = rv, false, refused, next, period
 	lw.listed = NamespaceSet{All: set.All && len(listed) > 0, Names: listed}
@@ -240,7 +308,7 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	lw.mu.Lock()
 	fresh := !lw.consumed && o.ResourceVersion == lw.listRV
 	lw.consumed = true
-	listed, resolved, refused, next, period := lw.listed, lw.resolved, lw.refused, lw.next, lw.period
+	listed, resolved, refused, period := lw.listed, lw.resolved, lw.refused, lw.period
 	lw.mu.Unlock()
 	if !fresh {
 		return nil, reflectorseam.Expired("a watch over several namespaces resumes by relisting")
@@ -255,23 +323,62 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 			for _, w := range watches {
 				w.Stop()
 			}
+			if apierrors.IsForbidden(err) {
+				lw.refusedWatch(ns, err)
+				return nil, reflectorseam.Expired(fmt.Sprintf("the watch of namespace %q was refused; relisting checks access again", ns))
+			}
 			return nil, err
 		}
 		watches = append(watches, w)
 	}
-	m := &mergedWatch{period: period, next: lw.Next}
-	if refused {
-		// Until the check the list announced (Listed.Next).
-		m.lifetime = max(time.Until(next), time.Millisecond)
-	}
-	if lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0) {
-		m.changed = func(ctx context.Context) bool {
-			set, err := lw.Resolve(ctx)
-			return err == nil && !set.equal(resolved)
+	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch, wake: lw.Wake}
+	follow := lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0)
+	if follow || len(refused) > 0 {
+		m.changed = func(ctx context.Context, quick bool) bool {
+			if follow {
+				resolve := lw.Resolve
+				if quick && lw.Quick != nil {
+					resolve = lw.Quick
+				}
+				if set, err := resolve(ctx); err == nil && !set.equal(resolved) {
+					lw.mu.Lock()
+					lw.pending = &set
+					lw.mu.Unlock()
+					return true
+				}
+			}
+			// A wake is about the server's namespaces; the refused ones
+			// are probed at the periodic checks only.
+			return !quick && lw.readable(ctx, refused, o)
 		}
 	}
 	m.start(ctx, watches)
 	return m, nil
+}
+
+// readable reports whether the server now answers a list (of one object,
+// with the watch's selectors) in one of the refused namespaces. A 403 or
+// any other error is not readable: a broken connection ends the merged
+// watch by itself.
+func (lw *MultiNamespace) readable(ctx context.Context, refused []string, o metav1.ListOptions) bool {
+	for _, ns := range refused {
+		probe := metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector, Limit: 1}
+		if _, err := lw.Funcs.List(ctx, ns, probe); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedWatch records that the server refused ns's watch (err, a 403):
+// the next list re-checks it.
+func (lw *MultiNamespace) refusedWatch(ns string, err error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.watchRefused == nil {
+		lw.watchRefused = map[string]error{}
+	}
+	lw.watchRefused[ns] = err
 }
 
 // List implements the deprecated toolscache.Lister.
@@ -298,14 +405,20 @@ func ForbiddenMessage(forbidden map[string]error) string {
 }
 
 // mergedWatch forwards the events of several watches; it ends when any of
-// them ends (the reflector then relists), when stopped, after lifetime
-// (if not zero), or when changed (if set), asked at multiples of period,
-// reports true.
+// them ends (the reflector then relists), when stopped, or when changed
+// (if set), asked at multiples of period, reports true (asked at once,
+// quick, when wake fires). A watch's error event that is a 403 is not
+// forwarded:
+// refused (if set) is told the namespace (names[i] is watch i's) and the
+// merged watch ends with an "expired" event, so the reflector relists
+// without failing.
 type mergedWatch struct {
-	lifetime time.Duration
-	period   time.Duration
-	changed  func(context.Context) bool
-	next     func(time.Time)
+	period  time.Duration
+	changed func(ctx context.Context, quick bool) bool
+	next    func(time.Time)
+	wake    <-chan struct{}
+	names   []string
+	refused func(ns string, err error)
 
 	result  chan watch.Event
 	stop    chan struct{}
@@ -316,7 +429,7 @@ type mergedWatch struct {
 func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 	m.result, m.stop, m.watches = make(chan watch.Event), make(chan struct{}), ws
 	var wg sync.WaitGroup
-	for _, w := range ws {
+	for i, w := range ws {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -327,6 +440,15 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 					if !ok {
 						return
 					}
+					if err := forbiddenEvent(ev); err != nil && m.refused != nil && i < len(m.names) {
+						m.refused(m.names[i], err)
+						ev = reflectorseam.ExpiredEvent(fmt.Sprintf("the watch of namespace %q was refused; relisting checks access again", m.names[i]))
+						select {
+						case m.result <- ev:
+						case <-m.stop:
+						}
+						return
+					}
 					select {
 					case m.result <- ev:
 					case <-m.stop:
@@ -335,19 +457,6 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 				case <-m.stop:
 					return
 				}
-			}
-		}()
-	}
-	if m.lifetime > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTimer(m.lifetime)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				m.Stop()
-			case <-m.stop:
 			}
 		}()
 	}
@@ -366,14 +475,19 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 	}()
 }
 
-// follow asks changed at multiples of period until it reports true (the
+// follow asks changed at multiples of period, and at once when wake
+// fires, until it reports true (the
 // watch is stopped), the watch stops or ctx ends.
 func (m *mergedWatch) follow(ctx context.Context) {
 	for {
 		next := nextCheck(time.Now(), m.period)
 		t := time.NewTimer(time.Until(next))
+		quick := false
 		select {
 		case <-t.C:
+		case <-m.wake:
+			t.Stop()
+			quick = true
 		case <-m.stop:
 			t.Stop()
 			return
@@ -390,17 +504,32 @@ func (m *mergedWatch) follow(ctx context.Context) {
 			case <-done:
 			}
 		}()
-		changed := m.changed(rctx)
+		changed := m.changed(rctx, quick)
 		close(done)
 		cancel()
 		if changed {
 			m.Stop()
 			return
 		}
-		if m.next != nil && rctx.Err() == nil {
+		if m.next != nil && rctx.Err() == nil && !quick {
 			m.next(nextCheck(time.Now(), m.period))
 		}
 	}
+}
+
+// forbiddenEvent is the 403 an error event carries (nil if it is not one).
+func forbiddenEvent(ev watch.Event) error {
+	if ev.Type != watch.Error {
+		return nil
+	}
+	status, ok := ev.Object.(*metav1.Status)
+	if !ok {
+		return nil
+	}
+	if err := apierrors.FromObject(status); apierrors.IsForbidden(err) {
+		return err
+	}
+	return nil
 }
 
 func (m *mergedWatch) ResultChan() <-chan watch.Event { return m.result }

@@ -186,10 +186,12 @@ func TestMultiNamespaceListAndWatch(t *testing.T) {
 // Issue 20, defect 14: with one namespace forbidden, the old informer
 // delivered nothing at all. Now the list holds the allowed namespace's
 // objects, the hook is told which namespace was refused, the watch covers
-// only the listed namespaces and ends at the next check, a multiple of Recheck
-// at least half of it away (so the
-// reflector relists and tries the refused one again); if every namespace
-// is refused, the list fails.
+// only the listed namespaces. While the refused one stays refused the
+// watch stays open (issue 29: a relist per retry kept the reflector's
+// back-off at its cap): at each check, a multiple of Recheck at least half
+// of it away, a list of one object probes it. Once it answers, the watch
+// ends at the next check (so the reflector relists and reads it); if
+// every namespace is refused, the list fails.
 func TestMultiNamespaceForbiddenNamespace(t *testing.T) {
 	leaks(t)
 	s := newNSServer()
@@ -227,14 +229,42 @@ func TestMultiNamespaceForbiddenNamespace(t *testing.T) {
 	if ev := mustNext(t, w); names([]watch.Event{ev})[0] != "ADDED:a3" {
 		t.Fatalf("event %v", ev)
 	}
-	drain(t, w)
-	if took := time.Since(start); took < 45*time.Millisecond {
-		t.Fatalf("merged watch ended after %v, before the check at a multiple of Recheck at least half of it away", took)
+	probes := func() (n int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, o := range s.listOpts {
+			if o.Limit == 1 {
+				n++
+				if o.LabelSelector != "app=x" {
+					t.Errorf("probe %+v without the selector", o)
+				}
+			}
+		}
+		return n
 	}
-	// The namespace is allowed again: the relist reads both and says so.
+	// Four periods refused: probes, the watch still open.
+	time.Sleep(4 * lw.Recheck)
+	select {
+	case ev, ok := <-w.ResultChan():
+		t.Fatalf("merged watch gave %v (open %v) while the refused namespace is still refused", ev, ok)
+	default:
+	}
+	if n := probes(); n < 2 || n > 5 {
+		t.Fatalf("%d probes of the refused namespace in %v, want one per check (%v)", n, 4*lw.Recheck, lw.Recheck)
+	}
+	// The namespace is allowed again: the watch ends at the next check,
+	// the relist reads both and says so.
 	s.mu.Lock()
 	s.forbidden["b"] = false
 	s.mu.Unlock()
+	allowed := time.Now()
+	drain(t, w)
+	if took := time.Since(allowed); took > 3*lw.Recheck {
+		t.Fatalf("merged watch ended %v after the refused namespace became readable, want within 1.5 periods", took)
+	}
+	if took := time.Since(start); took < 4*lw.Recheck {
+		t.Fatalf("merged watch ended after %v", took)
+	}
 	obj, err = lw.ListWithContext(ctx, metav1.ListOptions{})
 	if err != nil || len(listNames(t, obj)) != 3 || len((*told)[1]) != 0 {
 		t.Fatalf("relist: %v, told %v", err, *told)
@@ -448,5 +478,126 @@ func TestMultiNamespacePerNamespace(t *testing.T) {
 	}
 	if until := time.Until(next); until < 1500*time.Millisecond || until > 4500*time.Millisecond {
 		t.Fatalf("next check in %v, want 1.5 to 4.5 s (a multiple of the 3 s period, at least half of it away)", until)
+	}
+}
+
+// A 403 met while running re-checks at once, without a failure: a watch
+// refused as it opens, or by an error event of a running watch, ends as
+// "expired" (the reflector relists); the relist asks Resolve again and,
+// while Resolve still permits the namespace, leaves it out as refused
+// until the next check (one refused watch per check, no 403 loop). A list
+// refused although Resolve permitted it asks Resolve once more at once.
+func TestMultiNamespaceForbiddenWhileRunning(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	var mu sync.Mutex
+	answer := NamespaceSet{Names: []string{"a", "b"}}
+	resolves := 0
+	var heard []Listed
+	lw := &MultiNamespace{Funcs: s.funcs(), Lists: UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		Resolve: func(context.Context) (NamespaceSet, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			resolves++
+			return answer, nil
+		},
+		Hook:    func(l Listed) { mu.Lock(); heard = append(heard, l); mu.Unlock() },
+		Follow:  true,
+		Recheck: time.Hour,
+	}
+	resolved := func() int { mu.Lock(); defer mu.Unlock(); return resolves }
+	last := func() Listed { mu.Lock(); defer mu.Unlock(); return heard[len(heard)-1] }
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A watch refused as it opens.
+	forbidden := apierrors.NewForbidden(widgetsGVR.GroupResource(), "", errors.New("may not watch in b"))
+	s.mu.Lock()
+	s.watchErr = forbidden
+	s.mu.Unlock()
+	_, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"})
+	if !apierrors.IsResourceExpired(err) || !strings.Contains(err.Error(), `namespace "b"`) {
+		t.Fatalf("watch refused in b: %v, want expired naming b (the reflector relists without failing)", err)
+	}
+	if !s.watchOf("a").IsStopped() {
+		t.Fatal("namespace a's watch left open after b's was refused")
+	}
+	before := resolved()
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || !slices.Equal(listNames(t, obj), []string{"a/a1", "a/a2"}) {
+		t.Fatalf("relist after b's refused watch: %v %v, want a's objects only", listNames(t, obj), err)
+	}
+	if resolved() != before+1 {
+		t.Fatalf("%d resolves for the relist, want 1 (the re-check)", resolved()-before)
+	}
+	if l := last(); !apierrors.IsForbidden(l.Denied["b"]) || l.Next.IsZero() || time.Until(l.Next) < 30*time.Minute {
+		t.Fatalf("relist told %+v, want b refused until the next check (an hour away)", l)
+	}
+	s.mu.Lock()
+	lists := len(s.listOpts)
+	s.watchErr = nil
+	s.mu.Unlock()
+	if lists != 3 {
+		t.Fatalf("%d list requests, want 3 (a and b, then a alone: b not listed again before the next check)", lists)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	watched := slices.Clone(s.watched)
+	s.mu.Unlock()
+	if !slices.Equal(watched, []string{"a", "b", "a"}) {
+		t.Fatalf("watched %v, want a and b, then a alone", watched)
+	}
+	w.Stop()
+	drain(t, w)
+
+	// The next list tries b again (the check came); then a running watch
+	// is refused by an error event.
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil || len(last().Denied) != 0 {
+		t.Fatalf("list: %v, told %+v; want both namespaces", err, last())
+	}
+	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := forbidden.Status()
+	s.watchOf("b").Error(&st)
+	evs := drain(t, w)
+	if len(evs) != 1 || evs[0].Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(evs[0].Object)) {
+		t.Fatalf("events after b's 403 event: %v, want one expired error event", evs)
+	}
+	mu.Lock()
+	answer = NamespaceSet{Names: []string{"a"}, Denied: map[string]error{"b": errors.New("may not list, watch widgets in b")}}
+	mu.Unlock()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil || last().Denied["b"] == nil || apierrors.IsForbidden(last().Denied["b"]) {
+		t.Fatalf("relist after the 403 event: %v, told %+v; want b denied by Resolve", err, last())
+	}
+
+	// A list refused although Resolve permitted it: Resolve asked again
+	// at once; its reason is kept.
+	mu.Lock()
+	answer = NamespaceSet{Names: []string{"a", "b"}}
+	mu.Unlock()
+	s.mu.Lock()
+	s.forbidden["b"] = true
+	s.mu.Unlock()
+	var again int
+	lw.Resolve = func(context.Context) (NamespaceSet, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		again++
+		if again == 1 {
+			return answer, nil
+		}
+		return NamespaceSet{Names: []string{"a"}, Denied: map[string]error{"b": errors.New("may not list, watch widgets in b")}}, nil
+	}
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l := last(); again != 2 || l.Denied["b"] == nil || apierrors.IsForbidden(l.Denied["b"]) {
+		t.Fatalf("list refused in b: %d resolves, told %+v; want 2 and Resolve's reason", again, l)
 	}
 }

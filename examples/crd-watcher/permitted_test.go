@@ -1,0 +1,59 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/informerkit/informerkit/dynamicinformer"
+)
+
+// The namespaces of a --permitted-namespaces informer: permitted ones
+// named, the others grouped by their missing verbs (the access check's
+// words) or the server's refusal, at most 5 named per reason.
+func TestScopeText(t *testing.T) {
+	deny := func(ns, verbs string) string {
+		return `access check (SelfSubjectRulesReview): user "alice" may not ` + verbs + ` configmaps in namespace ` + ns
+	}
+	st := dynamicinformer.Status{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, State: dynamicinformer.Synced,
+		Permitted: []string{"a", "b"},
+		NotPermitted: map[string]string{
+			"c": deny("c", "list, watch"), "d": deny("d", "list, watch"), "e": deny("e", "list, watch"), "f": deny("f", "list, watch"),
+			"g": deny("g", "list, watch"), "h": deny("h", "list, watch"), "w": deny("w", "watch"),
+			"x": `configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the namespace "x"`,
+		}}
+	want := `permitted in 2 namespaces (a, b); not permitted in 8: configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the namespace "x" in x; ` +
+		`may not list, watch in c, d, e, f, g and 1 more; may not watch in w`
+	if got := scopeText(st); got != want {
+		t.Errorf("scopeText =\n%s\nwant\n%s", got, want)
+	}
+	if got := notPermitted([]dynamicinformer.Status{st, {State: dynamicinformer.Synced}}); len(got) != 1 || got[0] != "configmaps.v1 not permitted in 8 namespaces: "+notPermittedText(st.NotPermitted) {
+		t.Errorf("notPermitted = %q", got)
+	}
+	for _, c := range []struct {
+		permitted []string
+		want      string
+	}{
+		{[]string{""}, "permitted in all namespaces"},
+		{[]string{}, "permitted in no namespace"},
+		{nil, ""},
+	} {
+		if got := scopeText(dynamicinformer.Status{Permitted: c.permitted}); got != c.want {
+			t.Errorf("Permitted %q: %q, want %q", c.permitted, got, c.want)
+		}
+	}
+	// A change of the permitted namespaces is printed while Synced.
+	var printed []string
+	tr := newTransitions(0, func(dynamicinformer.Status) bool { return true }, func(st dynamicinformer.Status, _ dynamicinformer.State) {
+		printed = append(printed, scopeText(st))
+	})
+	one := dynamicinformer.Status{State: dynamicinformer.Synced, Permitted: []string{"a"}}
+	two := dynamicinformer.Status{State: dynamicinformer.Synced, Permitted: []string{"a", "b"}}
+	tr.observe(one)
+	tr.observe(one)
+	tr.observe(two)
+	if !slices.Equal(printed, []string{"permitted in 1 namespace (a)", "permitted in 2 namespaces (a, b)"}) {
+		t.Errorf("printed %q, want each scope once", printed)
+	}
+}

@@ -1,0 +1,131 @@
+package factorytest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+// arrivals remembers when each object was first added.
+type arrivals struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (a *arrivals) OnAdd(o interface{}, _ bool) {
+	k, _ := key(o)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.at[k]; !ok {
+		a.at[k] = time.Now()
+	}
+}
+func (a *arrivals) OnUpdate(_, _ interface{}) {}
+func (a *arrivals) OnDelete(_ interface{})    {}
+
+func (a *arrivals) get(k string) (time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.at[k]
+	return t, ok
+}
+
+// TestSeveralNamespacesForbiddenStaysCurrent (found by the soak, issue
+// 29): an informer over two namespaces, one of which its user may not
+// read, with the access check off, retries the forbidden namespace every
+// AccessRecheckPeriod. The retry must not relist the readable namespace:
+// each relist is a restart of the reflector, whose one back-off (shared
+// by all the informer's namespaces) then grows towards its 30 s cap, and
+// the readable namespace's writes wait that long after every watch end
+// (a re-check, a connection cut). Here, for 30 s with a 1 s period and
+// two connection cuts, every object created in the readable namespace
+// reaches the handler within 5 s; the forbidden namespace is still tried
+// about once a period, and the readable one is listed again only after
+// the cuts.
+func TestSeveralNamespacesForbiddenStaysCurrent(t *testing.T) {
+	ctx := ctxT(t, 3*time.Minute)
+	ns := permittedNamespaces(t, ctx, "sevns", 2)
+	allowed, denied := ns[0], ns[1]
+	user := unique("sevns-user")
+	if err := cp.Grant(ctx, user, allowed, "cm", readConfigMaps); err != nil {
+		t.Fatal(err)
+	}
+	const period = time.Second
+	cfg, counter := controlplane.CountRequests(cp.UserConfig(user))
+	leaks := controlplane.SnapshotGoroutines()
+	f := newFactory(t, cfg, dynamicinformer.Options{AccessRecheckPeriod: period})
+	defer f.Shutdown()
+	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(allowed, denied), dynamicinformer.WithAccessCheck(false))
+	arr := &arrivals{at: map[string]time.Time{}}
+	if _, err := h.Informer().AddEventHandler(arr); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	eventually(t, ctx, "synced with the allowed namespace's objects", func() bool {
+		return h.Status().State == dynamicinformer.Synced && slices.Equal(storeKeys(h), adminKeys(t, ctx, allowed))
+	})
+	if _, ok := h.Status().Denied[denied]; !ok {
+		t.Fatalf("Denied %v, want %s", h.Status().Denied, denied)
+	}
+
+	direct := kubernetes.NewForConfigOrDie(cp.DirectConfig())
+	counter.Reset()
+	const window = 30 * time.Second
+	start := time.Now()
+	created := map[string]time.Time{}
+	cuts := 0
+	for i := 0; time.Since(start) < window; i++ {
+		name := fmt.Sprintf("late-%d", i)
+		if _, err := direct.CoreV1().ConfigMaps(allowed).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		created[allowed+"/"+name] = time.Now()
+		if i > 0 && i%20 == 0 { // every ~10 s
+			cp.Proxy().CutAll()
+			cuts++
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	eventually(t, ctx, "every object created in the allowed namespace", func() bool {
+		for k := range created {
+			if _, ok := arr.get(k); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	var lags []time.Duration
+	for k, c := range created {
+		a, _ := arr.get(k)
+		lags = append(lags, max(a.Sub(c), 0))
+	}
+	slices.Sort(lags)
+	p50, worst := lags[len(lags)/2], lags[len(lags)-1]
+	retries := counter.Count("list", "/namespaces/"+denied+"/configmaps")
+	relists := counter.Count("list", "/namespaces/"+allowed+"/configmaps")
+	t.Logf("%d objects created over %v with %d cuts: arrival lag p50 %v, max %v; %d tries of %s, %d lists of %s",
+		len(created), window, cuts, p50.Round(time.Millisecond), worst.Round(time.Millisecond), retries, denied, relists, allowed)
+	if bound := 5 * time.Second; worst > bound {
+		t.Errorf("an object of %s reached the handler %v after its create, want within %v", allowed, worst.Round(time.Millisecond), bound)
+	}
+	if most := 2*cuts + 2; relists > most {
+		t.Errorf("%d lists of %s in %v with %d cuts, want at most %d (re-checks of %s must not relist it)", relists, allowed, window, cuts, most, denied)
+	}
+	if least := int(window/period) / 3; retries < least {
+		t.Errorf("%d tries of %s in %v, want at least %d (a retry about every %v)", retries, denied, window, least, period)
+	}
+	if st := h.Status(); st.State != dynamicinformer.Synced || st.Denied[denied] == "" {
+		t.Errorf("status %s Denied %v, want Synced with %s denied", st.State, st.Denied, denied)
+	}
+	f.Shutdown()
+	leaks.VerifyNoLeaks(t)
+}
