@@ -22,7 +22,7 @@ func TestBenchShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf})
 	if err != nil {
