@@ -124,6 +124,9 @@ type Cache struct {
 	started   bool
 	stopped   bool
 	startedCh chan struct{}
+	// hasStopped is stopped, read without c.mu (by entry.status, which
+	// may run where c.mu is held).
+	hasStopped atomic.Bool
 	// unresolved counts the entries without a factory informer (an upper
 	// bound; atomic so that resourcesChanged takes no lock of c's: it may
 	// run in a discovery round of a call made under c.mu).
@@ -160,6 +163,8 @@ func (c *Cache) changes() <-chan struct{} {
 	defer c.changedMu.Unlock()
 	return c.changed
 }
+
+func (c *Cache) isStopped() bool { return c.hasStopped.Load() }
 
 func (c *Cache) isStarted() bool {
 	c.mu.Lock()
@@ -569,6 +574,7 @@ func (c *Cache) Start(ctx context.Context) error {
 	c.wg.Wait()
 	c.mu.Lock()
 	c.stopped = true
+	c.hasStopped.Store(true)
 	c.mu.Unlock()
 	if c.removeChange != nil {
 		c.removeChange()

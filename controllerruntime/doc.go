@@ -81,7 +81,9 @@
 //
 // Reads follow controller-runtime's cache reader: Get and List before
 // Start are *cache.ErrCacheNotStarted; they wait for a syncing informer
-// (bounded by ctx); List's field selectors need exact matches on fields
+// (bounded by ctx), and see its state (served, not served, failed) as the
+// factory reports its status changes (OnStatusChange), so a read costs
+// the same however many objects are cached; List's field selectors need exact matches on fields
 // registered with IndexField; Limit returns the first objects; Continue
 // is an error and every List's continue token is "continue-not-supported";
 // results are deep copies with their GVK set unless UnsafeDisableDeepCopy.

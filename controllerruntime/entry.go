@@ -48,6 +48,27 @@ type entry struct {
 	waiting      []*registration                 // handlers added while unresolved
 	removed      bool                            // RemoveInformer was called
 	fieldIndexes map[string]toolscache.IndexFunc // by index name ("field:" + field)
+
+	statusMu   sync.Mutex // guards statusCh, lastStatus
+	statusCh   <-chan struct{}
+	lastStatus dynamicinformer.Status
+}
+
+// status is handleStatus as of the cache's last status change
+// (Cache.changes): InformerHandle.Status counts the store's keys (O(n)),
+// and Get, List and HasSynced ask for the state on every call, so it is
+// asked again only after the factory has reported a change of some
+// informer's status (OnStatusChange, delivered in order from one
+// goroutine, as handlers get the objects) — or on every call once the
+// cache has stopped and hears of no more changes.
+func (e *entry) status() dynamicinformer.Status {
+	ch := e.c.changes()
+	e.statusMu.Lock()
+	defer e.statusMu.Unlock()
+	if e.statusCh != ch || e.c.isStopped() {
+		e.lastStatus, e.statusCh = e.handleStatus(), ch
+	}
+	return e.lastStatus
 }
 
 // current is the factory's informer handle (nil while unresolved) and
@@ -62,9 +83,9 @@ func (e *entry) current() (*dynamicinformer.InformerHandle, toolscache.SharedInd
 	return e.handle, e.handle.Informer()
 }
 
-// status is the factory informer's Status; while the kind is unresolved,
-// Pending with ErrNotServed.
-func (e *entry) status() dynamicinformer.Status {
+// handleStatus is the factory informer's Status; while the kind is
+// unresolved, Pending with ErrNotServed.
+func (e *entry) handleStatus() dynamicinformer.Status {
 	h, _ := e.current()
 	if h != nil {
 		return h.Status()

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/informerkit/informerkit/genericlister"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -20,7 +19,9 @@ import (
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	ikcache "github.com/informerkit/informerkit/cache"
+	ikcontrollerruntime "github.com/informerkit/informerkit/controllerruntime"
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/genericlister"
 )
 
 // Resource is one benchmarked resource: its GVR for informerkit and
@@ -79,6 +80,10 @@ type Impl struct {
 	// SyncOnly: only the initial sync is measured (the limit row); its
 	// Instance supports Watch, Start, Synced, Len and Stop.
 	SyncOnly bool
+	// WidgetOnly: the implementation reads typed objects of the suite's
+	// own resource (Widget), so the many-resources scenario, whose CRDs
+	// have no Go type, skips it.
+	WidgetOnly bool
 }
 
 // Names of the implementations DefaultImpls returns.
@@ -95,11 +100,22 @@ const (
 	InformerKitAPIMachinery = "ik APIMachineryDecoding"
 	ClientGo                = "client-go dynamicinformer"
 	ControllerRuntime       = "controller-runtime cache"
+	// InformerKitNewCache is informerkit's controller-runtime cache
+	// (module controllerruntime, NewCache) reading Unstructured objects, as
+	// ControllerRuntime does.
+	InformerKitNewCache = "ik NewCache"
+	// InformerKitNewCacheTyped is informerkit's controller-runtime cache
+	// reading typed objects (Widget, registered in Scheme).
+	InformerKitNewCacheTyped = "ik NewCache typed"
+	// ControllerRuntimeTyped is controller-runtime's cache reading typed
+	// objects (Widget), its usual use.
+	ControllerRuntimeTyped = "controller-runtime cache typed"
 )
 
 // DefaultImpls are informerkit's factory with default options, with each
 // memory option and with client-go's decode path, client-go's
-// dynamicinformer and controller-runtime's cache reading Unstructured
+// dynamicinformer, controller-runtime's cache and informerkit's
+// (controllerruntime.NewCache) each reading Unstructured and typed
 // objects, and the limit row (LimitImpl).
 func DefaultImpls() []Impl {
 	ik := func(name string, opts ...dynamicinformer.ResourceOption) Impl {
@@ -125,7 +141,10 @@ func DefaultImpls() []Impl {
 		ik(InformerKitMetadata, dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true})),
 		ik(InformerKitAPIMachinery),
 		{Name: ClientGo, Peer: true, New: newClientGo},
-		{Name: ControllerRuntime, Peer: true, New: newControllerRuntime},
+		{Name: ControllerRuntime, Peer: true, New: newControllerRuntime(crcache.New, false)},
+		{Name: InformerKitNewCache, New: newControllerRuntime(ikcontrollerruntime.NewCache, false)},
+		{Name: ControllerRuntimeTyped, Peer: true, WidgetOnly: true, New: newControllerRuntime(crcache.New, true)},
+		{Name: InformerKitNewCacheTyped, WidgetOnly: true, New: newControllerRuntime(ikcontrollerruntime.NewCache, true)},
 		LimitImpl(),
 	}
 }
@@ -276,8 +295,12 @@ func (c *clientGoInstance) Stop() {
 
 // controller-runtime
 
+// crInstance is a controller-runtime cache.Cache: controller-runtime's
+// own or informerkit's (controllerruntime.NewCache), read as a controller
+// reads it (GetInformer, Get, List with deep copies).
 type crInstance struct {
 	cache     crcache.Cache
+	typed     bool // Widget objects (Scheme), else Unstructured
 	informers map[schema.GroupVersionKind]crcache.Informer
 	cancel    context.CancelFunc
 	done      sync.WaitGroup
@@ -288,19 +311,63 @@ type crInstance struct {
 // otherwise complains about (with a stack trace) on first use.
 var silenceControllerRuntime sync.Once
 
-func newControllerRuntime(cfg *rest.Config) (Instance, error) {
-	silenceControllerRuntime.Do(func() { crlog.SetLogger(logr.Discard()) })
-	c, err := crcache.New(cfg, crcache.Options{})
-	if err != nil {
-		return nil, err
+// newControllerRuntime builds the cache with newCache; typed reads Widget
+// objects through Scheme, else Unstructured with the default options.
+func newControllerRuntime(newCache crcache.NewCacheFunc, typed bool) func(cfg *rest.Config) (Instance, error) {
+	return func(cfg *rest.Config) (Instance, error) {
+		silenceControllerRuntime.Do(func() { crlog.SetLogger(logr.Discard()) })
+		var opts crcache.Options
+		if typed {
+			opts.Scheme = Scheme
+		}
+		c, err := newCache(cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &crInstance{cache: c, typed: typed, informers: map[schema.GroupVersionKind]crcache.Informer{}, ctx: context.Background()}, nil
 	}
-	return &crInstance{cache: c, informers: map[schema.GroupVersionKind]crcache.Informer{}, ctx: context.Background()}, nil
+}
+
+// object is an empty object of r's kind; list an empty list of it.
+func (c *crInstance) object(r Resource) (crclient.Object, error) {
+	if c.typed {
+		obj, err := Scheme.New(r.GVK)
+		if err != nil {
+			return nil, err
+		}
+		return obj.(crclient.Object), nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(r.GVK)
+	return u, nil
+}
+
+func (c *crInstance) list(r Resource, opts ...crclient.ListOption) (int, error) {
+	listGVK := r.GVK.GroupVersion().WithKind(r.GVK.Kind + "List")
+	var l crclient.ObjectList
+	if c.typed {
+		obj, err := Scheme.New(listGVK)
+		if err != nil {
+			return 0, err
+		}
+		l = obj.(crclient.ObjectList)
+	} else {
+		ul := &unstructured.UnstructuredList{}
+		ul.SetGroupVersionKind(listGVK)
+		l = ul
+	}
+	if err := c.cache.List(c.ctx, l, opts...); err != nil {
+		return 0, err
+	}
+	return meta.LenList(l), nil
 }
 
 func (c *crInstance) informer(r Resource) (crcache.Informer, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(r.GVK)
-	inf, err := c.cache.GetInformer(c.ctx, u)
+	obj, err := c.object(r)
+	if err != nil {
+		return nil, err
+	}
+	inf, err := c.cache.GetInformer(c.ctx, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -346,18 +413,17 @@ func (c *crInstance) Len(r Resource) int {
 }
 
 func (c *crInstance) Get(r Resource, ns, name string) error {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(r.GVK)
-	return c.cache.Get(c.ctx, crclient.ObjectKey{Namespace: ns, Name: name}, u)
-}
-
-func (c *crInstance) list(r Resource, opts ...crclient.ListOption) (int, error) {
-	ul := &unstructured.UnstructuredList{}
-	ul.SetGroupVersionKind(r.GVK.GroupVersion().WithKind(r.GVK.Kind + "List"))
-	if err := c.cache.List(c.ctx, ul, opts...); err != nil {
-		return 0, err
+	obj, err := c.object(r)
+	if err != nil {
+		return err
 	}
-	return len(ul.Items), nil
+	if err := c.cache.Get(c.ctx, crclient.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		return err
+	}
+	if w, ok := obj.(*Widget); obj.GetName() != name || ok && len(w.Spec.Template.Spec.Containers) != 3 {
+		return fmt.Errorf("%w: Get %s/%s read %s/%s (%T)", ErrSanity, ns, name, obj.GetNamespace(), obj.GetName(), obj)
+	}
+	return nil
 }
 
 func (c *crInstance) ListNamespace(r Resource, ns string) (int, error) {

@@ -198,7 +198,7 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 	c.Logf("installed %d CRDs × %d objects in %v", c.ManyCRDs, c.ManyObjects, time.Since(start).Round(time.Millisecond))
 	for run := 0; run < c.Runs; run++ {
 		for _, im := range rotate(c.Impls, run) {
-			if im.SyncOnly {
+			if im.SyncOnly || im.WidgetOnly {
 				continue
 			}
 			if err := measureMany(ctx, cfg, c, res, im, many); err != nil {
