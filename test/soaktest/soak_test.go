@@ -835,8 +835,11 @@ func (h *harness) report(elapsed time.Duration) string {
 	for _, k := range kinds {
 		ds := s.converge[k]
 		max := percentile(ds, 1)
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %v | %v | %v |\n", k, s.faults[k], len(ds)+s.diverged[k], s.diverged[k],
-			percentile(ds, 0.5).Round(time.Millisecond), percentile(ds, 0.99).Round(time.Millisecond), max.Round(time.Millisecond))
+		p50, p99, mx := "-", "-", "-" // no iteration with it converged
+		if len(ds) > 0 {
+			p50, p99, mx = percentile(ds, 0.5).Round(time.Millisecond).String(), percentile(ds, 0.99).Round(time.Millisecond).String(), max.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s | %s | %s |\n", k, s.faults[k], len(ds)+s.diverged[k], s.diverged[k], p50, p99, mx)
 	}
 	if len(s.divergences) > 0 {
 		fmt.Fprintf(&b, "\ndivergences (seed %d reproduces the schedule):\n\n", h.cfg.seed)
