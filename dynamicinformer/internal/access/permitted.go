@@ -111,15 +111,9 @@ func (p *Permitter) ResolveNamespaces(ctx context.Context) (Scope, error) {
 			s.Denied[ns] = d
 			continue
 		}
-		missing, byRules, err := checkOne(ctx, r, group, resource, ns, since, true)
-		if err != nil {
+		if err := s.check(ctx, r, group, resource, ns, since); err != nil {
 			return Scope{}, err
 		}
-		if len(missing) == 0 {
-			s.Namespaces = append(s.Namespaces, ns)
-			continue
-		}
-		s.Denied[ns] = denial(ctx, r, group, resource, missing, byRules, !byRules)
 	}
 	p.mu.Lock()
 	p.scope, p.seen = &s, seen
@@ -186,16 +180,25 @@ func (p *Permitter) Resolve(ctx context.Context) (Scope, error) {
 	}
 	s := Scope{Denied: map[string]*DeniedError{}}
 	for _, ns := range candidates {
-		missing, byRules, err := checkOne(ctx, r, group, resource, ns, since, true)
-		if err != nil {
+		if err := s.check(ctx, r, group, resource, ns, since); err != nil {
 			return Scope{}, err
 		}
-		if len(missing) == 0 {
-			s.Namespaces = append(s.Namespaces, ns)
-			continue
-		}
-		s.Denied[ns] = denial(ctx, r, group, resource, missing, byRules, !byRules)
 	}
 	p.remember(s)
 	return s, nil
+}
+
+// check asks whether the user may list and watch resource in ns and adds
+// ns to s's Namespaces or Denied accordingly.
+func (s *Scope) check(ctx context.Context, r *Reviewer, group, resource, ns string, since time.Time) error {
+	missing, byRules, err := checkOne(ctx, r, group, resource, ns, since, true)
+	if err != nil {
+		return err
+	}
+	if len(missing) == 0 {
+		s.Namespaces = append(s.Namespaces, ns)
+		return nil
+	}
+	s.Denied[ns] = denial(ctx, r, group, resource, missing, byRules, !byRules)
+	return nil
 }
