@@ -89,7 +89,7 @@
 //
 // # Status
 //
-// Every informer has a Status (Pending, Syncing, Synced, Stale, Removed,
+// Every informer has a Status (Pending, Restored, Syncing, Synced, Stale, Removed,
 // Failed, Stopped) with a typed error: errors.Is(st.Err, ErrForbidden),
 // ErrNotServed, ErrInvalid, ...
 // ContactErr and LastContact say whether the API server can be reached;
@@ -214,6 +214,39 @@
 // Relists (and the refill of a resource that returns) are not bounded. An
 // informer waiting for a slot is Pending with Status.Reason "waiting for
 // an initial-list slot".
+//
+// # Restart from disk
+//
+// With Options.CacheDir, each informer keeps what its cache holds on disk
+// while it runs (every change its handlers see, journaled; made durable
+// every second; folded into a snapshot when the journal outgrows it and
+// when the informer stops). An informer of the same spec started later on
+// the same cluster restores it before its first request. What handlers
+// see in each case:
+//
+//   - Resumed (the server still has the history from the stored
+//     resourceVersion): an add per restored object, isInInitialList true,
+//     while the informer is Restored; then the events since, as ordinary
+//     adds, updates and deletes. No list is sent. Synced once the watch
+//     from the stored resourceVersion was accepted.
+//   - Diffed (the server answers 410 Expired): the same initial adds,
+//     then the informer lists (Syncing) and client-go's Replace delivers
+//     an add per new object, an update per object whose resourceVersion
+//     changed and a delete per object gone. An object unchanged is not
+//     delivered again (it is a resync, delivered only to handlers with a
+//     resync period).
+//   - Cold (nothing stored, or the stored state was unusable): as without
+//     CacheDir.
+//
+// A stored state is used only if it matches exactly: the informer's
+// spec, the cluster (the kube-system namespace's UID), the resource's CRD
+// (its UID: a CRD deleted and created again does not match) and the file
+// format version. Anything else, or a damaged file, is logged, removed,
+// and the informer lists; a journal cut short by a crash is applied up to
+// its last whole record. Transforms run again on restored objects, so a
+// keyed WithTransform transform must be idempotent. Status.Restored says
+// how many objects were restored, Status.CacheErr why the disk is not
+// used. docs/DESIGN.md ("Restart from disk") has the format.
 //
 // # Access check (RBAC pre-flight)
 //

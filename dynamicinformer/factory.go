@@ -61,6 +61,8 @@ type Factory struct {
 	namespaces *namespaceWatch
 	// initialLists bounds the informers' concurrent first lists.
 	initialLists *gate.Slots
+	// disk is Options.CacheDir's directory (nil: none).
+	disk *factoryDisk
 
 	mu        sync.Mutex // guards informers, started, runCtx, cancel, shutdown
 	informers map[spec]*entry
@@ -105,6 +107,9 @@ func newFactory(client dynamic.Interface, contact *contactMonitor, opts Options)
 	}
 	if client != nil {
 		f.reviews = f.newReviewer(access.DynamicClient(client))
+		if cfg.cacheDir != "" {
+			f.disk = &factoryDisk{path: cfg.cacheDir, secrets: cfg.cacheSecrets, client: client}
+		}
 	}
 	contact.probeThrough(client)
 	contact.setOnChange(f.contactChanged)
@@ -295,6 +300,7 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 	deps.review = f.reviews
 	deps.accessBackoff = f.cfg.accessBackoff
 	deps.recheck = f.cfg.accessRecheck
+	deps.disk = f.disk
 	if f.namespaces != nil {
 		deps.namespacesChanged = f.namespaces.subscribe
 	}
@@ -515,6 +521,9 @@ func (f *Factory) Shutdown() {
 	f.wg.Wait()
 	for _, e := range es {
 		e.stop("factory shut down")
+	}
+	if f.disk != nil {
+		f.disk.close()
 	}
 	f.notifier.close()
 }

@@ -61,6 +61,7 @@ type entry struct {
 	lastContact  atomic.Int64                     // unix nanoseconds of the last request the server answered
 	nextCheck    atomic.Int64                     // unix nanoseconds of the next namespace check (0: none)
 	permit       atomic.Pointer[access.Permitter] // WithAccessCheck over several namespaces
+	disk         *entryDisk                       // Options.CacheDir (nil: not kept on disk)
 	stopReason   atomic.Pointer[string]           // what Stopped will say (set before the run context is cancelled)
 	unsubscribe  func()                           // ends the namespace-change wakes (nil: none); set before run
 
@@ -93,6 +94,8 @@ type entryDeps struct {
 	accessBackoff struct{ min, max time.Duration }
 	// recheck is Options.AccessRecheckPeriod (defaulted).
 	recheck time.Duration
+	// disk is the factory's cache directory (nil: Options.CacheDir empty).
+	disk *factoryDisk
 	// namespacesChanged subscribes wake to changes of the server's
 	// namespaces (nil: none are followed).
 	namespacesChanged func(wake func()) (remove func())
@@ -185,6 +188,15 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 		e.lw.CachedByKey = func(key string) (interface{}, bool) {
 			o, ok, err := e.informer.GetStore().GetByKey(key)
 			return o, ok && err == nil
+		}
+	}
+	if deps.disk != nil {
+		if why, ok := diskEligible(key, deps.disk.secrets); ok {
+			text := diskSpec(key)
+			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text)}
+			e.lw.Hooks.Restored = e.restoredHook
+		} else {
+			e.logger.V(2).Info("not kept on disk", "reason", why)
 		}
 	}
 	e.lw.InitialLists = deps.initialLists
@@ -366,10 +378,21 @@ func (e *entry) run(ctx context.Context) {
 			e.followShard(ctx)
 		}()
 	}
+	if e.disk != nil {
+		e.restore(ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.diskLoop(ctx)
+		}()
+	}
 	e.informer.RunWithContext(ctx)
 	wg.Wait()
 	if e.unsubscribe != nil {
 		e.unsubscribe()
+	}
+	if e.disk != nil {
+		e.closeDisk()
 	}
 	stopped := "stopped"
 	if r := e.stopReason.Load(); r != nil {
@@ -501,6 +524,7 @@ func (e *entry) statusLocked() Status {
 		ContactErr:    v.ContactErr,
 		HandlerPanics: e.panics,
 	}
+	st.Restored, st.CacheErr = e.disk.status()
 	if n := e.lastContact.Load(); n != 0 {
 		st.LastContact = time.Unix(0, n)
 	}

@@ -96,6 +96,27 @@ type Options struct {
 	// stay under 10 a second (600 a minute: 1,000 namespaces are
 	// re-checked every 100 s).
 	AccessRecheckPeriod time.Duration
+	// CacheDir, if set, keeps each informer's cache on disk in this
+	// directory (created with mode 0700; files 0600), so that a process
+	// started again restores it instead of listing: the informer is
+	// Restored at once, its handlers receive each restored object as an
+	// add in the initial list, and its watch resumes from the stored
+	// resourceVersion, so handlers then see only what changed while the
+	// process was down. If the server cannot resume from it (410
+	// Expired), the informer lists and handlers see only the difference
+	// (see the package documentation, "Restart from disk", for every
+	// case and what is not guaranteed). The directory is locked: a second
+	// factory or process on it runs without it (Status.CacheErr says
+	// why). A stored state of another cluster, CRD instance, spec or
+	// format version, or a damaged one, is removed and the informer lists.
+	// Needs a dynamic client (to read the kube-system namespace's and the
+	// CRD's UID). Informers over several namespaces, following the
+	// preferred version, with a shard source or an unkeyed transform or
+	// tweak are not kept. Empty: nothing is written.
+	CacheDir string
+	// CacheSecrets lets CacheDir keep Secrets; without it, Secrets are
+	// never written to disk.
+	CacheSecrets bool
 
 	// Set by NewForConfig: the discovery client a resolver is built on
 	// when Resolver is nil, and the fast decode path's clients.
@@ -164,6 +185,8 @@ type factoryConfig struct {
 	presenceTimings      struct{ ready, recheckMin, recheckMax time.Duration }
 	accessBackoff        struct{ min, max time.Duration }
 	accessRecheck        time.Duration
+	cacheDir             string // "": no disk cache
+	cacheSecrets         bool
 }
 
 // Defaults of Options' zero values.
@@ -194,6 +217,8 @@ func defaults(o Options) factoryConfig {
 		presenceTimings:      o.presenceTimings,
 		accessBackoff:        o.accessBackoff,
 		accessRecheck:        o.AccessRecheckPeriod,
+		cacheDir:             o.CacheDir,
+		cacheSecrets:         o.CacheSecrets,
 	}
 	if c.logger.GetSink() == nil {
 		c.logger = klog.Background()

@@ -17,6 +17,14 @@ const (
 	// discovery or the server's 404 — said so). Handlers have seen
 	// nothing.
 	Pending State = "Pending"
+	// Restored: the cache holds what was stored on disk (Options.CacheDir)
+	// and is read from; handlers have received it as initial-list adds.
+	// The watch resumes from the stored resourceVersion: Synced once the
+	// server accepted it; Syncing if it answers 410 Expired and the
+	// informer lists instead. The cache may be out of date meanwhile
+	// (by what changed while the process was down); it stays Restored
+	// while the server cannot be reached.
+	Restored State = "Restored"
 	// Syncing: listing; the cache is not complete yet.
 	Syncing State = "Syncing"
 	// Synced: the initial list is in the cache and the watch runs.
@@ -102,6 +110,16 @@ type Status struct {
 	// A panic does not change State: the informer itself is healthy.
 	HandlerPanics    int64
 	LastHandlerPanic error
+	// Restored is the number of objects restored from disk when the
+	// informer started (Options.CacheDir; 0: none, a cold start).
+	Restored int
+	// CacheErr says why the informer is not kept on disk although
+	// Options.CacheDir is set (errors.Is ErrCache, wrapping the cause: the
+	// directory locked by another process, the cluster's identity not
+	// readable, a write failed), nil while it is. The informer works from
+	// the server meanwhile. A change of it is seen in the next Status; it
+	// publishes nothing by itself.
+	CacheErr error
 	// Denied names the namespaces of a several-namespace informer
 	// (WithNamespaces) that it does not list, and why: the missing verbs
 	// (WithAccessCheck) or the server's 403. The others are listed,

@@ -17,7 +17,7 @@ import (
 
 // The public states and reasons are the state machine's.
 func TestStatesAreTheMachines(t *testing.T) {
-	public := []State{Pending, Syncing, Synced, Stale, Removed, Failed, Stopped}
+	public := []State{Pending, Restored, Syncing, Synced, Stale, Removed, Failed, Stopped}
 	if len(public) != len(lifecycle.States) {
 		t.Fatalf("%d public states, the machine has %d", len(public), len(lifecycle.States))
 	}

@@ -88,6 +88,9 @@ type Hooks struct {
 	// WaitingForSlot: the first list waits for an initial-list slot (nil:
 	// not told).
 	WaitingForSlot func()
+	// Restored: the list restored from disk (SetRestored) was handed to
+	// the reflector at rv (nil: not told).
+	Restored func(rv string)
 }
 
 // ListerWatcher is the toolscache.ListerWatcherWithContext an informer's
@@ -142,15 +145,16 @@ type ListerWatcher struct {
 	Keys        *KeySet
 	CachedByKey func(key string) (interface{}, bool)
 
-	mu        sync.Mutex // guards phase, active, accessOK, listing, relistDue, switching, switchGen, relistGen
+	mu        sync.Mutex // guards phase, active, accessOK, listing, relistDue, switching, switchGen, relistGen, restored
 	phase     Phase
-	active    *activeStream // the open stream, if any
-	accessOK  bool          // Access returned nil
-	listing   bool          // a list request is in flight
-	relistDue bool          // Relist was called while listing: that list may predate it
-	switching bool          // a stream is switching (Switch): listing the new selection
-	switchGen uint64        // counts Switch calls
-	relistGen uint64        // counts Relist calls
+	restored  runtime.Object // SetRestored's list, until the first list takes it
+	active    *activeStream  // the open stream, if any
+	accessOK  bool           // Access returned nil
+	listing   bool           // a list request is in flight
+	relistDue bool           // Relist was called while listing: that list may predate it
+	switching bool           // a stream is switching (Switch): listing the new selection
+	switchGen uint64         // counts Switch calls
+	relistGen uint64         // counts Relist calls
 }
 
 // activeStream is the stream the reflector reads now.
@@ -178,6 +182,27 @@ func (lw *ListerWatcher) SetServed(open bool, reason string, authoritative bool)
 		lw.interruptLocked()
 		lw.mu.Unlock()
 	}
+}
+
+// SetRestored gives the informer's first list: while the phase is
+// Pending, the reflector's first list (once the gate is open) is answered
+// with list, without the server and without Access or an initial-list
+// slot, and a watch-list request falls back to that list
+// (reflectorseam.ErrRestoredFallback). The reflector then watches from
+// list's resourceVersion; if the server cannot resume from it (410), the
+// reflector lists again, from the server, and its Replace turns the
+// difference into adds, updates and deletes. Call it before the informer
+// runs.
+func (lw *ListerWatcher) SetRestored(list runtime.Object) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.restored = list
+}
+
+func (lw *ListerWatcher) restoredPending() bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.phase == Pending && lw.restored != nil
 }
 
 // Relist makes the reflector drop its watch and list again (the informer
@@ -291,6 +316,26 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 			}
 			continue
 		}
+		if phase == Pending {
+			lw.mu.Lock()
+			list := lw.restored
+			lw.restored = nil
+			if list != nil {
+				lw.phase = Serving
+			}
+			lw.mu.Unlock()
+			if list != nil {
+				if lw.Keys != nil {
+					lw.Keys.beginList()
+					lw.keysPage(list)
+				}
+				rv, _ := listwatch.ListRV(list)
+				if lw.Hooks.Restored != nil {
+					lw.Hooks.Restored(rv)
+				}
+				return list, nil
+			}
+		}
 		initial := phase == Pending
 		if initial {
 			if checked, err := lw.checkAccess(ctx); err != nil {
@@ -343,6 +388,9 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 // of a Pending informer first waits for the gate to open and for Access.
 func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	watchList := reflectorseam.WatchListRequested(opts)
+	if watchList && lw.restoredPending() {
+		return nil, reflectorseam.ErrRestoredFallback
+	}
 	if watchList && lw.Phase() == Pending {
 		if err := lw.awaitFirstStream(ctx); err != nil {
 			return nil, err

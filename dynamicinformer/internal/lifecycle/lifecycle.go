@@ -24,17 +24,18 @@ type State string
 
 // The states; see dynamicinformer.State for their contracts.
 const (
-	Pending State = "Pending"
-	Syncing State = "Syncing"
-	Synced  State = "Synced"
-	Stale   State = "Stale"
-	Removed State = "Removed"
-	Failed  State = "Failed"
-	Stopped State = "Stopped"
+	Pending  State = "Pending"
+	Restored State = "Restored"
+	Syncing  State = "Syncing"
+	Synced   State = "Synced"
+	Stale    State = "Stale"
+	Removed  State = "Removed"
+	Failed   State = "Failed"
+	Stopped  State = "Stopped"
 )
 
 // States lists every state, in the order tables show them.
-var States = []State{Pending, Syncing, Synced, Stale, Removed, Failed, Stopped}
+var States = []State{Pending, Restored, Syncing, Synced, Stale, Removed, Failed, Stopped}
 
 // Reasons the machine gives.
 const (
@@ -180,9 +181,9 @@ func (m Machine) View() View {
 	return v
 }
 
-// serving reports whether the informer lists or holds a list: Syncing,
-// Synced or Stale.
-func (m Machine) serving() bool { return m.state == Syncing || m.complete() }
+// serving reports whether the informer lists or holds a list: Restored,
+// Syncing, Synced or Stale.
+func (m Machine) serving() bool { return m.state == Restored || m.state == Syncing || m.complete() }
 
 // complete reports whether the cache holds a complete list and the watch
 // is meant to run: Synced, or Stale (the same with contact lost).
@@ -379,6 +380,17 @@ func (t *transition) run() {
 		}
 		t.fire("slot-waiting")
 		t.set(Pending, nil, WaitingForSlotReason)
+	case RestoredFromDisk:
+		if m.state != Pending {
+			t.fire("restored-ignored")
+			return
+		}
+		t.fire("restored")
+		t.set(Restored, nil, ev.Reason)
+		if m.awaitRelist {
+			m.relisted, m.relistRV = true, ev.RV
+		}
+		t.effect(Nudge)
 	case ListStarted:
 		t.listStarted()
 	case ListAnswered:
@@ -486,7 +498,7 @@ func (t *transition) listStarted() {
 	case m.state == Removed:
 		t.fire("list-started-removed")
 		m.removal = removal{}
-	case m.state == Pending || m.removal.id != 0:
+	case m.state == Pending || m.state == Restored || m.removal.id != 0:
 		t.fire("list-started")
 		m.removal = removal{}
 		t.set(Syncing, nil, ListingReason)
@@ -542,7 +554,7 @@ func (t *transition) cacheChecked() {
 		t.set(Removed, r.err, r.reason)
 		return
 	}
-	if m.state == Syncing && m.informerSynced && m.watchOpen &&
+	if (m.state == Syncing || m.state == Restored) && m.informerSynced && m.watchOpen &&
 		(!m.awaitRelist || m.relisted && RVReached(ev.LastRV, m.relistRV)) {
 		s, reason := m.synced()
 		if s == Stale {

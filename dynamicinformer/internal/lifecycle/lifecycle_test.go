@@ -38,6 +38,7 @@ var (
 	startClosed  = Event{Kind: Start, At: at(1), Reason: "no CRD", Err: kindErr(errNotServed, "no CRD")}
 	startCheck   = Event{Kind: Start, At: at(1), Reason: presence.CheckingReason}
 	listStarted  = Event{Kind: ListStarted, At: at(2)}
+	restoredEv   = Event{Kind: RestoredFromDisk, At: at(2), RV: "10", Reason: "restored 3 objects from disk"}
 	listAnswered = Event{Kind: ListAnswered, At: at(3), RV: "10"}
 	watchOpened  = Event{Kind: WatchOpened, At: at(4)}
 	refused      = Event{Kind: ListFailed, At: at(5), Class: Refused, Reason: "forbidden", Err: kindErr(errForbidden, "rbac"), Detail: "rbac"}
@@ -66,8 +67,9 @@ func drive(t *testing.T, m Machine, evs ...Event) Machine {
 }
 
 // Fixtures: machines in each state, reached through Next.
-func pending(t *testing.T) Machine { return drive(t, New(t0), start) }
-func syncing(t *testing.T) Machine { return drive(t, pending(t), listStarted) }
+func pending(t *testing.T) Machine  { return drive(t, New(t0), start) }
+func syncing(t *testing.T) Machine  { return drive(t, pending(t), listStarted) }
+func restored(t *testing.T) Machine { return drive(t, pending(t), restoredEv) }
 func synced(t *testing.T) Machine {
 	return drive(t, syncing(t), listAnswered, watchOpened, checked(true, "10"))
 }
@@ -90,6 +92,8 @@ func inState(t *testing.T, s State) Machine {
 	switch s {
 	case Pending:
 		return pending(t)
+	case Restored:
+		return restored(t)
 	case Syncing:
 		return syncing(t)
 	case Synced:
@@ -203,6 +207,13 @@ func rows() []row {
 		{name: "slot waiting", from: pending, ev: Event{Kind: SlotWaiting, At: at(2)}, rule: "slot-waiting", state: Pending, reason: WaitingForSlotReason, effects: Publish},
 		{name: "slot waiting after a failure", from: failed, ev: Event{Kind: SlotWaiting}, rule: "slot-waiting-ignored", state: Failed, errIs: errForbidden, reason: "forbidden"},
 
+		{name: "restored from disk", from: pending, ev: restoredEv, rule: "restored", state: Restored, reason: "restored 3 objects from disk",
+			effects: Publish | Nudge, check: sinceIs(at(2))},
+		{name: "restored only from Pending", from: synced, ev: restoredEv, rule: "restored-ignored", state: Synced},
+		{name: "a refused resume lists", from: restored, ev: listStarted, rule: "list-started", state: Syncing, reason: ListingReason, effects: Publish},
+		{name: "restored, then the watch resumed", from: func(t *testing.T) Machine { return drive(t, restored(t), watchOpened) },
+			ev: checked(true, "10"), rule: "synced", state: Synced, effects: Publish | CloseSynced},
+		{name: "restored waits for the watch", from: restored, ev: checked(true, "10"), rule: "cache-checked", state: Restored, reason: "restored 3 objects from disk"},
 		{name: "list started from Pending", from: pending, ev: listStarted, rule: "list-started", state: Syncing, reason: ListingReason, effects: Publish, check: sinceIs(at(2))},
 		{name: "list started from Removed", from: removed, ev: listStarted, rule: "list-started-removed", state: Removed, errIs: errNotServed, reason: "CRD deleted"},
 		{name: "a 404 after a list started from Removed leaves it Removed", from: func(t *testing.T) Machine { return drive(t, removed(t), listStarted) },
@@ -529,7 +540,7 @@ func TestEveryStateEveryEvent(t *testing.T) {
 	samples := map[EventKind]Event{
 		Start: startClosed, Stop: {Kind: Stop, Reason: "released"}, ConfigError: configErr,
 		GateWaiting: {Kind: GateWaiting, Reason: "404", Err: kindErr(errNotServed, "404")}, SlotWaiting: {Kind: SlotWaiting},
-		ListStarted: listStarted, ListAnswered: listAnswered, ListFailed: refused, WatchOpened: watchOpened,
+		RestoredFromDisk: restoredEv, ListStarted: listStarted, ListAnswered: listAnswered, ListFailed: refused, WatchOpened: watchOpened,
 		ResourceServed: {Kind: ResourceServed}, ResourceRemoved: {Kind: ResourceRemoved, Reason: "gone", Known: true, Err: kindErr(errNotServed, "gone")},
 		VersionSwitched: {Kind: VersionSwitched, Version: "v2"}, CacheEmptied: emptied,
 		CacheChecked: {Kind: CacheChecked, At: at(time.Hour), InformerSynced: true, CacheEmpty: true, LastRV: "99", Removal: 1},

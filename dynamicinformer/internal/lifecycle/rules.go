@@ -17,6 +17,7 @@ const (
 	ConfigError         EventKind = "config error"
 	GateWaiting         EventKind = "waiting"
 	SlotWaiting         EventKind = "slot waiting"
+	RestoredFromDisk    EventKind = "restored"
 	ListStarted         EventKind = "list started"
 	ListAnswered        EventKind = "list answered"
 	ListFailed          EventKind = "list failed"
@@ -50,6 +51,7 @@ var Events = []EventDoc{
 	{ConfigError, "its options cannot work on the resource (a namespace asked of a cluster-scoped resource, an invalid selector)", "Err, Reason"},
 	{GateWaiting, "it never listed and the gate is closed", "Reason, Err (ErrNotServed of Reason)"},
 	{SlotWaiting, "its first list waits for an initial-list slot", ""},
+	{RestoredFromDisk, "the gate handed the reflector the list restored from disk (Options.CacheDir)", "RV (the stored resourceVersion), Reason"},
 	{ListStarted, "a real list or watch-list stream is about to be sent", ""},
 	{ListAnswered, "a real list returned, or a watch-list stream opened", "RV (\"\" for a stream)"},
 	{ListFailed, "the reflector's list or watch failed", "Err (classified), Class, Reason (the kind), Detail"},
@@ -83,7 +85,7 @@ type Rule struct {
 }
 
 var (
-	running = []State{Syncing, Synced, Stale}
+	running = []State{Restored, Syncing, Synced, Stale}
 	notYet  = []State{Pending, Removed, Failed}
 )
 
@@ -100,15 +102,18 @@ var Rules = []Rule{
 	{ID: "start", On: Start, When: "otherwise", Also: "recorded as started"},
 	{ID: "waiting-removed", On: GateWaiting, When: "Removed, or a removal is pending"},
 	{ID: "waiting", On: GateWaiting, When: "otherwise", To: Pending, Effects: Publish, Also: "as start-waiting"},
-	{ID: "slot-waiting-ignored", On: SlotWaiting, From: []State{Syncing, Synced, Stale, Removed, Failed}},
+	{ID: "slot-waiting-ignored", On: SlotWaiting, From: []State{Restored, Syncing, Synced, Stale, Removed, Failed}},
 	{ID: "slot-waiting", On: SlotWaiting, From: []State{Pending}, To: Pending, Effects: Publish,
 		Also: "reason \"" + WaitingForSlotReason + "\""},
 
+	{ID: "restored", On: RestoredFromDisk, From: []State{Pending}, To: Restored, Effects: Publish | Nudge,
+		Also: "reason the event's; the watch resumes from RV"},
+	{ID: "restored-ignored", On: RestoredFromDisk, When: "otherwise"},
 	{ID: "list-started-failed", On: ListStarted, From: []State{Failed},
 		Also: "a pending removal is dropped; Failed until a list answers"},
 	{ID: "list-started-removed", On: ListStarted, From: []State{Removed},
 		Also: "nothing: Removed until the list answers (a 404 leaves it Removed; list answered makes it Syncing)"},
-	{ID: "list-started", On: ListStarted, From: []State{Pending, Syncing, Synced, Stale}, When: "Pending, or a removal is pending",
+	{ID: "list-started", On: ListStarted, From: []State{Pending, Restored, Syncing, Synced, Stale}, When: "Pending or Restored (the resume was refused: a fresh list), or a removal is pending",
 		To: Syncing, Effects: Publish, Also: "reason \"" + ListingReason + "\"; a pending removal is dropped (served again before it was published)"},
 	{ID: "list-started-relist", On: ListStarted, From: running, When: "no removal is pending"},
 	{ID: "list-answered-relist", On: ListAnswered, From: running, Effects: Nudge,
@@ -137,7 +142,7 @@ var Rules = []Rule{
 		Also: "as start-waiting"},
 	{ID: "removed-ignored", On: ResourceRemoved, When: "otherwise",
 		Also: "nothing: a serving informer's stream empties the cache (cache emptied)"},
-	{ID: "version-switched", On: VersionSwitched, From: []State{Syncing, Synced, Stale, Removed}, To: Syncing, Effects: Publish,
+	{ID: "version-switched", On: VersionSwitched, From: []State{Restored, Syncing, Synced, Stale, Removed}, To: Syncing, Effects: Publish,
 		Also: "reason \"following version <v>: <reason>\"; a real relist is awaited"},
 	{ID: "version-switched-quiet", On: VersionSwitched, From: []State{Pending, Failed}, Also: "a real relist is awaited"},
 
@@ -145,10 +150,10 @@ var Rules = []Rule{
 		Also: "a removal is pending (its reason, since At); the watch is closed; a real relist is awaited"},
 	{ID: "removal-published", On: CacheChecked, When: "the removal observed is pending and the cache is empty or RemovalGrace has passed",
 		To: Removed, Effects: Publish, Also: "Err ErrNotServed, reason the removal's"},
-	{ID: "synced", On: CacheChecked, From: []State{Syncing},
+	{ID: "synced", On: CacheChecked, From: []State{Restored, Syncing},
 		When: "client-go's informer has synced, a watch is open and, after a removal or version switch, the relist returned and the reflector's resourceVersion reached it",
 		To:   Synced, Effects: Publish | CloseSynced, Also: "the first time, the synced channel is closed"},
-	{ID: "synced-stale", On: CacheChecked, From: []State{Syncing}, When: "as synced, while contact is lost",
+	{ID: "synced-stale", On: CacheChecked, From: []State{Restored, Syncing}, When: "as synced, while contact is lost",
 		To: Stale, Effects: Publish | CloseSynced, Also: "as synced; reason the lost contact's"},
 	{ID: "cache-checked", On: CacheChecked, When: "otherwise"},
 

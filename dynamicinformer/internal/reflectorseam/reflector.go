@@ -149,6 +149,10 @@ var (
 	// ErrProbeFallback: a liveness probe is due; a watch-list stream is
 	// served from the server's watch cache, which is what may be stuck.
 	ErrProbeFallback error = &fallbackError{"informerkit: no sign of life from the server; checking with a list"}
+	// ErrRestoredFallback: the informer's first list is the one restored
+	// from disk; the gate answers it, then the reflector watches from its
+	// resourceVersion.
+	ErrRestoredFallback error = &fallbackError{"informerkit: restored from disk; falling back to list"}
 	// ErrWatchListDeclined: a merged watch over several namespaces is
 	// listed, not streamed.
 	ErrWatchListDeclined error = &fallbackError{"informerkit: several namespaces are listed, not streamed"}

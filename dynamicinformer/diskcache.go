@@ -1,0 +1,411 @@
+package dynamicinformer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
+	"github.com/informerkit/informerkit/internal/persist"
+)
+
+// ErrCache is the kind of Status.CacheErr: the disk cache
+// (Options.CacheDir) is not used, or no longer written, for the informer;
+// the informer works from the server as without it.
+var ErrCache = errors.New("disk cache not used")
+
+// diskSyncPeriod is how often journaled changes are made durable (and a
+// fold is considered): a crash loses at most about this much, and the
+// next start resumes from an older resourceVersion.
+const diskSyncPeriod = time.Second
+
+var crdsGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// factoryDisk is a factory's cache directory, opened (and locked) on the
+// first informer that uses it, closed at Shutdown.
+type factoryDisk struct {
+	path    string
+	secrets bool
+	client  dynamic.Interface
+
+	mu      sync.Mutex // guards dir, err, opened, cluster
+	dir     *persist.Dir
+	err     error // why the directory cannot be used (sticky)
+	opened  bool
+	cluster string // the kube-system namespace's UID, once known
+}
+
+// open returns the locked directory, or why it cannot be used.
+func (d *factoryDisk) open() (*persist.Dir, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.opened {
+		d.opened = true
+		d.dir, d.err = persist.Open(d.path)
+	}
+	return d.dir, d.err
+}
+
+func (d *factoryDisk) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dir != nil {
+		d.dir.Close()
+		d.dir = nil
+	}
+}
+
+// identity returns what a stored state of gvr must match: the cluster
+// (kube-system's UID, asked once per factory) and gvr's CRD UID ("" when
+// no CRD serves it).
+func (d *factoryDisk) identity(ctx context.Context, gvr schema.GroupVersionResource) (cluster, crd string, err error) {
+	d.mu.Lock()
+	cluster = d.cluster
+	d.mu.Unlock()
+	if cluster == "" {
+		ns, err := d.client.Resource(namespacesGVR).Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		if err != nil {
+			return "", "", fmt.Errorf("identifying the cluster (get namespace %s): %w", metav1.NamespaceSystem, err)
+		}
+		cluster = string(ns.GetUID())
+		d.mu.Lock()
+		d.cluster = cluster
+		d.mu.Unlock()
+	}
+	if gvr.Group == "" {
+		return cluster, "", nil
+	}
+	c, err := d.client.Resource(crdsGVR).Get(ctx, gvr.Resource+"."+gvr.Group, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return cluster, "", nil
+	case err != nil:
+		return "", "", fmt.Errorf("identifying the CustomResourceDefinition: %w", err)
+	}
+	return cluster, string(c.GetUID()), nil
+}
+
+// diskEligible says whether an informer of key may be kept on disk, and
+// why not. Informers whose identity is not a value (an unkeyed transform
+// or tweak, a shard source), that merge several namespaces, or that
+// follow the preferred version are not (yet) kept.
+func diskEligible(key spec, secrets bool) (string, bool) {
+	switch {
+	case key.own != 0:
+		return "a transform or tweak without a sharing key", false
+	case key.shardSource != nil:
+		return "a shard source", false
+	case key.permitted || key.candidates != "" || containsComma(key.namespaces):
+		return "several namespaces", false
+	case key.follow:
+		return "following the preferred version", false
+	case key.gvr.Group == "" && key.gvr.Resource == "secrets" && !secrets:
+		return "Secrets are kept on disk only with Options.CacheSecrets", false
+	}
+	return "", true
+}
+
+func containsComma(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' {
+			return true
+		}
+	}
+	return false
+}
+
+// diskSpec is key as text: what a stored state's spec must equal.
+func diskSpec(key spec) string {
+	return fmt.Sprintf("gvr=%s ns=%q label=%q field=%q projection=%+v shard=%q transform=%q tweak=%q sharing=%q",
+		key.gvr, key.namespaces, key.labelSelector, key.fieldSelector, key.projection, key.shard, key.transformKey, key.tweakKey, key.sharingKey)
+}
+
+// diskName is the file name of key's state: readable, and unique per
+// spec.
+func diskName(key spec, text string) string {
+	sum := sha256.Sum256([]byte(text))
+	g := key.gvr.Group
+	if g == "" {
+		g = "core"
+	}
+	return key.gvr.Resource + "." + g + "." + key.gvr.Version + "-" + hex.EncodeToString(sum[:8])
+}
+
+// entryDisk keeps one informer's cache on disk: it restores it at start
+// and journals every change its handler sees.
+type entryDisk struct {
+	factory *factoryDisk
+	name    string
+	spec    string
+
+	mu       sync.Mutex // guards w, rvs, err, restored, logged
+	w        *persist.Writer
+	rvs      map[string]string // key -> resourceVersion written
+	err      error             // *InformerError of kind ErrCache, nil while all is well
+	restored int
+	logged   bool
+}
+
+// cacheErr records why the disk cache is not used, logging it once.
+func (e *entry) cacheErr(err error) {
+	ie := &InformerError{GVR: e.currentGVR(), Kind: ErrCache, Err: err}
+	d := e.disk
+	d.mu.Lock()
+	d.err = ie
+	first := !d.logged
+	d.logged = true
+	d.mu.Unlock()
+	if first {
+		e.logger.Info("disk cache not used", "dir", d.factory.path, "err", err.Error())
+	}
+}
+
+// diskStatus is what Status shows of the disk cache.
+func (d *entryDisk) status() (restored int, err error) {
+	if d == nil {
+		return 0, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.restored, d.err
+}
+
+// restore runs before the informer: it loads the stored state (handing
+// it to the gate as the first list), writes it as the new snapshot and
+// starts journaling. Any failure leaves the informer to the server.
+func (e *entry) restore(ctx context.Context) {
+	d := e.disk
+	dir, err := d.factory.open()
+	if err != nil {
+		e.cacheErr(err)
+		return
+	}
+	cluster, crd, err := d.factory.identity(ctx, e.currentGVR())
+	if err != nil {
+		e.cacheErr(err)
+		return
+	}
+	id := persist.Identity{Spec: d.spec, Cluster: cluster, CRD: crd}
+	st, info, err := dir.Load(d.name, id)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		st = persist.State{}
+	case err != nil:
+		// Not used and removed; the informer lists.
+		e.logger.Info("stored cache ignored and removed", "dir", dir.Path(), "file", d.name, "reason", err.Error())
+		st = persist.State{}
+	case info.JournalErr != nil:
+		e.logger.Info("stored journal read in part (the end of a crash)", "file", d.name, "applied", info.Journaled, "reason", info.JournalErr.Error())
+	}
+	if len(st.Objects) > 0 && st.RV != "" {
+		list, err := e.restoredList(st)
+		if err != nil {
+			e.logger.Info("stored cache ignored", "file", d.name, "reason", err.Error())
+			st = persist.State{}
+		} else {
+			e.lw.SetRestored(list)
+		}
+	} else {
+		st = persist.State{}
+	}
+	w, err := dir.Create(d.name, id, st)
+	if err != nil {
+		e.lw.SetRestored(nil)
+		e.cacheErr(err)
+		return
+	}
+	d.mu.Lock()
+	d.w = w
+	d.rvs = make(map[string]string, len(st.Objects))
+	for _, o := range st.Objects {
+		d.rvs[o.Key] = o.RV
+	}
+	d.restored = len(st.Objects)
+	d.mu.Unlock()
+	if _, err := e.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { e.journalPut(obj) },
+		UpdateFunc: func(_, obj interface{}) { e.journalPut(obj) },
+		DeleteFunc: e.journalDelete,
+	}); err != nil {
+		e.cacheErr(err)
+	}
+}
+
+// restoredList decodes st into a list of the reflector's type at st.RV.
+func (e *entry) restoredList(st persist.State) (runtime.Object, error) {
+	items := make([]runtime.Object, 0, len(st.Objects))
+	for _, o := range st.Objects {
+		var obj runtime.Object
+		if e.cfg.metadataOnly {
+			m := &metav1.PartialObjectMetadata{}
+			if err := json.Unmarshal(o.Data, m); err != nil {
+				return nil, fmt.Errorf("object %s: %w", o.Key, err)
+			}
+			obj = m
+		} else {
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(o.Data); err != nil {
+				return nil, fmt.Errorf("object %s: %w", o.Key, err)
+			}
+			obj = u
+		}
+		items = append(items, obj)
+	}
+	list := e.lw.EmptyList(st.RV)
+	if err := meta.SetList(list, items); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// encodeForDisk is obj's JSON: a full object, its metadata, or a compact
+// object decoded.
+func encodeForDisk(obj interface{}) ([]byte, error) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o.MarshalJSON()
+	case interface {
+		Decode() (*unstructured.Unstructured, error)
+	}:
+		u, err := o.Decode()
+		if err != nil {
+			return nil, err
+		}
+		return u.MarshalJSON()
+	}
+	return json.Marshal(obj)
+}
+
+// journalPut journals an add or update (the handler's, on its goroutine).
+// An object already written at its resourceVersion (a restored one) is
+// not written again.
+func (e *entry) journalPut(obj interface{}) {
+	d := e.disk
+	key, err := toolscache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	rv := m.GetResourceVersion()
+	d.mu.Lock()
+	w, same := d.w, d.rvs[key] == rv
+	d.mu.Unlock()
+	if w == nil || same {
+		return
+	}
+	data, err := encodeForDisk(obj)
+	if err != nil {
+		return
+	}
+	if err := w.Put(key, rv, data); err != nil {
+		e.diskFailed(err)
+		return
+	}
+	d.mu.Lock()
+	d.rvs[key] = rv
+	d.mu.Unlock()
+}
+
+func (e *entry) journalDelete(obj interface{}) {
+	d := e.disk
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	key, err := toolscache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	rv := ""
+	if m, err := meta.Accessor(obj); err == nil {
+		rv = m.GetResourceVersion()
+	}
+	d.mu.Lock()
+	w := d.w
+	_, known := d.rvs[key]
+	delete(d.rvs, key)
+	d.mu.Unlock()
+	if w == nil || !known {
+		return
+	}
+	if err := w.Delete(key, rv); err != nil {
+		e.diskFailed(err)
+	}
+}
+
+// diskFailed: a write failed (a full disk, a read-only directory). What
+// is on disk stays a state the informer held; nothing more is written.
+func (e *entry) diskFailed(err error) {
+	e.cacheErr(fmt.Errorf("writing: %w", err))
+}
+
+// diskLoop makes the journal durable every diskSyncPeriod and folds it
+// into the snapshot when it has grown, until ctx ends.
+func (e *entry) diskLoop(ctx context.Context) {
+	d := e.disk
+	t := time.NewTicker(diskSyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		w := d.w
+		d.mu.Unlock()
+		if w == nil {
+			return
+		}
+		if err := w.Sync(); err != nil {
+			e.diskFailed(err)
+			return
+		}
+		if w.FoldDue() {
+			if err := w.Fold(); err != nil {
+				e.diskFailed(err)
+				return
+			}
+		}
+	}
+}
+
+// closeDisk folds and closes the journal once the informer has stopped
+// (its handlers have returned).
+func (e *entry) closeDisk() {
+	d := e.disk
+	d.mu.Lock()
+	w := d.w
+	d.w = nil
+	d.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if err := w.Close(); err != nil {
+		e.diskFailed(err)
+	}
+}
+
+// restoredHook: the gate handed the reflector the restored list.
+func (e *entry) restoredHook(rv string) {
+	restored, _ := e.disk.status()
+	e.apply(lifecycle.Event{Kind: lifecycle.RestoredFromDisk, RV: rv,
+		Reason: fmt.Sprintf("restored %d objects from disk at resourceVersion %s; resuming the watch", restored, rv)})
+}

@@ -1,0 +1,55 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
+)
+
+// A restored list answers the first list (after the gate opens) without
+// the server; a watch-list request falls back to it; later lists go to
+// the server.
+func TestRestoredAnswersFirstList(t *testing.T) {
+	leaks(t)
+	f := newFixture(t, true, 0)
+	var restoredAt string
+	f.lw.Hooks.Restored = func(rv string) { restoredAt = rv }
+	l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "WidgetList"}}
+	l.SetResourceVersion("7")
+	l.Items = []unstructured.Unstructured{*widget("a", "5")}
+	f.lw.SetRestored(l)
+	if _, err := f.lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: truePtr()}); !errors.Is(err, reflectorseam.ErrRestoredFallback) {
+		t.Fatalf("watch-list: %v, want ErrRestoredFallback", err)
+	}
+	o, err := f.lw.ListWithContext(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv, _ := listwatch.ListRV(o); rv != "7" || restoredAt != "7" || f.lw.Phase() != Serving {
+		t.Fatalf("list at %q, hook %q, phase %v", rv, restoredAt, f.lw.Phase())
+	}
+	if lists, watches := f.inner.counts(); lists != 0 || watches != 0 {
+		t.Fatalf("server asked: %d lists, %d watches", lists, watches)
+	}
+	if f.hooks.has("listStarted") {
+		t.Fatalf("hooks %v: a restored list is not a list", f.hooks.snapshot())
+	}
+	// Once taken, the next list is the server's.
+	o, err = f.lw.ListWithContext(context.Background(), metav1.ListOptions{})
+	if rv, _ := listwatch.ListRV(o); err != nil || rv != "10" {
+		t.Fatalf("second list at %q (%v), want the server's", rv, err)
+	}
+	w, err := f.lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: truePtr()})
+	if errors.Is(err, reflectorseam.ErrRestoredFallback) {
+		t.Fatal("restored fallback after the restored list was taken")
+	}
+	if w != nil {
+		w.Stop()
+	}
+}

@@ -1,0 +1,36 @@
+// Package persist keeps an informer's cache on disk so that a process
+// started again can fill its cache from it instead of listing the
+// resource (dynamicinformer's Options.CacheDir).
+//
+// # Files
+//
+// A Dir is a directory locked by one process (a lock file held with
+// flock: a second process opening it gets ErrLocked). An informer's state
+// is stored under a name (derived from its spec) as a snapshot,
+// NAME.snap, and journals, NAME.jGEN. Every file is mode 0600.
+//
+// Each file begins with an 8-byte magic ("IKCACHE\n"), a 2-byte format
+// version (FormatVersion, little endian), a kind byte ('S' snapshot, 'J'
+// journal) and a reserved byte, then records. A record is a 4-byte length,
+// a 4-byte CRC-32C of its payload, and the payload. The first record is a
+// header (JSON: the generation, the Identity, and for a snapshot its
+// resourceVersion and object count); the others are objects (a put: key,
+// resourceVersion, the object's encoding) or, in journals, deletes.
+//
+// # Guarantees
+//
+// A snapshot is written to a temporary file, synced, renamed over the old
+// one and the directory synced: it is whole or absent. A journal is
+// appended to; Writer.Sync makes what was appended durable. A snapshot of
+// generation G holds everything of the journals before G; loading applies
+// the journals of generation G and after, in order, and stops at the first
+// record that is short or fails its checksum: the state loaded is always
+// one the informer held (a prefix of its history), never a mix. A
+// snapshot that is short, fails a checksum, or is of another format
+// version or Identity is not used (ErrCorrupt, ErrMismatch) and its files
+// are removed.
+//
+// What is not guaranteed: what was appended after the last Sync may be
+// lost in a crash (the state loaded is then older, and the watch resumes
+// from its older resourceVersion); files are not encrypted.
+package persist

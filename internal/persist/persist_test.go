@@ -1,0 +1,286 @@
+package persist
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+var testID = Identity{Spec: "configmaps.v1", Cluster: "c1"}
+
+func open(t *testing.T, dir string) *Dir {
+	t.Helper()
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// states returns the states a small history passes through, written to
+// dir: a snapshot of two objects, then a journal of three changes.
+func writeHistory(t *testing.T, d *Dir) []map[string]string {
+	t.Helper()
+	st := State{RV: "10", Objects: []Object{{"ns/a", "5", []byte(`{"a":1}`)}, {"ns/b", "10", []byte(`{"b":1}`)}}}
+	w, err := d.Create("cm", testID, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := []map[string]string{{"ns/a": `{"a":1}`, "ns/b": `{"b":1}`}}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.Put("ns/c", "11", []byte(`{"c":1}`)))
+	states = append(states, map[string]string{"ns/a": `{"a":1}`, "ns/b": `{"b":1}`, "ns/c": `{"c":1}`})
+	must(w.Put("ns/a", "12", []byte(`{"a":2}`)))
+	states = append(states, map[string]string{"ns/a": `{"a":2}`, "ns/b": `{"b":1}`, "ns/c": `{"c":1}`})
+	must(w.Delete("ns/b", "13"))
+	states = append(states, map[string]string{"ns/a": `{"a":2}`, "ns/c": `{"c":1}`})
+	must(w.Sync())
+	return states
+}
+
+func asMap(st State) map[string]string {
+	m := map[string]string{}
+	for _, o := range st.Objects {
+		m[o.Key] = string(o.Data)
+	}
+	return m
+}
+
+func TestRoundTrip(t *testing.T) {
+	d := open(t, t.TempDir())
+	states := writeHistory(t, d)
+	st, info, err := d.Load("cm", testID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := states[len(states)-1]; !reflect.DeepEqual(asMap(st), want) || st.RV != "13" || info.Journaled != 3 || info.JournalErr != nil {
+		t.Fatalf("loaded %v at %s (%+v), want %v at 13", asMap(st), st.RV, info, want)
+	}
+	// Starting again from it, then folding on close: one snapshot, same state.
+	w, err := d.Create("cm", testID, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Put("ns/d", "20", []byte(`{"d":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, info, err = d.Load("cm", testID)
+	if err != nil || st.RV != "20" || len(st.Objects) != 3 || info.Journaled != 0 {
+		t.Fatalf("after close: %v at %s (%+v), err %v", asMap(st), st.RV, info, err)
+	}
+}
+
+func TestFilesAreOwnerOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	d := open(t, dir)
+	writeHistory(t, d)
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("directory mode %v (%v), want 0700", fi.Mode().Perm(), err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) < 3 {
+		t.Fatalf("files %v", files)
+	}
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s mode %v (%v), want 0600", f, fi.Mode().Perm(), err)
+		}
+	}
+}
+
+func TestNothingStored(t *testing.T) {
+	d := open(t, t.TempDir())
+	if _, _, err := d.Load("cm", testID); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestMismatchRemoves(t *testing.T) {
+	for _, other := range []Identity{
+		{Spec: testID.Spec, Cluster: "c2"},
+		{Spec: testID.Spec, Cluster: testID.Cluster, CRD: "uid2"},
+		{Spec: "other", Cluster: testID.Cluster},
+	} {
+		d := open(t, t.TempDir())
+		writeHistory(t, d)
+		if _, _, err := d.Load("cm", other); !errors.Is(err, ErrMismatch) {
+			t.Fatalf("%+v: err %v, want ErrMismatch", other, err)
+		}
+		if _, _, err := d.Load("cm", testID); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%+v: after a mismatch the files stay (%v)", other, err)
+		}
+	}
+}
+
+func TestOtherFormatVersion(t *testing.T) {
+	d := open(t, t.TempDir())
+	writeHistory(t, d)
+	p := d.snapPath("cm")
+	b, _ := os.ReadFile(p)
+	b[len(magic)]++ // version 2
+	os.WriteFile(p, b, 0o600)
+	if _, _, err := d.Load("cm", testID); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("err %v, want ErrMismatch", err)
+	}
+}
+
+func TestLock(t *testing.T) {
+	dir := t.TempDir()
+	d := open(t, dir)
+	if _, err := Open(dir); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+	d.Close()
+	d2, err := Open(dir)
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	d2.Close()
+}
+
+// damaged loads a copy of the files of src in which file was changed by
+// f: the state must be one of states, or the load fail with ErrCorrupt
+// or ErrMismatch (snapshot damage) and remove the files. It never panics.
+func damaged(t *testing.T, src, scratch, file string, states []map[string]string, f func([]byte) []byte, what string) (state int) {
+	t.Helper()
+	entries, _ := os.ReadDir(src)
+	for _, e := range entries {
+		if e.Name() == "lock" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == file {
+			b = f(b)
+		}
+		if err := os.WriteFile(filepath.Join(scratch, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &Dir{path: scratch}
+	st, _, err := d.Load("cm", testID)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrMismatch) {
+			t.Fatalf("%s: err %v", what, err)
+		}
+		if _, _, err := d.Load("cm", testID); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s: a corrupt snapshot was not removed (%v)", what, err)
+		}
+		return -1
+	}
+	got := asMap(st)
+	for i, s := range states {
+		if reflect.DeepEqual(got, s) {
+			return i
+		}
+	}
+	t.Fatalf("%s: loaded %v, not a state the informer held", what, got)
+	return -1
+}
+
+func TestTruncatedOrCorruptAtEveryOffset(t *testing.T) {
+	dir := t.TempDir()
+	d := open(t, dir)
+	states := writeHistory(t, d)
+	scratch := t.TempDir()
+	reached := map[int]bool{}
+	for _, file := range []string{"cm.snap", "cm.j1"} {
+		orig, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i <= len(orig); i++ {
+			i := i
+			s := damaged(t, dir, scratch, file, states, func(b []byte) []byte { return b[:i] }, fmt.Sprintf("%s truncated at %d", file, i))
+			if file == "cm.j1" {
+				reached[s] = true
+			}
+			if i < len(orig) {
+				damaged(t, dir, scratch, file, states, func(b []byte) []byte { b[i] ^= 0x5a; return b }, fmt.Sprintf("%s flipped at %d", file, i))
+			}
+		}
+	}
+	// A journal cut at a record boundary loads the state after that
+	// record: every state of the history is reached, and no other.
+	for i := range states {
+		if !reached[i] {
+			t.Fatalf("state %d never loaded from a truncated journal (reached %v)", i, reached)
+		}
+	}
+	st, _, err := (&Dir{path: dir}).Load("cm", testID)
+	if err != nil || !reflect.DeepEqual(asMap(st), states[len(states)-1]) {
+		t.Fatalf("undamaged: %v, %v", asMap(st), err)
+	}
+}
+
+// A fold interrupted after the new journal was opened and before the
+// new snapshot was renamed leaves the old snapshot and both journals:
+// loading applies them in order.
+func TestInterruptedFold(t *testing.T) {
+	d := open(t, t.TempDir())
+	states := writeHistory(t, d)
+	d2 := d
+	// Simulate: journal 2 begun (as fold does), with one more record.
+	w2 := &Writer{dir: d2, name: "cm", id: testID, gen: 2}
+	if err := w2.openJournal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Put("ns/e", "14", []byte(`{"e":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st, info, err := d2.Load("cm", testID)
+	want := states[len(states)-1]
+	want["ns/e"] = `{"e":1}`
+	if err != nil || !reflect.DeepEqual(asMap(st), want) || st.RV != "14" || info.Journaled != 4 {
+		t.Fatalf("loaded %v at %s (%+v, %v), want %v at 14", asMap(st), st.RV, info, err, want)
+	}
+}
+
+func TestWriteErrorStops(t *testing.T) {
+	d := open(t, t.TempDir())
+	w, err := d.Create("cm", testID, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.f.Close() // the next flush fails, as on a full disk
+	big := make([]byte, 128<<10)
+	if err := w.Put("ns/a", "1", big); err == nil {
+		err = w.Sync()
+		if err == nil {
+			t.Fatal("no error writing to a closed file")
+		}
+	}
+	if err := w.Put("ns/b", "2", nil); err == nil {
+		t.Fatal("the writer wrote after an error")
+	}
+	if w.Stats().Err == nil {
+		t.Fatal("Stats.Err nil")
+	}
+}
+
+func TestLaterRV(t *testing.T) {
+	for _, c := range [][3]string{{"9", "10", "10"}, {"10", "9", "10"}, {"", "5", "5"}, {"5", "", "5"}, {"x", "5", "5"}} {
+		if got := laterRV(c[0], c[1]); got != c[2] {
+			t.Errorf("laterRV(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}

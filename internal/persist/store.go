@@ -1,0 +1,551 @@
+package persist
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Identity is what a stored state must match to be used: the informer's
+// spec, the cluster, the CRD (all opaque strings, compared exactly).
+type Identity struct {
+	// Spec is the informer's canonical spec (resource, namespaces,
+	// selectors, projection, shard).
+	Spec string `json:"spec"`
+	// Cluster identifies the cluster (the kube-system namespace's UID).
+	Cluster string `json:"cluster"`
+	// CRD is the UID of the resource's CustomResourceDefinition ("" for a
+	// resource that is not a custom resource).
+	CRD string `json:"crd,omitempty"`
+}
+
+// mismatch says which part of two identities differs ("" if none).
+func (id Identity) mismatch(stored Identity) string {
+	switch {
+	case id.Cluster != stored.Cluster:
+		return "another cluster"
+	case id.CRD != stored.CRD:
+		return "another CustomResourceDefinition (deleted and created again?)"
+	case id.Spec != stored.Spec:
+		return "another informer spec"
+	}
+	return ""
+}
+
+// Object is one stored object: its cache key, its resourceVersion and
+// its encoding (opaque to this package).
+type Object struct {
+	Key  string
+	RV   string
+	Data []byte
+}
+
+// State is a stored informer state: its objects (sorted by key) and the
+// resourceVersion the state is at (the highest of its records).
+type State struct {
+	RV      string
+	Objects []Object
+	gen     uint64 // the highest generation of the files it came from
+}
+
+// LoadInfo says how a state was loaded.
+type LoadInfo struct {
+	// Journaled counts the journal records applied on the snapshot.
+	Journaled int
+	// JournalErr is why a journal was read only in part (a short or
+	// corrupt record: the end of what a crash left), nil if none was.
+	JournalErr error
+}
+
+// Dir is a cache directory held by this process. Its methods are safe
+// for concurrent use; each name must have at most one Writer at a time.
+type Dir struct {
+	path string
+	lock *os.File
+}
+
+// Open creates the directory (mode 0700) if it is missing and takes its
+// lock (a file named "lock" held with flock). If another process holds
+// it, Open returns an error wrapping ErrLocked. Close releases it.
+func Open(path string) (*Dir, error) {
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(path, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &Dir{path: path, lock: f}, nil
+}
+
+// Path is the directory's path.
+func (d *Dir) Path() string { return d.path }
+
+// Close releases the lock.
+func (d *Dir) Close() error {
+	unlockFile(d.lock)
+	return d.lock.Close()
+}
+
+func (d *Dir) snapPath(name string) string { return filepath.Join(d.path, name+".snap") }
+func (d *Dir) journalPath(name string, gen uint64) string {
+	return filepath.Join(d.path, name+".j"+strconv.FormatUint(gen, 10))
+}
+
+// journals lists the generations of name's journals, ascending.
+func (d *Dir) journals(name string) []uint64 {
+	matches, _ := filepath.Glob(filepath.Join(d.path, name+".j*"))
+	var gens []uint64
+	for _, m := range matches {
+		g, err := strconv.ParseUint(strings.TrimPrefix(filepath.Base(m), name+".j"), 10, 64)
+		if err == nil {
+			gens = append(gens, g)
+		}
+	}
+	sort.Slice(gens, func(i, j int) bool { return gens[i] < gens[j] })
+	return gens
+}
+
+// Remove deletes every file stored under name.
+func (d *Dir) Remove(name string) {
+	os.Remove(d.snapPath(name))
+	os.Remove(d.snapPath(name) + ".tmp")
+	for _, g := range d.journals(name) {
+		os.Remove(d.journalPath(name, g))
+	}
+}
+
+// Load reads the state stored under name for id. With nothing stored it
+// returns an error satisfying errors.Is(err, fs.ErrNotExist). A snapshot
+// of another format version or Identity (ErrMismatch) or a corrupt one
+// (ErrCorrupt) is removed with its journals, and the error says why. A
+// journal read in part is not an error: LoadInfo.JournalErr says it.
+func (d *Dir) Load(name string, id Identity) (State, LoadInfo, error) {
+	st, info, err := d.read(name, id, ^uint64(0))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			for _, g := range d.journals(name) {
+				os.Remove(d.journalPath(name, g)) // journals without their snapshot
+			}
+		} else {
+			d.Remove(name)
+		}
+	}
+	return st, info, err
+}
+
+// read loads the snapshot and the journals of generations up to last.
+func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, error) {
+	var info LoadInfo
+	f, err := os.Open(d.snapPath(name))
+	if err != nil {
+		return State{}, info, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	if err := readFileHeader(r, kindSnapshot); err != nil {
+		return State{}, info, err
+	}
+	p, err := readRecord(r)
+	if err == errEnd {
+		err = fmt.Errorf("%w: no header", ErrCorrupt)
+	}
+	if err != nil {
+		return State{}, info, err
+	}
+	h, err := decodeHeader(p)
+	if err != nil {
+		return State{}, info, err
+	}
+	if why := id.mismatch(h.Identity); why != "" {
+		return State{}, info, fmt.Errorf("%w: %s", ErrMismatch, why)
+	}
+	objs := make(map[string]Object, h.Count)
+	for i := 0; i < h.Count; i++ {
+		p, err := readRecord(r)
+		if err == errEnd {
+			err = fmt.Errorf("%w: %d of %d objects", ErrCorrupt, i, h.Count)
+		}
+		if err != nil {
+			return State{}, info, err
+		}
+		rec, err := decodeRecord(p)
+		if err != nil || rec.op != opPut {
+			return State{}, info, fmt.Errorf("%w: malformed object record", ErrCorrupt)
+		}
+		objs[rec.key] = Object{Key: rec.key, RV: rec.rv, Data: rec.data}
+	}
+	if _, err := readRecord(r); err != errEnd {
+		return State{}, info, fmt.Errorf("%w: data after the last object", ErrCorrupt)
+	}
+	st := State{RV: h.RV, gen: h.Gen}
+	for _, g := range d.journals(name) {
+		if g < h.Gen {
+			continue // folded into the snapshot
+		}
+		if g > last || g != st.gen && g != st.gen+1 {
+			break
+		}
+		n, err := d.readJournal(name, g, id, objs, &st.RV)
+		info.Journaled += n
+		st.gen = g
+		if err != nil {
+			info.JournalErr = fmt.Errorf("journal %d: %w", g, err)
+			break // what follows a lost record cannot be applied
+		}
+	}
+	st.Objects = make([]Object, 0, len(objs))
+	for _, o := range objs {
+		st.Objects = append(st.Objects, o)
+	}
+	sort.Slice(st.Objects, func(i, j int) bool { return st.Objects[i].Key < st.Objects[j].Key })
+	return st, info, nil
+}
+
+// readJournal applies journal gen's records to objs and rv, in order,
+// until its end or the first bad record.
+func (d *Dir) readJournal(name string, gen uint64, id Identity, objs map[string]Object, rv *string) (int, error) {
+	f, err := os.Open(d.journalPath(name, gen))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	if err := readFileHeader(r, kindJournal); err != nil {
+		return 0, err
+	}
+	p, err := readRecord(r)
+	if err == errEnd {
+		return 0, nil // created, nothing written yet
+	}
+	if err != nil {
+		return 0, err
+	}
+	h, err := decodeHeader(p)
+	if err != nil {
+		return 0, err
+	}
+	if h.Gen != gen || id.mismatch(h.Identity) != "" {
+		return 0, fmt.Errorf("%w: journal header", ErrMismatch)
+	}
+	n := 0
+	for {
+		p, err := readRecord(r)
+		if err == errEnd {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		rec, err := decodeRecord(p)
+		if err != nil {
+			return n, err
+		}
+		if rec.op == opPut {
+			objs[rec.key] = Object{Key: rec.key, RV: rec.rv, Data: rec.data}
+		} else {
+			delete(objs, rec.key)
+		}
+		*rv = laterRV(*rv, rec.rv)
+		n++
+	}
+}
+
+// laterRV returns the later of two resourceVersions: they compare as
+// integers (KEP-5504); one that does not parse is taken as later.
+func laterRV(a, b string) string {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA == nil && errB == nil && x >= y {
+		return a
+	}
+	if b == "" {
+		return a
+	}
+	return b
+}
+
+// writeSnapshot writes st as name's snapshot of generation gen: to a
+// temporary file, synced, renamed over the old one, the directory
+// synced. It returns the snapshot's size.
+func (d *Dir) writeSnapshot(name string, id Identity, gen uint64, rv string, objs []Object) (int64, error) {
+	tmp := d.snapPath(name) + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	fail := func(err error) (int64, error) {
+		f.Close()
+		os.Remove(tmp)
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 256<<10)
+	if err := writeFileHeader(w, kindSnapshot); err != nil {
+		return fail(err)
+	}
+	size := int64(fileHeaderLen)
+	n, err := writeRecord(w, encodeHeader(header{Gen: gen, Identity: id, RV: rv, Count: len(objs)}))
+	if err != nil {
+		return fail(err)
+	}
+	size += int64(n)
+	var buf []byte
+	for _, o := range objs {
+		buf = appendRecord(buf[:0], opPut, o.Key, o.RV, o.Data)
+		n, err := writeRecord(w, buf)
+		if err != nil {
+			return fail(err)
+		}
+		size += int64(n)
+	}
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return 0, err
+	}
+	if err := os.Rename(tmp, d.snapPath(name)); err != nil {
+		os.Remove(tmp)
+		return 0, err
+	}
+	return size, syncDir(d.path)
+}
+
+func syncDir(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+// Create stores st (a loaded State, or the zero State) as name's new
+// snapshot, removes name's older files and returns a Writer that
+// journals the changes after st.
+func (d *Dir) Create(name string, id Identity, st State) (*Writer, error) {
+	gen := st.gen + 1
+	for _, g := range d.journals(name) {
+		gen = max(gen, g+1)
+	}
+	size, err := d.writeSnapshot(name, id, gen, st.RV, st.Objects)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range d.journals(name) {
+		os.Remove(d.journalPath(name, g))
+	}
+	w := &Writer{dir: d, name: name, id: id, gen: gen, rv: st.RV, snapBytes: size, written: size}
+	if err := w.openJournal(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Writer appends an informer's changes to its journal and folds them
+// into its snapshot. Its methods are safe for concurrent use. After a
+// write fails, every method returns that error and nothing more is
+// written (what is on disk stays a state the informer held).
+type Writer struct {
+	dir  *Dir
+	name string
+	id   Identity
+
+	foldMu sync.Mutex // serializes Fold and Close
+
+	mu           sync.Mutex // guards the fields below
+	gen          uint64
+	f            *os.File
+	buf          *bufio.Writer
+	rv           string
+	journalBytes int64 // in the current journal
+	snapBytes    int64 // the last snapshot's size
+	written      int64 // bytes written in all, snapshots included
+	records      int64
+	rec          []byte
+	err          error
+	closed       bool
+}
+
+func (w *Writer) openJournal() error {
+	f, err := os.OpenFile(w.dir.journalPath(w.name, w.gen), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	buf := bufio.NewWriterSize(f, 64<<10)
+	if err := writeFileHeader(buf, kindJournal); err != nil {
+		f.Close()
+		return err
+	}
+	n, err := writeRecord(buf, encodeHeader(header{Gen: w.gen, Identity: w.id}))
+	if err != nil {
+		f.Close()
+		return err
+	}
+	w.f, w.buf = f, buf
+	w.journalBytes = int64(fileHeaderLen + n)
+	w.written += w.journalBytes
+	return nil
+}
+
+// Put journals that the object at key is now data, at resourceVersion rv.
+func (w *Writer) Put(key, rv string, data []byte) error { return w.append(opPut, key, rv, data) }
+
+// Delete journals that the object at key is gone, at resourceVersion rv.
+func (w *Writer) Delete(key, rv string) error { return w.append(opDelete, key, rv, nil) }
+
+func (w *Writer) append(op byte, key, rv string, data []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return errClosed
+	}
+	w.rec = appendRecord(w.rec[:0], op, key, rv, data)
+	n, err := writeRecord(w.buf, w.rec)
+	if err != nil {
+		w.err = err
+		return err
+	}
+	w.journalBytes += int64(n)
+	w.written += int64(n)
+	w.records++
+	w.rv = laterRV(w.rv, rv)
+	return nil
+}
+
+var errClosed = errors.New("persist: writer closed")
+
+// Sync makes what was journaled durable (flush, fsync).
+func (w *Writer) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.syncLocked()
+}
+
+func (w *Writer) syncLocked() error {
+	if w.err != nil || w.closed {
+		return w.err
+	}
+	if err := w.buf.Flush(); err != nil {
+		w.err = err
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
+}
+
+// FoldDue reports whether the journal has outgrown the snapshot (and
+// 1 MiB), so that a Fold would shorten the next start's reading.
+func (w *Writer) FoldDue() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err == nil && !w.closed && w.journalBytes > max(w.snapBytes, 1<<20)
+}
+
+// Stats is what a Writer has done.
+type Stats struct {
+	// RV is the resourceVersion of the state written.
+	RV string
+	// Records counts the journal records appended; Written the bytes
+	// written (journals and snapshots).
+	Records, Written int64
+	// Err is the write error that stopped the writer, if any.
+	Err error
+}
+
+// Stats returns what the writer has done so far.
+func (w *Writer) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return Stats{RV: w.rv, Records: w.records, Written: w.written, Err: w.err}
+}
+
+// Fold writes a new snapshot holding the journals written so far, and
+// removes them. Appends go on meanwhile, into a new journal.
+func (w *Writer) Fold() error {
+	w.foldMu.Lock()
+	defer w.foldMu.Unlock()
+	return w.fold()
+}
+
+func (w *Writer) fold() error {
+	w.mu.Lock()
+	if err := w.syncLocked(); err != nil || w.closed {
+		w.mu.Unlock()
+		return err
+	}
+	w.f.Close()
+	last := w.gen
+	w.gen++
+	if err := w.openJournal(); err != nil {
+		w.err = err
+		w.mu.Unlock()
+		return err
+	}
+	w.mu.Unlock()
+	st, info, err := w.dir.read(w.name, w.id, last)
+	if err == nil && info.JournalErr != nil {
+		err = info.JournalErr
+	}
+	if err != nil {
+		return fmt.Errorf("persist: fold: %w", err) // the files stay as they are
+	}
+	size, err := w.dir.writeSnapshot(w.name, w.id, last+1, st.RV, st.Objects)
+	if err != nil {
+		return err
+	}
+	for _, g := range w.dir.journals(w.name) {
+		if g <= last {
+			os.Remove(w.dir.journalPath(w.name, g))
+		}
+	}
+	w.mu.Lock()
+	w.snapBytes = size
+	w.written += size
+	w.mu.Unlock()
+	return nil
+}
+
+// Close syncs the journal, folds it into the snapshot (so the next start
+// reads one file) and closes it. The Writer must not be used after.
+func (w *Writer) Close() error {
+	w.foldMu.Lock()
+	defer w.foldMu.Unlock()
+	err := w.fold()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		if w.f != nil {
+			if e := w.buf.Flush(); err == nil && w.err == nil {
+				err = e
+			}
+			w.f.Close()
+		}
+	}
+	return err
+}

@@ -1,0 +1,343 @@
+package factorytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+// collectionRequests counts, at the transport, the requests for the
+// configmaps of one namespace: lists (a LIST, or a watch-list stream,
+// sendInitialEvents=true) and plain watches.
+type collectionRequests struct {
+	ns string
+
+	mu             sync.Mutex // guards lists, watchLists, watches
+	lists, watches int
+	watchLists     int
+}
+
+func (c *collectionRequests) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if strings.HasSuffix(req.URL.Path, "/namespaces/"+c.ns+"/configmaps") {
+			q := req.URL.Query()
+			c.mu.Lock()
+			switch {
+			case q.Get("watch") == "true" && q.Get("sendInitialEvents") == "true":
+				c.watchLists++
+			case q.Get("watch") == "true":
+				c.watches++
+			default:
+				c.lists++
+			}
+			c.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// listsOf returns the lists (LIST or watch-list) and watches sent.
+func (c *collectionRequests) counts() (lists, watches int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lists + c.watchLists, c.watches
+}
+
+// initialRecorder records what a handler sees, initial-list adds apart.
+type initialRecorder struct {
+	*recorder
+	mu       sync.Mutex // guards initial, added, updated, deleted
+	initial  int
+	added    []string
+	updated  []string
+	deleted  []string
+	noChange int // updates whose resourceVersion did not change
+}
+
+func newInitialRecorder() *initialRecorder { return &initialRecorder{recorder: newRecorder()} }
+
+func (r *initialRecorder) OnAdd(o interface{}, initial bool) {
+	r.recorder.OnAdd(o, initial)
+	k, _ := key(o)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if initial {
+		r.initial++
+	} else {
+		r.added = append(r.added, k)
+	}
+}
+
+func (r *initialRecorder) OnUpdate(old, o interface{}) {
+	r.recorder.OnUpdate(old, o)
+	k, rv := key(o)
+	_, oldRV := key(old)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.updated = append(r.updated, k)
+	if rv == oldRV {
+		r.noChange++
+	}
+}
+
+func (r *initialRecorder) OnDelete(o interface{}) {
+	r.recorder.OnDelete(o)
+	k, _ := key(o)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deleted = append(r.deleted, k)
+}
+
+func (r *initialRecorder) seen() (initial int, added, updated, deleted []string, noChange int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := func(l []string) []string { l = append([]string(nil), l...); sort.Strings(l); return l }
+	return r.initial, s(r.added), s(r.updated), s(r.deleted), r.noChange
+}
+
+// diskRun starts a factory on dir with a recorder on the namespace's
+// configmaps, and waits for Synced.
+func diskRun(t *testing.T, ctx context.Context, dir, ns string, opts dynamicinformer.Options) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder, *collectionRequests) {
+	t.Helper()
+	cfg := cp.Config()
+	counter := &collectionRequests{ns: ns}
+	cfg.Wrap(counter.wrap)
+	opts.CacheDir = dir
+	f := newFactory(t, cfg, opts)
+	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
+	rec := newInitialRecorder()
+	if _, err := h.Informer().AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	if !f.WaitForCacheSync(ctx)[configmaps] {
+		t.Fatalf("not synced: status %+v", h.Status())
+	}
+	return f, h, rec, counter
+}
+
+// changeWhileDown creates 3 configmaps, updates 2 and deletes 2 of the
+// 20 made by seedConfigMaps.
+func changeWhileDown(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns string) (added, updated, deleted []string) {
+	t.Helper()
+	for i := 20; i < 23; i++ {
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, fmt.Sprintf("%s/cm-%d", ns, i))
+	}
+	for i := 0; i < 2; i++ {
+		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, fmt.Sprintf("cm-%d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{"changed": "yes"}
+		if _, err := kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		updated = append(updated, fmt.Sprintf("%s/cm-%d", ns, i))
+	}
+	for i := 2; i < 4; i++ {
+		if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, fmt.Sprintf("cm-%d", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deleted = append(deleted, fmt.Sprintf("%s/cm-%d", ns, i))
+	}
+	sort.Strings(added)
+	sort.Strings(updated)
+	sort.Strings(deleted)
+	return added, updated, deleted
+}
+
+func seedConfigMaps(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns string) {
+	t.Helper()
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)},
+			Data: map[string]string{"i": fmt.Sprint(i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitSeen waits until the handler saw what changed while down (the
+// watch delivers it after Synced).
+func waitSeen(t *testing.T, ctx context.Context, rec *initialRecorder, adds, updates, deletes int) {
+	t.Helper()
+	eventually(t, ctx, "the changes made while down reach the handler", func() bool {
+		_, a, u, d, _ := rec.seen()
+		return len(a) >= adds && len(u) >= updates && len(d) >= deletes
+	})
+}
+
+// TestRestartResumesFromDisk: an informer with a cache directory is shut
+// down; 3 configmaps are created, 2 updated and 2 deleted; a new factory
+// on the same directory restores the 20 stored objects (handlers see 20
+// initial-list adds), sends no list, and its watch delivers exactly the
+// 7 changes.
+func TestRestartResumesFromDisk(t *testing.T) {
+	ctx := ctxT(t, 4*time.Minute)
+	ns := unique("disk")
+	kube := cp.Kube()
+	seedConfigMaps(t, ctx, kube, ns)
+	dir := t.TempDir()
+	leaks := controlplane.SnapshotGoroutines()
+
+	f1, h1, rec1, c1 := diskRun(t, ctx, dir, ns, dynamicinformer.Options{})
+	if st := h1.Status(); st.Restored != 0 || st.CacheErr != nil || st.Objects != 20 {
+		t.Fatalf("first run: %+v", st)
+	}
+	if lists, _ := c1.counts(); lists != 1 {
+		t.Fatalf("first run: %d lists, want 1", lists)
+	}
+	if initial, _, _, _, _ := rec1.seen(); initial != 20 {
+		t.Fatalf("first run: %d initial adds", initial)
+	}
+	f1.Shutdown()
+	files, _ := filepath.Glob(filepath.Join(dir, "configmaps.core.v1-*.snap"))
+	if len(files) != 1 {
+		t.Fatalf("stored files %v", files)
+	}
+
+	added, updated, deleted := changeWhileDown(t, ctx, kube, ns)
+
+	f2, h2, rec2, c2 := diskRun(t, ctx, dir, ns, dynamicinformer.Options{})
+	defer f2.Shutdown()
+	waitSeen(t, ctx, rec2, 3, 2, 2)
+	converged(t, ctx, h2, rec2.recorder, ns)
+	initial, a, u, d, noChange := rec2.seen()
+	lists, watches := c2.counts()
+	st := h2.Status()
+	t.Logf("restart: %d restored, %d lists, %d watches; handler: %d initial, adds %v, updates %v, deletes %v", st.Restored, lists, watches, initial, a, u, d)
+	if lists != 0 {
+		t.Errorf("restart sent %d lists, want 0", lists)
+	}
+	if st.Restored != 20 || st.CacheErr != nil || initial != 20 {
+		t.Errorf("restored %d (cache err %v), initial adds %d; want 20, nil, 20", st.Restored, st.CacheErr, initial)
+	}
+	if fmt.Sprint(a) != fmt.Sprint(added) || fmt.Sprint(u) != fmt.Sprint(updated) || fmt.Sprint(d) != fmt.Sprint(deleted) || noChange != 0 {
+		t.Errorf("handler saw adds %v updates %v (%d unchanged) deletes %v; want %v %v %v", a, u, noChange, d, added, updated, deleted)
+	}
+	f2.Shutdown()
+	leaks.VerifyNoLeaks(t)
+}
+
+// TestRestartAfterCompactionDiffs: as TestRestartResumesFromDisk, but
+// etcd is compacted while the process is down, so the watch from the
+// stored resourceVersion answers 410: the informer lists once, and
+// handlers still see only the 7 real changes (client-go's Replace against
+// the restored store), no update for an unchanged object.
+func TestRestartAfterCompactionDiffs(t *testing.T) {
+	ctx := ctxT(t, 4*time.Minute)
+	ns := unique("diskcompact")
+	kube := cp.Kube()
+	seedConfigMaps(t, ctx, kube, ns)
+	dir := t.TempDir()
+	leaks := controlplane.SnapshotGoroutines()
+
+	f1, _, _, _ := diskRun(t, ctx, dir, ns, dynamicinformer.Options{})
+	f1.Shutdown()
+	added, updated, deleted := changeWhileDown(t, ctx, kube, ns)
+	if _, err := cp.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	f2, h2, rec2, c2 := diskRun(t, ctx, dir, ns, dynamicinformer.Options{})
+	defer f2.Shutdown()
+	waitSeen(t, ctx, rec2, 3, 2, 2)
+	converged(t, ctx, h2, rec2.recorder, ns)
+	initial, a, u, d, noChange := rec2.seen()
+	lists, _ := c2.counts()
+	st := h2.Status()
+	t.Logf("restart after compaction: %d restored, %d lists; handler: %d initial, adds %v, updates %v, deletes %v", st.Restored, lists, initial, a, u, d)
+	if lists != 1 {
+		t.Errorf("restart sent %d lists, want 1 (after the 410)", lists)
+	}
+	if st.Restored != 20 || initial != 20 {
+		t.Errorf("restored %d, initial adds %d; want 20, 20", st.Restored, initial)
+	}
+	if fmt.Sprint(a) != fmt.Sprint(added) || fmt.Sprint(u) != fmt.Sprint(updated) || fmt.Sprint(d) != fmt.Sprint(deleted) || noChange != 0 {
+		t.Errorf("handler saw adds %v updates %v (%d unchanged) deletes %v; want %v %v %v", a, u, noChange, d, added, updated, deleted)
+	}
+	f2.Shutdown()
+	leaks.VerifyNoLeaks(t)
+}
+
+// TestDiskCacheFaults: a damaged snapshot is ignored (the informer lists,
+// handlers see a cold start); a second factory on a locked directory runs
+// without it (Status.CacheErr is ErrCache wrapping ErrLocked... as text);
+// Secrets are not written without CacheSecrets.
+func TestDiskCacheFaults(t *testing.T) {
+	ctx := ctxT(t, 4*time.Minute)
+	ns := unique("diskfault")
+	kube := cp.Kube()
+	seedConfigMaps(t, ctx, kube, ns)
+	dir := t.TempDir()
+	leaks := controlplane.SnapshotGoroutines()
+
+	f1, _, _, _ := diskRun(t, ctx, dir, ns, dynamicinformer.Options{})
+	f1.Shutdown()
+	files, _ := filepath.Glob(filepath.Join(dir, "configmaps.core.v1-*.snap"))
+	if len(files) != 1 {
+		t.Fatalf("stored files %v", files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(files[0], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	f2, h2, rec2, c2 := diskRun(t, ctx, dir, ns, dynamicinformer.Options{})
+	initial, _, _, _, _ := rec2.seen()
+	if lists, _ := c2.counts(); lists != 1 || initial != 20 || h2.Status().Restored != 0 || h2.Status().CacheErr != nil {
+		t.Fatalf("after damage: %d lists, %d initial adds, status %+v; want a cold start that keeps writing", lists, initial, h2.Status())
+	}
+
+	// The directory is held by f2: another factory runs without it.
+	f3, h3, _, c3 := diskRun(t, ctx, dir, ns, dynamicinformer.Options{})
+	st := h3.Status()
+	if !errors.Is(st.CacheErr, dynamicinformer.ErrCache) || !strings.Contains(st.CacheErr.Error(), "locked") {
+		t.Fatalf("second factory on the directory: CacheErr %v", st.CacheErr)
+	}
+	if lists, _ := c3.counts(); lists != 1 || st.Objects != 20 {
+		t.Fatalf("second factory: %d lists, %d objects", lists, st.Objects)
+	}
+	f3.Shutdown()
+	f2.Shutdown()
+
+	// Secrets are not kept unless asked for.
+	secrets := dynamicinformer.Options{CacheDir: dir}
+	f4 := newFactory(t, cp.Config(), secrets)
+	secretsGVR := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	h4 := f4.ForResource(secretsGVR, dynamicinformer.WithNamespaces(ns))
+	f4.Start(ctx)
+	if !f4.WaitForCacheSync(ctx)[secretsGVR] {
+		t.Fatalf("secrets not synced: %+v", h4.Status())
+	}
+	f4.Shutdown()
+	if files, _ := filepath.Glob(filepath.Join(dir, "secrets.*")); len(files) != 0 {
+		t.Fatalf("secrets written without CacheSecrets: %v", files)
+	}
+	leaks.VerifyNoLeaks(t)
+}
