@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/internal/persist"
 )
@@ -103,5 +104,24 @@ func BenchmarkDiskDecodeRestore(b *testing.B) {
 		if err := u.UnmarshalJSON(data); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+type countUpdates struct {
+	toolscache.ResourceEventHandlerFuncs
+	n *int
+}
+
+func (c countUpdates) OnUpdate(_, _ interface{}) { *c.n++ }
+
+func TestSkipUnchanged(t *testing.T) {
+	n := 0
+	h := skipUnchanged{countUpdates{n: &n}}
+	h.OnUpdate(diskObject(1), diskObject(1)) // same resourceVersion: dropped
+	changed := diskObject(1)
+	changed.SetResourceVersion("99999")
+	h.OnUpdate(diskObject(1), changed)
+	if n != 1 {
+		t.Fatalf("%d updates delivered, want 1 (the changed one)", n)
 	}
 }

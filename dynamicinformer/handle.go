@@ -127,6 +127,12 @@ func (h *InformerHandle) addEventHandler(handler toolscache.ResourceEventHandler
 		opts.ResyncPeriod = &d
 	}
 	e := h.e
+	if e.disk != nil && *opts.ResyncPeriod <= 0 {
+		// A list after a restore (a 410) replaces the restored store:
+		// client-go hands every handler an update per unchanged object
+		// (its listeners count as resyncing until a resync check runs).
+		handler = skipUnchanged{handler}
+	}
 	var logged atomic.Bool
 	wrapped := eventhandler.RecoverPanics(handler, func(p *eventhandler.PanicError) {
 		e.mu.Lock()

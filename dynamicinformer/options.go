@@ -103,8 +103,9 @@ type Options struct {
 	// add in the initial list, and its watch resumes from the stored
 	// resourceVersion, so handlers then see only what changed while the
 	// process was down. If the server cannot resume from it (410
-	// Expired), the informer lists and handlers see only the difference
-	// (see the package documentation, "Restart from disk", for every
+	// Expired), the informer lists and handlers see only the difference:
+	// handlers without a resync period, added through the handle, are not
+	// given updates whose resourceVersion did not change (see the package documentation, "Restart from disk", for every
 	// case and what is not guaranteed). The directory is locked: a second
 	// factory or process on it runs without it (Status.CacheErr says
 	// why). A stored state of another cluster, CRD instance, spec or

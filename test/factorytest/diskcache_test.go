@@ -122,13 +122,16 @@ func diskRun(t *testing.T, ctx context.Context, dir, ns string, opts dynamicinfo
 	f := newFactory(t, cfg, opts)
 	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
 	rec := newInitialRecorder()
-	if _, err := h.Informer().AddEventHandler(rec); err != nil {
+	reg, err := h.Informer().AddEventHandler(rec)
+	if err != nil {
 		t.Fatal(err)
 	}
 	f.Start(ctx)
 	if !f.WaitForCacheSync(ctx)[configmaps] {
 		t.Fatalf("not synced: status %+v", h.Status())
 	}
+	// The handler has had the initial list.
+	eventually(t, ctx, "handler synced", reg.HasSynced)
 	return f, h, rec, counter
 }
 
