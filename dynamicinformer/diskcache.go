@@ -389,17 +389,75 @@ func (e *entry) diskLoop(ctx context.Context) {
 
 // closeDisk folds and closes the journal once the informer has stopped
 // (its handlers have returned).
+//
+// client-go drops the notifications a handler has not yet been given
+// when the informer stops, so the journal can lag the informer's store:
+// after its initial list (a list's objects come in no order of
+// resourceVersion), a journal missing some of them would be stored at
+// the resourceVersion of the others, and a restart resuming from there
+// would never see the missing ones. So the journal is first brought to
+// the store's state; an informer that has not synced (the store may hold
+// part of its first list) leaves no state to resume from.
 func (e *entry) closeDisk() {
 	d := e.disk
 	d.mu.Lock()
-	w := d.w
-	d.w = nil
+	w, restored := d.w, d.restored
 	d.mu.Unlock()
 	if w == nil {
 		return
 	}
+	synced := e.informer.HasSynced()
+	if synced {
+		e.journalStore()
+	}
+	d.mu.Lock()
+	d.w = nil
+	d.mu.Unlock()
 	if err := w.Close(); err != nil {
 		e.diskFailed(err)
+		return
+	}
+	if !synced && restored == 0 {
+		if dir, err := d.factory.open(); err == nil && dir != nil {
+			dir.Remove(d.name)
+		}
+	}
+}
+
+// journalStore journals the difference between what was journaled and
+// the informer's store (stopped: nothing changes it).
+func (e *entry) journalStore() {
+	d := e.disk
+	inStore := make(map[string]bool)
+	for _, obj := range e.informer.GetStore().List() {
+		key, err := toolscache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			continue
+		}
+		inStore[key] = true
+		e.journalPut(obj)
+	}
+	d.mu.Lock()
+	w := d.w
+	var gone map[string]string
+	for key, rv := range d.rvs {
+		if !inStore[key] {
+			if gone == nil {
+				gone = make(map[string]string)
+			}
+			gone[key] = rv
+			delete(d.rvs, key)
+		}
+	}
+	d.mu.Unlock()
+	if w == nil {
+		return
+	}
+	for key, rv := range gone {
+		if err := w.Delete(key, rv); err != nil {
+			e.diskFailed(err)
+			return
+		}
 	}
 }
 
