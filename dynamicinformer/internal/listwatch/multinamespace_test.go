@@ -613,3 +613,70 @@ func TestMultiNamespaceForbiddenWhileRunning(t *testing.T) {
 		t.Fatalf("list refused in b: %d resolves, told %+v; want 2 and Resolve's reason", again, l)
 	}
 }
+
+// When a check finds the same namespaces to list but other denials (a
+// namespace denied was deleted, or one was created and denied), Hook is
+// told at once, with the server's refusals kept, and the watch runs on:
+// nothing held changed, so nothing is listed. Before, the deleted
+// namespace stayed named until the next list.
+func TestMultiNamespaceDenialsChanged(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	s.forbidden["b"] = true // Resolve permits b, the server refuses it
+	var mu sync.Mutex
+	answer := NamespaceSet{Names: []string{"a", "b"}, Denied: map[string]error{"c": errors.New("may not list c"), "d": errors.New("may not list d")}}
+	var heard []Listed
+	wake := make(chan struct{}, 1)
+	resolve := func(context.Context) (NamespaceSet, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return answer, nil
+	}
+	lw := &MultiNamespace{Funcs: s.funcs(), Lists: UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		Resolve: resolve, Quick: resolve, Follow: true, Wake: wake,
+		Hook:    func(l Listed) { mu.Lock(); heard = append(heard, l); mu.Unlock() },
+		Recheck: time.Hour,
+	}
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := func() []Listed { mu.Lock(); defer mu.Unlock(); return slices.Clone(heard) }
+	if h := told(); len(h) != 1 || len(h[0].Denied) != 3 {
+		t.Fatalf("list told %+v, want b (refused), c and d denied", h)
+	}
+	mu.Lock()
+	answer = NamespaceSet{Names: []string{"a", "b"}, Denied: map[string]error{"c": errors.New("may not list c")}} // d deleted
+	mu.Unlock()
+	wake <- struct{}{}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(told()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h := told()
+	if len(h) != 2 {
+		t.Fatalf("Hook told %d times, want again once d was gone", len(h))
+	}
+	if d := h[1].Denied; len(d) != 2 || d["b"] == nil || d["c"] == nil || !slices.Equal(h[1].Names, []string{"a"}) {
+		t.Fatalf("told %+v, want a listed, b (refused by the server) and c denied", h[1])
+	}
+	select {
+	case _, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("merged watch ended; want it to run on (nothing held changed)")
+		}
+	case <-time.After(200 * time.Millisecond):
+	}
+	s.mu.Lock()
+	lists := len(s.listOpts)
+	s.mu.Unlock()
+	if lists != 2 {
+		t.Fatalf("%d lists, want the first (a and b) only", lists)
+	}
+	w.Stop()
+	drain(t, w)
+}
