@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,11 +23,12 @@ import (
 // a counted client (and a count of the 403 answers it got: to its
 // namespace lists apart).
 type permittedUser struct {
-	name      string
-	cfg       *rest.Config
-	counter   *controlplane.RequestCounter
-	forbidden *atomic.Int64 // 403 answers but to namespace lists
-	nsRefused *atomic.Int64 // 403 answers to namespace lists
+	name       string
+	cfg        *rest.Config
+	counter    *controlplane.RequestCounter
+	forbidden  *atomic.Int64 // 403 answers but to namespace lists and the CRD tracker
+	nsRefused  *atomic.Int64 // 403 answers to namespace lists
+	crdRefused *atomic.Int64 // 403 answers to the factory's CRD list and watch
 }
 
 // newPermittedUser makes a user with rule granted in each of granted
@@ -34,7 +36,7 @@ type permittedUser struct {
 // counted, with the 403 answers apart.
 func newPermittedUser(t *testing.T, ctx context.Context, prefix string, rule rbacv1.PolicyRule, granted ...string) permittedUser {
 	t.Helper()
-	u := permittedUser{name: unique(prefix), forbidden: &atomic.Int64{}, nsRefused: &atomic.Int64{}}
+	u := permittedUser{name: unique(prefix), forbidden: &atomic.Int64{}, nsRefused: &atomic.Int64{}, crdRefused: &atomic.Int64{}}
 	for _, n := range granted {
 		if err := cp.Grant(ctx, u.name, n, "cm", rule); err != nil {
 			t.Fatal(err)
@@ -48,6 +50,8 @@ func newPermittedUser(t *testing.T, ctx context.Context, prefix string, rule rba
 			case err != nil || resp.StatusCode != http.StatusForbidden:
 			case r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces":
 				u.nsRefused.Add(1)
+			case strings.HasPrefix(r.URL.Path, "/apis/apiextensions.k8s.io/"):
+				u.crdRefused.Add(1)
 			default:
 				u.forbidden.Add(1)
 			}
@@ -62,14 +66,15 @@ func newPermittedUser(t *testing.T, ctx context.Context, prefix string, rule rba
 type stateRequests struct {
 	lists, watches map[string]int // per resource
 	rules, access  int            // SelfSubjectRulesReviews, SelfSubjectAccessReviews
-	forbidden      int            // 403 answers, but to namespace lists
+	forbidden      int            // 403 answers, but to namespace lists and the CRD tracker
 	nsRefused      int            // namespace lists answered 403
+	crdRefused     int            // CRD lists and watches answered 403
 	took           time.Duration  // from the change to the informers holding its outcome
 }
 
 func (s stateRequests) String() string {
-	return fmt.Sprintf("lists %v, watches %v, %d SSRR, %d SSAR, %d namespace lists (403), %d other requests answered 403, outcome after %v",
-		s.lists, s.watches, s.rules, s.access, s.nsRefused, s.forbidden, s.took.Round(time.Millisecond))
+	return fmt.Sprintf("lists %v, watches %v, %d SSRR, %d SSAR, %d namespace lists (403), %d CRD lists/watches (403), %d other requests answered 403, outcome after %v",
+		s.lists, s.watches, s.rules, s.access, s.nsRefused, s.crdRefused, s.forbidden, s.took.Round(time.Millisecond))
 }
 
 // TestPermittedRequestsPerState (issue 32, item 2: "requests counted for
@@ -85,7 +90,9 @@ func (s stateRequests) String() string {
 // allowed), access reviews at most the documented fallback (two per
 // resource per round), no list or watch of a namespace denied for the
 // whole window, lists and watches only for a change (one per permitted
-// namespace per resource), no 403 answer at all (no 403 loop). The
+// namespace per resource), no 403 answer but the user's namespace list
+// (once per round) and the factory's CRD tracker (at the reflector's
+// back-off): no 403 loop. The
 // window is 15 s; INFORMERKIT_PERMITTED_WINDOW (a Go duration, 60s for
 // the issue's minute) sets it; docs/PERFORMANCE.md records the 60 s run.
 func TestPermittedRequestsPerState(t *testing.T) {
@@ -132,6 +139,7 @@ func TestPermittedRequestsPerState(t *testing.T) {
 		u.counter.Reset()
 		u.forbidden.Store(0)
 		u.nsRefused.Store(0)
+		u.crdRefused.Store(0)
 		start := time.Now()
 		change()
 		eventually(t, ctx, name+": the informers hold the permitted namespaces", holds)
@@ -141,7 +149,7 @@ func TestPermittedRequestsPerState(t *testing.T) {
 			r.lists[res], r.watches[res] = u.counter.Count("list", "/"+res), u.counter.Count("watch", "/"+res)
 		}
 		r.rules, r.access = u.counter.Count("post", "selfsubjectrulesreviews"), u.counter.Count("post", "selfsubjectaccessreviews")
-		r.forbidden, r.nsRefused = int(u.forbidden.Load()), int(u.nsRefused.Load())
+		r.forbidden, r.nsRefused, r.crdRefused = int(u.forbidden.Load()), int(u.nsRefused.Load()), int(u.crdRefused.Load())
 		// Each round reviews every candidate namespace and all namespaces
 		// once for both informers (shared); a round at each multiple of
 		// the period in the window, one under way as it starts.
@@ -159,6 +167,12 @@ func TestPermittedRequestsPerState(t *testing.T) {
 		// by the informers), then uses the candidates.
 		if most := rounds + 2; r.nsRefused > most {
 			t.Errorf("%s: %d namespace lists refused in %v, want at most one per round (%d)", name, r.nsRefused, window, most)
+		}
+		// The user may not list CRDs either: the factory's CRD tracker
+		// is refused and retried at the reflector's back-off (0.8 s
+		// doubling to 30 s): a list and a watch-list request per retry.
+		if most := 2*int(window/(30*time.Second)) + 2*6; r.crdRefused > most {
+			t.Errorf("%s: %d CRD lists/watches refused in %v, want at most %d (the reflector's back-off)", name, r.crdRefused, window, most)
 		}
 		if r.took > period*3/2+5*time.Second {
 			t.Errorf("%s: the change took effect after %v, want within 1.5 re-check periods (%v) and a relist", name, r.took, period*3/2)
