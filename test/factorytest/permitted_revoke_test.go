@@ -230,11 +230,13 @@ func (r episodeRequests) sum() int {
 // its RoleBinding a moment later, comes in as adds within seconds; a
 // permitted namespace deleted (marked for deletion: the test server runs
 // no namespace controller) takes its objects out as deletes within
+// seconds; one not permitted deleted leaves Status.NotPermitted within
 // seconds. Requests are counted over the episode.
 func TestPermittedNamespaceWatched(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	ns := permittedNamespaces(t, ctx, "nswatch", 2)
+	deniedNS := permittedNamespaces(t, ctx, "nswatch-denied", 1)[0]
 	user := unique("nswatch-user")
 	if err := cp.Grant(ctx, user, "", "ns", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch"}}); err != nil {
 		t.Fatal(err)
@@ -298,6 +300,25 @@ func TestPermittedNamespaceWatched(t *testing.T) {
 	if st := h.Status(); !slices.Equal(st.Permitted, slices.Sorted(slices.Values([]string{ns[1], newNS}))) {
 		t.Fatalf("Permitted %v, want %s and %s", st.Permitted, ns[1], newNS)
 	}
+
+	// A namespace not permitted deleted: no longer named. (Before, it
+	// stayed in NotPermitted until the next relist: its removal changes
+	// nothing held.)
+	if _, ok := h.Status().NotPermitted[deniedNS]; !ok {
+		t.Fatalf("NotPermitted %v does not name %s", h.Status().NotPermitted, deniedNS)
+	}
+	if err := cp.Kube().CoreV1().Namespaces().Delete(ctx, deniedNS, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted = time.Now()
+	eventually(t, ctx, "the deleted namespace not permitted no longer named", func() bool {
+		_, ok := h.Status().NotPermitted[deniedNS]
+		return !ok
+	})
+	tookUnnamed := time.Since(deleted).Round(time.Millisecond)
+	if tookUnnamed > 10*time.Second {
+		t.Fatalf("a namespace not permitted deleted was still named after %v, want within seconds", tookUnnamed)
+	}
 	time.Sleep(2 * time.Second)
 	snap := counter.Snapshot()
 	nsLists, nsWatches := snap[controlplane.Request{Verb: "list", Path: "/api/v1/namespaces"}], snap[nsWatch]
@@ -309,8 +330,8 @@ func TestPermittedNamespaceWatched(t *testing.T) {
 	}
 	f.Shutdown()
 	leaks.VerifyNoLeaks(t)
-	t.Logf("period %v: namespace created (binding 0.5 s later) -> adds after %v; namespace deleted -> deletes after %v; episode: %d namespace lists, %d namespace watches, %d rules reviews, %d lists, %d watches of configmaps",
-		period, tookCreated, tookDeleted, nsLists, nsWatches, rules, lists, watches)
+	t.Logf("period %v: namespace created (binding 0.5 s later) -> adds after %v; namespace deleted -> deletes after %v; a namespace not permitted deleted -> unnamed after %v; episode: %d namespace lists, %d namespace watches, %d rules reviews, %d lists, %d watches of configmaps",
+		period, tookCreated, tookDeleted, tookUnnamed, nsLists, nsWatches, rules, lists, watches)
 	sc.Injected("WithPermittedNamespaces, a user who may list and watch namespaces, period %v; a namespace created with a RoleBinding 0.5 s later; a permitted namespace deleted", period)
 	sc.Held("created -> adds after %v, deleted -> deletes after %v; %d rules reviews, no namespace list in the episode; no goroutine leak", tookCreated, tookDeleted, rules)
 }
