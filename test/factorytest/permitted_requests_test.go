@@ -33,8 +33,9 @@ type permittedUser struct {
 
 // newPermittedUser makes a user with rule granted in each of granted
 // (Grant's name "cm"), and a client config for it whose requests are
-// counted, with the 403 answers apart.
-func newPermittedUser(t *testing.T, ctx context.Context, prefix string, rule rbacv1.PolicyRule, granted ...string) permittedUser {
+// counted, with the 403 answers apart. wrap, if set, wraps its transport
+// first (inside the counting).
+func newPermittedUser(t *testing.T, ctx context.Context, prefix string, rule rbacv1.PolicyRule, wrap func(user string, rt http.RoundTripper) http.RoundTripper, granted ...string) permittedUser {
 	t.Helper()
 	u := permittedUser{name: unique(prefix), forbidden: &atomic.Int64{}, nsRefused: &atomic.Int64{}, crdRefused: &atomic.Int64{}}
 	for _, n := range granted {
@@ -43,6 +44,9 @@ func newPermittedUser(t *testing.T, ctx context.Context, prefix string, rule rba
 		}
 	}
 	base := cp.UserConfig(u.name)
+	if wrap != nil {
+		base.Wrap(func(rt http.RoundTripper) http.RoundTripper { return wrap(u.name, rt) })
+	}
 	base.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(r *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(r)
@@ -60,6 +64,39 @@ func newPermittedUser(t *testing.T, ctx context.Context, prefix string, rule rba
 	})
 	u.cfg, u.counter = controlplane.CountRequests(base)
 	return u
+}
+
+// permittedRun is a factory of u's with one WithPermittedNamespaces
+// informer of configmaps, its events recorded, started; leaks is the
+// goroutine snapshot taken before the factory was made.
+type permittedRun struct {
+	f     *dynamicinformer.Factory
+	h     *dynamicinformer.InformerHandle
+	rec   *recorder
+	leaks controlplane.GoroutineSnapshot
+}
+
+// startPermitted starts a permittedRun over candidates (none: the
+// server's namespaces) with re-check period period; the factory is shut
+// down at the end of the test.
+func startPermitted(t *testing.T, ctx context.Context, u permittedUser, period time.Duration, candidates ...string) permittedRun {
+	t.Helper()
+	r := permittedRun{leaks: controlplane.SnapshotGoroutines(), rec: newRecorder()}
+	r.f = newFactory(t, u.cfg, dynamicinformer.Options{AccessRecheckPeriod: period})
+	t.Cleanup(r.f.Shutdown)
+	r.h = r.f.ForResource(configmaps, dynamicinformer.WithPermittedNamespaces(candidates...))
+	if _, err := r.h.Informer().AddEventHandler(r.rec); err != nil {
+		t.Fatal(err)
+	}
+	r.f.Start(ctx)
+	return r
+}
+
+// stop shuts the factory down and checks that no goroutine is left.
+func (r permittedRun) stop(t *testing.T) {
+	t.Helper()
+	r.f.Shutdown()
+	r.leaks.VerifyNoLeaks(t)
 }
 
 // stateRequests are the requests of one state's window.
@@ -109,7 +146,7 @@ func TestPermittedRequestsPerState(t *testing.T) {
 	sc := scenario(t)
 	ns := permittedNamespaces(t, ctx, "states", 8)
 	rule := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"list", "watch"}}
-	u := newPermittedUser(t, ctx, "states-user", rule, ns[:3]...)
+	u := newPermittedUser(t, ctx, "states-user", rule, nil, ns[:3]...)
 	leaks := controlplane.SnapshotGoroutines()
 	f := newFactory(t, u.cfg, dynamicinformer.Options{AccessRecheckPeriod: period})
 	defer f.Shutdown()
