@@ -73,7 +73,10 @@ type Listed struct {
 // again every Recheck while some namespace is denied (or always, with
 // Follow, and at once when Wake fires, through Quick), answers other
 // namespaces than the list's; the list that follows uses that answer
-// instead of asking again. A refused namespace that is still refused
+// instead of asking again. With Switch, a change found by a check and a
+// 403 on a running watch call Switch instead of ending the merged watch,
+// so the cache is switched inside the open stream, without the
+// reflector's relist. A refused namespace that is still refused
 // costs that one probe per period and no relist: each relist restarts the
 // reflector, whose one back-off (shared by every namespace of the
 // informer, reset only every 2 min) would grow with each retry towards
