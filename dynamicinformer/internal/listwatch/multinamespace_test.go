@@ -680,3 +680,90 @@ func TestMultiNamespaceDenialsChanged(t *testing.T) {
 	w.Stop()
 	drain(t, w)
 }
+
+// With Switch, a changed answer and a 403 error event of a running watch
+// call Switch instead of ending the merged watch (the stream switches
+// inside itself); the next list uses the answer found, and leaves out the
+// refused namespace. If nothing stops the watch within switchGrace, it
+// ends by itself.
+func TestMultiNamespaceSwitch(t *testing.T) {
+	leaks(t)
+	saved := switchGrace
+	switchGrace = 300 * time.Millisecond
+	t.Cleanup(func() { switchGrace = saved })
+	s := newNSServer()
+	var mu sync.Mutex
+	answer := NamespaceSet{Names: []string{"a", "b"}}
+	resolves := 0
+	switches := make(chan struct{}, 4)
+	lw := &MultiNamespace{Funcs: s.funcs(), Lists: UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		Resolve: func(context.Context) (NamespaceSet, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			resolves++
+			return answer, nil
+		},
+		Follow: true, Recheck: 100 * time.Millisecond,
+		Switch: func() { switches <- struct{}{} },
+	}
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A 403 error event on b's watch: Switch, no event, the watch open.
+	status := apierrors.NewForbidden(widgetsGVR.GroupResource(), "", errors.New("may not watch in b")).Status()
+	s.watchOf("b").Error(&status)
+	select {
+	case <-switches:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Switch after a 403 event")
+	}
+	select {
+	case ev, ok := <-w.ResultChan():
+		t.Fatalf("merged watch delivered %v (open %v) after Switch; want it open and quiet until stopped", ev, ok)
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.Stop() // the stream that switched stops it
+	drain(t, w)
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || !slices.Equal(listNames(t, obj), []string{"a/a1", "a/a2"}) {
+		t.Fatalf("the switch's list: %v %v, want a's objects only (b refused until the next check)", obj, err)
+	}
+	// A changed answer: Switch, and the list uses it without asking again.
+	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	answer = NamespaceSet{All: true}
+	mu.Unlock()
+	select {
+	case <-switches:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Switch after the answer changed")
+	}
+	mu.Lock()
+	before := resolves
+	mu.Unlock()
+	// Nobody stops it: it ends by itself after switchGrace.
+	start := time.Now()
+	drain(t, w)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("merged watch ended %v after Switch with nobody stopping it, want about %v", took, switchGrace)
+	}
+	s.objects[""] = append(slices.Clone(s.objects["a"]), s.objects["b"]...)
+	s.rv[""] = "9"
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	after := resolves
+	mu.Unlock()
+	if after != before {
+		t.Fatalf("the switch's list asked Resolve %d times, want 0 (the answer found is used)", after-before)
+	}
+}
