@@ -606,7 +606,7 @@ func (f *Factory) OnStatusChange(fn func(Status)) (remove func()) { return f.not
 func (f *Factory) newReviewer(c access.Client) *access.Reviewer {
 	r := access.NewReviewer(c)
 	if f.namespaces == nil {
-		f.namespaces = newNamespaceWatch(f.client, f.runBackground)
+		f.namespaces = newNamespaceWatch(f.client, f.runBackground, f.cfg.logger.WithName("namespaces"))
 	}
 	r.ListNamespaces = f.namespaces.names
 	return r

@@ -137,6 +137,10 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 				return namespaceSet(p.ResolveNamespaces(ctx))
 			}
 			mn.Follow, mn.AllowNone, mn.PerNamespace = true, true, permittedReviewEvery
+			// A change of the permitted set switches the cache inside
+			// the open stream (e.lw.Keys below), not through the
+			// reflector's relist and its back-off.
+			mn.Switch = func() { e.lw.Switch() }
 			if deps.namespacesChanged != nil {
 				wake := make(chan struct{}, 1)
 				mn.Wake = wake
@@ -181,9 +185,10 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 		Bookmark:    bookmarkObject(cfg.metadataOnly),
 		NoWatchList: noWatchList,
 	}
-	if cfg.shardSource != nil {
-		// Dynamic sharding switches shards inside the open stream; the
-		// gate keeps the keys it handed the reflector for that.
+	if cfg.shardSource != nil || cfg.permitted {
+		// Dynamic sharding switches shards, and a permitted informer its
+		// namespaces, inside the open stream; the gate keeps the keys it
+		// handed the reflector for that.
 		e.lw.Keys = &gate.KeySet{}
 		e.lw.CachedByKey = func(key string) (interface{}, bool) {
 			o, ok, err := e.informer.GetStore().GetByKey(key)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,32 +23,48 @@ import (
 // while its RoleBindings may still be arriving (access.YoungFor).
 var namespaceWakes = []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}
 
+// namespaceWatchRetry is the back-off of a namespace watch the server
+// refused (403): tried again at the first list at least min after, then
+// doubling to max while it is refused.
+var namespaceWatchRetry = struct{ min, max time.Duration }{30 * time.Second, 10 * time.Minute}
+
 // namespaceWatch is the server's namespace list for the factory's
 // WithPermittedNamespaces informers. Until a list succeeds, or when the
 // user may not watch namespaces, each call lists them; after a list
-// succeeds it starts (once) one informer on namespaces, and while that
-// runs the names come from its cache — no request — and a namespace
-// created, deleted or marked for deletion wakes the subscribers (see
+// succeeds it starts one informer on namespaces, and while that runs the
+// names come from its cache — no request — and a namespace created,
+// deleted or marked for deletion wakes the subscribers (see
 // namespaceWakes), so they check at once instead of at their period. A
-// namespace marked for deletion counts as gone. Safe for concurrent use.
+// namespace marked for deletion counts as gone. A watch the server
+// refuses (403) ends that informer, logged once; a list after the
+// back-off (namespaceWatchRetry) starts it again, so a user granted the
+// watch later gets it. Safe for concurrent use.
 type namespaceWatch struct {
 	client dynamic.Interface
 	// start runs fn on a goroutine of the factory's run (false: the
 	// factory is not running; nothing was started).
-	start func(fn func(ctx context.Context)) bool
+	start  func(fn func(ctx context.Context)) bool
+	logger logr.Logger
 
 	mu       sync.Mutex // guards everything below
 	informer toolscache.SharedIndexInformer
-	started  bool // an informer was started (it may have ended since)
-	watching bool // the informer runs and has synced: its cache is current (informer set)
-	subs     map[int]func()
-	nextSub  int
-	wakes    []time.Time // when to wake the subscribers, sorted
-	kick     chan struct{}
+	started  bool   // an informer was started and was not refused (it may have ended since)
+	run      uint64 // counts the informers started; the current one's
+	watching bool   // the informer runs and has synced: its cache is current (informer set)
+	// retry is the back-off after the watch was refused (zero: it was
+	// not, or it opened since); retryAt when to try again; told: the
+	// refusal was logged.
+	retry   time.Duration
+	retryAt time.Time
+	told    bool
+	subs    map[int]func()
+	nextSub int
+	wakes   []time.Time // when to wake the subscribers, sorted
+	kick    chan struct{}
 }
 
-func newNamespaceWatch(client dynamic.Interface, start func(fn func(ctx context.Context)) bool) *namespaceWatch {
-	return &namespaceWatch{client: client, start: start, subs: map[int]func(){}, kick: make(chan struct{}, 1)}
+func newNamespaceWatch(client dynamic.Interface, start func(fn func(ctx context.Context)) bool, logger logr.Logger) *namespaceWatch {
+	return &namespaceWatch{client: client, start: start, logger: logger, subs: map[int]func(){}, kick: make(chan struct{}, 1)}
 }
 
 // subscribe calls wake (which must not block) when the namespaces
@@ -96,21 +113,28 @@ func (w *namespaceWatch) names(ctx context.Context) ([]string, error) {
 	return names, err
 }
 
-// startWatch starts the namespace informer, once.
+// startWatch starts the namespace informer, unless one runs or its
+// watch was refused less than the back-off ago.
 func (w *namespaceWatch) startWatch() {
 	w.mu.Lock()
-	if w.started {
+	if w.started || time.Now().Before(w.retryAt) {
 		w.mu.Unlock()
 		return
 	}
 	w.started = true
+	w.run++
+	run := w.run
 	w.mu.Unlock()
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return w.client.Resource(namespacesGVR).List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return w.client.Resource(namespacesGVR).Watch(ctx, o)
+			wi, err := w.client.Resource(namespacesGVR).Watch(ctx, o)
+			if err == nil {
+				w.watchOpened()
+			}
+			return wi, err
 		},
 	}
 	inf := toolscache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, toolscache.Indexers{})
@@ -120,11 +144,10 @@ func (w *namespaceWatch) startWatch() {
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
 			if apierrors.IsForbidden(err) {
 				// The user may not watch namespaces: list them at each
-				// check. (Other errors: the reflector retries; the cache
-				// keeps the last names meanwhile.)
-				w.mu.Lock()
-				w.watching = false
-				w.mu.Unlock()
+				// check, and try the watch again after the back-off.
+				// (Other errors: the reflector retries; the cache keeps
+				// the last names meanwhile.)
+				w.refused(run, err)
 				cancel()
 			}
 		})
@@ -153,19 +176,60 @@ func (w *namespaceWatch) startWatch() {
 		}()
 		if toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 			w.mu.Lock()
-			w.informer, w.watching = inf, true
+			if w.run == run && ctx.Err() == nil {
+				w.informer, w.watching = inf, true
+			}
 			w.mu.Unlock()
 		}
 		w.wakeLoop(ctx)
 		wg.Wait()
 		w.mu.Lock()
-		w.informer, w.watching = nil, false
+		if w.run == run {
+			w.informer, w.watching = nil, false
+		}
 		w.mu.Unlock()
 	})
 	if !ok {
 		w.mu.Lock()
-		w.started = false
+		if w.run == run {
+			w.started = false
+		}
 		w.mu.Unlock()
+	}
+}
+
+// refused: the server refused run's watch (err, a 403). The names are
+// listed at each check meanwhile; the first list after the back-off
+// starts a new informer. The first refusal is logged, and the watch
+// opening again after one.
+func (w *namespaceWatch) refused(run uint64, err error) {
+	w.mu.Lock()
+	if w.run != run || !w.started {
+		w.mu.Unlock()
+		return
+	}
+	w.started, w.watching, w.informer = false, false, nil
+	w.retry = min(max(2*w.retry, namespaceWatchRetry.min), namespaceWatchRetry.max)
+	w.retryAt = time.Now().Add(w.retry)
+	log := !w.told
+	w.told = true
+	retry := w.retry
+	w.mu.Unlock()
+	if log {
+		w.logger.Info("the namespace watch was refused; namespaces are listed at each access check, and the watch tried again with back-off", "err", err.Error(), "retryIn", retry.String())
+	}
+}
+
+// watchOpened: a namespace watch was opened; the back-off starts over.
+func (w *namespaceWatch) watchOpened() {
+	w.mu.Lock()
+	was := w.retry > 0
+	w.retry, w.retryAt = 0, time.Time{}
+	log := was && w.told
+	w.told = w.told && !was
+	w.mu.Unlock()
+	if log {
+		w.logger.Info("the namespace watch is open again")
 	}
 }
 

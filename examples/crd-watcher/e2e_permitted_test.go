@@ -10,30 +10,40 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/informerkit/informerkit/test/controlplane"
 )
+
+// oneOfTwoNamespaces makes two namespaces (ok, denied) with a configmap
+// "web" each, and a user (named after prefix) who may read configmaps in
+// ok only; kc is the user's kubeconfig.
+func oneOfTwoNamespaces(t *testing.T, cp *controlplane.ControlPlane, prefix string) (ok, denied, kc string) {
+	t.Helper()
+	ctx := context.Background()
+	user := perRun(prefix)
+	ok, denied = perRun(prefix+"-ok"), perRun(prefix+"-denied")
+	for _, ns := range []string{ok, denied} {
+		if err := cp.CreateNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.Kube().CoreV1().ConfigMaps(ns).Create(ctx, newConfigMap("web", nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cp.Grant(ctx, user, ok, "read-configmaps", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}); err != nil {
+		t.Fatal(err)
+	}
+	return ok, denied, kubeconfigAt(t, cp, cp.Config().Host, user)
+}
 
 // Two namespaces, the user allowed in one: with the access check on and
 // off the allowed namespace's objects are printed, /readyz answers 503
 // naming the denied namespace, and --exit-on-failure exits 3 saying so.
 func TestE2ESeveralNamespacesOneDenied(t *testing.T) {
 	cp := controlPlane(t)
-	ctx := context.Background()
 	for _, check := range []string{"true", "false"} {
 		t.Run("access-check="+check, func(t *testing.T) {
-			user := perRun("e2e-twons")
-			ok, denied := perRun("e2e-ns-ok"), perRun("e2e-ns-denied")
-			for _, ns := range []string{ok, denied} {
-				if err := cp.CreateNamespace(ctx, ns); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := cp.Kube().CoreV1().ConfigMaps(ns).Create(ctx, newConfigMap("web", nil), metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := cp.Grant(ctx, user, ok, "read-configmaps", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}); err != nil {
-				t.Fatal(err)
-			}
-			kc := kubeconfigAt(t, cp, cp.Config().Host, user)
+			ok, denied, kc := oneOfTwoNamespaces(t, cp, "e2e-twons")
 			p := startWatcher(t, "--kubeconfig", kc, "--resource", "configmaps", "-n", ok+","+denied, "--metrics-addr", "127.0.0.1:0", "--access-check="+check)
 			base := metricsBase(t, p)
 			p.waitEventLine(t, "ADDED", ok+"/web")
@@ -64,21 +74,7 @@ func TestE2ESeveralNamespacesOneDenied(t *testing.T) {
 // other namespace as not permitted with the missing verbs.
 func TestE2EPermittedNamespacesNamed(t *testing.T) {
 	cp := controlPlane(t)
-	ctx := context.Background()
-	user := perRun("e2e-perm")
-	ok, denied := perRun("e2e-perm-ok"), perRun("e2e-perm-denied")
-	for _, ns := range []string{ok, denied} {
-		if err := cp.CreateNamespace(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cp.Kube().CoreV1().ConfigMaps(ns).Create(ctx, newConfigMap("web", nil), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := cp.Grant(ctx, user, ok, "read-configmaps", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}); err != nil {
-		t.Fatal(err)
-	}
-	kc := kubeconfigAt(t, cp, cp.Config().Host, user)
+	ok, denied, kc := oneOfTwoNamespaces(t, cp, "e2e-perm")
 	p := startWatcher(t, "--kubeconfig", kc, "--resource", "configmaps", "-n", ok+","+denied, "--permitted-namespaces", "--metrics-addr", "127.0.0.1:0")
 	base := metricsBase(t, p)
 	p.waitEventLine(t, "ADDED", ok+"/web")

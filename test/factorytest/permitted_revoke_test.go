@@ -67,17 +67,10 @@ func TestPermittedRevokedWhileWatching(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	ns := permittedNamespaces(t, ctx, "revoked", 4)
-	user := unique("revoked-user")
-	for _, n := range ns {
-		if err := cp.Grant(ctx, user, n, "cm", readConfigMaps); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// armed: revoke this namespace's binding once its list has answered,
 	// before the answer reaches the informer (so its watch is refused).
 	var armed atomic.Pointer[string]
-	base := cp.UserConfig(user)
-	base.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+	u := newPermittedUser(t, ctx, "revoked-user", readConfigMaps, func(user string, rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(r *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(r)
 			x := armed.Load()
@@ -90,15 +83,14 @@ func TestPermittedRevokedWhileWatching(t *testing.T) {
 			}
 			return resp, err
 		})
-	})
-	cfg, counter := controlplane.CountRequests(base)
-	leaks := controlplane.SnapshotGoroutines()
+	}, ns...)
+	user, counter := u.name, u.counter
 	const period = 10 * time.Minute
-	f := newFactory(t, cfg, dynamicinformer.Options{AccessRecheckPeriod: period})
-	defer f.Shutdown()
+	run := startPermitted(t, ctx, u, period, ns...)
+	h, rec := run.h, run.rec
 	var mu sync.Mutex
 	var failed []string // statuses Failed, and why
-	remove := f.OnStatusChange(func(st dynamicinformer.Status) {
+	remove := run.f.OnStatusChange(func(st dynamicinformer.Status) {
 		if st.State == dynamicinformer.Failed {
 			mu.Lock()
 			failed = append(failed, st.Reason)
@@ -106,12 +98,6 @@ func TestPermittedRevokedWhileWatching(t *testing.T) {
 		}
 	})
 	defer remove()
-	h := f.ForResource(configmaps, dynamicinformer.WithPermittedNamespaces(ns...))
-	rec := newRecorder()
-	if _, err := h.Informer().AddEventHandler(rec); err != nil {
-		t.Fatal(err)
-	}
-	f.Start(ctx)
 	eventually(t, ctx, "synced with the 4 namespaces", func() bool {
 		return h.Status().Ready() && slices.Equal(recorded(rec), adminKeys(t, ctx, ns...))
 	})
@@ -189,8 +175,7 @@ func TestPermittedRevokedWhileWatching(t *testing.T) {
 	if len(fails) != 0 {
 		t.Fatalf("the informer was Failed on the way: %q; want a re-check, not a failure", fails)
 	}
-	f.Shutdown()
-	leaks.VerifyNoLeaks(t)
+	run.stop(t)
 	t.Logf("period %v. episode 1 (revoked, watch open; then connections cut): the open watch still delivered; deletes %v after the cut; requests %+v; then %d reviews, lists or watches in 5 s (all requests: %v)", period, took1, ep1, quiet1, quietKeys1)
 	t.Logf("episode 2 (revoked between list and watch, a real 403 on the watch): deletes %v after the cut, never Failed; requests %+v; then %d reviews, lists or watches in 5 s (all requests: %v)", took2, ep2, quiet2, quietKeys2)
 	sc.Injected("WithPermittedNamespaces over 4 namespaces, re-check period %v; a RoleBinding deleted while watching, then the connections cut; then a binding deleted between a namespace's list and its watch", period)
@@ -230,31 +215,21 @@ func (r episodeRequests) sum() int {
 // its RoleBinding a moment later, comes in as adds within seconds; a
 // permitted namespace deleted (marked for deletion: the test server runs
 // no namespace controller) takes its objects out as deletes within
+// seconds; one not permitted deleted leaves Status.NotPermitted within
 // seconds. Requests are counted over the episode.
 func TestPermittedNamespaceWatched(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	ns := permittedNamespaces(t, ctx, "nswatch", 2)
-	user := unique("nswatch-user")
+	deniedNS := permittedNamespaces(t, ctx, "nswatch-denied", 1)[0]
+	u := newPermittedUser(t, ctx, "nswatch-user", readConfigMaps, nil, ns...)
+	user, counter := u.name, u.counter
 	if err := cp.Grant(ctx, user, "", "ns", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch"}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range ns {
-		if err := cp.Grant(ctx, user, n, "cm", readConfigMaps); err != nil {
-			t.Fatal(err)
-		}
-	}
 	const period = 10 * time.Minute
-	cfg, counter := controlplane.CountRequests(cp.UserConfig(user))
-	leaks := controlplane.SnapshotGoroutines()
-	f := newFactory(t, cfg, dynamicinformer.Options{AccessRecheckPeriod: period})
-	defer f.Shutdown()
-	h := f.ForResource(configmaps, dynamicinformer.WithPermittedNamespaces())
-	rec := newRecorder()
-	if _, err := h.Informer().AddEventHandler(rec); err != nil {
-		t.Fatal(err)
-	}
-	f.Start(ctx)
+	run := startPermitted(t, ctx, u, period)
+	h, rec := run.h, run.rec
 	eventually(t, ctx, "synced with the 2 permitted namespaces", func() bool {
 		return h.Status().Ready() && slices.Equal(recorded(rec), adminKeys(t, ctx, ns...))
 	})
@@ -298,6 +273,25 @@ func TestPermittedNamespaceWatched(t *testing.T) {
 	if st := h.Status(); !slices.Equal(st.Permitted, slices.Sorted(slices.Values([]string{ns[1], newNS}))) {
 		t.Fatalf("Permitted %v, want %s and %s", st.Permitted, ns[1], newNS)
 	}
+
+	// A namespace not permitted deleted: no longer named. (Before, it
+	// stayed in NotPermitted until the next relist: its removal changes
+	// nothing held.)
+	if _, ok := h.Status().NotPermitted[deniedNS]; !ok {
+		t.Fatalf("NotPermitted %v does not name %s", h.Status().NotPermitted, deniedNS)
+	}
+	if err := cp.Kube().CoreV1().Namespaces().Delete(ctx, deniedNS, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted = time.Now()
+	eventually(t, ctx, "the deleted namespace not permitted no longer named", func() bool {
+		_, ok := h.Status().NotPermitted[deniedNS]
+		return !ok
+	})
+	tookUnnamed := time.Since(deleted).Round(time.Millisecond)
+	if tookUnnamed > 10*time.Second {
+		t.Fatalf("a namespace not permitted deleted was still named after %v, want within seconds", tookUnnamed)
+	}
 	time.Sleep(2 * time.Second)
 	snap := counter.Snapshot()
 	nsLists, nsWatches := snap[controlplane.Request{Verb: "list", Path: "/api/v1/namespaces"}], snap[nsWatch]
@@ -307,10 +301,9 @@ func TestPermittedNamespaceWatched(t *testing.T) {
 		t.Fatalf("episode: %d namespace lists, %d namespace watches, %d rules reviews, %d lists and %d watches of configmaps; want no namespace request (the watch serves), a review per wake of the new namespace, two relists: %v",
 			nsLists, nsWatches, rules, lists, watches, counter.Keys())
 	}
-	f.Shutdown()
-	leaks.VerifyNoLeaks(t)
-	t.Logf("period %v: namespace created (binding 0.5 s later) -> adds after %v; namespace deleted -> deletes after %v; episode: %d namespace lists, %d namespace watches, %d rules reviews, %d lists, %d watches of configmaps",
-		period, tookCreated, tookDeleted, nsLists, nsWatches, rules, lists, watches)
+	run.stop(t)
+	t.Logf("period %v: namespace created (binding 0.5 s later) -> adds after %v; namespace deleted -> deletes after %v; a namespace not permitted deleted -> unnamed after %v; episode: %d namespace lists, %d namespace watches, %d rules reviews, %d lists, %d watches of configmaps",
+		period, tookCreated, tookDeleted, tookUnnamed, nsLists, nsWatches, rules, lists, watches)
 	sc.Injected("WithPermittedNamespaces, a user who may list and watch namespaces, period %v; a namespace created with a RoleBinding 0.5 s later; a permitted namespace deleted", period)
 	sc.Held("created -> adds after %v, deleted -> deletes after %v; %d rules reviews, no namespace list in the episode; no goroutine leak", tookCreated, tookDeleted, rules)
 }

@@ -197,24 +197,12 @@ func TestPermittedNamespaces(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	ns := permittedNamespaces(t, ctx, "perm", 10)
-	user := unique("perm-user")
-	for _, n := range ns[:3] {
-		if err := cp.Grant(ctx, user, n, "cm", readConfigMaps); err != nil {
-			t.Fatal(err)
-		}
-	}
+	u := newPermittedUser(t, ctx, "perm-user", readConfigMaps, nil, ns[:3]...)
+	user, counter := u.name, u.counter
 	const period = 2 * time.Second
-	cfg, counter := controlplane.CountRequests(cp.UserConfig(user))
-	leaks := controlplane.SnapshotGoroutines()
-	f := newFactory(t, cfg, dynamicinformer.Options{AccessRecheckPeriod: period})
-	defer f.Shutdown()
-	h := f.ForResource(configmaps, dynamicinformer.WithPermittedNamespaces(ns...))
-	rec := newRecorder()
-	if _, err := h.Informer().AddEventHandler(rec); err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	f.Start(ctx)
+	run := startPermitted(t, ctx, u, period, ns...)
+	h, rec := run.h, run.rec
 	want := adminKeys(t, ctx, ns[:3]...)
 	eventually(t, ctx, "synced with the 3 permitted namespaces", func() bool {
 		return h.Status().State == dynamicinformer.Synced && slices.Equal(recorded(rec), want)
@@ -287,8 +275,7 @@ func TestPermittedNamespaces(t *testing.T) {
 	if st := h.Status(); !st.Ready() || slices.Contains(st.Permitted, ns[0]) || st.NotPermitted[ns[0]] == "" {
 		t.Fatalf("after the revocation: Ready=%v Permitted %v NotPermitted[%s] %q", st.Ready(), st.Permitted, ns[0], st.NotPermitted[ns[0]])
 	}
-	f.Shutdown()
-	leaks.VerifyNoLeaks(t)
+	run.stop(t)
 	t.Logf("Synced after %v (%d rules reviews, %d watches); steady %v: %d rules reviews, %d access reviews, 0 lists/watches; grant -> adds %v, revocation -> deletes %v (period %v)",
 		synced, startReviews, watches, window, steadyReviews, steadySSAR, grantTook, revokeTook, period)
 	sc.Injected("WithPermittedNamespaces over 10 candidate namespaces, a user with Roles in 3 who may not list namespaces; re-check period %v; a RoleBinding added, then one removed", period)
@@ -301,20 +288,14 @@ func TestPermittedNamespaces(t *testing.T) {
 func TestPermittedNamespaceCreated(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	ns := permittedNamespaces(t, ctx, "created", 2)
-	user := unique("created-user")
+	u := newPermittedUser(t, ctx, "created-user", readConfigMaps, nil, ns[0])
+	user, counter := u.name, u.counter
 	if err := cp.Grant(ctx, user, "", "ns", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := cp.Grant(ctx, user, ns[0], "cm", readConfigMaps); err != nil {
-		t.Fatal(err)
-	}
 	const period = 2 * time.Second
-	cfg, counter := controlplane.CountRequests(cp.UserConfig(user))
-	leaks := controlplane.SnapshotGoroutines()
-	f := newFactory(t, cfg, dynamicinformer.Options{AccessRecheckPeriod: period})
-	defer f.Shutdown()
-	h := f.ForResource(configmaps, dynamicinformer.WithPermittedNamespaces())
-	f.Start(ctx)
+	run := startPermitted(t, ctx, u, period)
+	h := run.h
 	eventually(t, ctx, "synced with the permitted namespace", func() bool {
 		return h.Status().Ready() && slices.Equal(storeKeys(h), adminKeys(t, ctx, ns[0]))
 	})
@@ -348,8 +329,7 @@ func TestPermittedNamespaceCreated(t *testing.T) {
 	if bound := 2*effective + 3*time.Second; took > bound {
 		t.Fatalf("new namespace after %v, want within %v (re-check period %v)", took, bound, effective)
 	}
-	f.Shutdown()
-	leaks.VerifyNoLeaks(t)
+	run.stop(t)
 	t.Logf("%d server namespaces: %d rules reviews on start; a namespace created with a RoleBinding came in after %v", len(all.Items), startReviews, took)
 }
 

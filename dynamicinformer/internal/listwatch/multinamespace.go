@@ -73,7 +73,10 @@ type Listed struct {
 // again every Recheck while some namespace is denied (or always, with
 // Follow, and at once when Wake fires, through Quick), answers other
 // namespaces than the list's; the list that follows uses that answer
-// instead of asking again. A refused namespace that is still refused
+// instead of asking again. With Switch, a change found by a check and a
+// 403 on a running watch call Switch instead of ending the merged watch,
+// so the cache is switched inside the open stream, without the
+// reflector's relist. A refused namespace that is still refused
 // costs that one probe per period and no relist: each relist restarts the
 // reflector, whose one back-off (shared by every namespace of the
 // informer, reset only every 2 min) would grow with each retry towards
@@ -122,19 +125,47 @@ type MultiNamespace struct {
 	// bounding the reviews a re-check costs per second.
 	PerNamespace time.Duration
 
-	mu     sync.Mutex // guards everything below
+	// Switch, if set, makes a change take effect inside the open stream:
+	// when a running merged watch's check finds other namespaces, or the
+	// server refuses one of its watches with a 403 error event, it calls
+	// Switch (gate.ListerWatcher.Switch: the stream lists again through
+	// this MultiNamespace, which uses the answer found instead of asking
+	// again, and hands the reflector the difference as adds and deletes)
+	// and goes on delivering until that stops it, instead of ending, which
+	// makes the reflector relist after its back-off (up to 30 s). If
+	// nothing stops it within switchGrace it ends as without Switch. It
+	// must not block.
+	Switch func()
+
+	// State. Everything below is guarded by mu, except hookGen (hookMu).
+	// A list (ListWithContext, on the reflector's goroutine or on the
+	// stream that switches) sets listRV, nsRV, consumed (false), listed,
+	// resolved, refused, next, period and last from what it read, and
+	// takes (clears) pending and watchRefused. The first watch after it
+	// sets consumed and copies listed, resolved, refused, period and nsRV
+	// for the merged watch it opens; that watch's goroutines set pending
+	// (follow, when the answer changed), add to watchRefused (a 403), and
+	// replace resolved.Denied and last (the denials changed, the
+	// namespaces listed did not).
+	mu sync.Mutex
+	// listRV is the last list's resourceVersion (the highest of its
+	// namespaces'); a watch from anything else is not fresh.
 	listRV string
 	// nsRV is each listed namespace's own list resourceVersion: its watch
 	// starts there, not at listRV (the highest), or the events of a
 	// namespace listed earlier that came before a later one's list would
 	// be lost.
-	nsRV     map[string]string
+	nsRV map[string]string
+	// consumed: the last list's watch was opened; a later watch relists.
 	consumed bool
-	listed   NamespaceSet // the namespaces the last list read (Denied: by Resolve)
-	resolved NamespaceSet // what Resolve answered for it
+	listed   NamespaceSet // the namespaces the last list read
+	resolved NamespaceSet // what Resolve answered for it (Denied: by Resolve)
 	refused  []string     // the namespaces of it the server refused, sorted
 	next     time.Time    // when its namespaces are checked again (zero: not)
 	period   time.Duration
+	// last is what Hook was last told (by a list, or by a change of the
+	// denials alone).
+	last Listed
 	// pending is the answer a merged watch found changed, for the list
 	// that follows (nil: that list asks Resolve).
 	pending *NamespaceSet
@@ -142,7 +173,17 @@ type MultiNamespace struct {
 	// last list, and why; the next list re-checks them (Resolve) and
 	// does not list them again before the next Recheck.
 	watchRefused map[string]error
+
+	// hookMu serializes the calls of Hook; hookGen counts the lists, so a
+	// running watch's report of changed denials does not follow a newer
+	// list's.
+	hookMu  sync.Mutex
+	hookGen uint64
 }
+
+// switchGrace is how long a merged watch that called Switch waits to be
+// stopped before it ends by itself.
+var switchGrace = 30 * time.Second
 
 var _ toolscache.ListerWatcherWithContext = (*MultiNamespace)(nil)
 
@@ -270,14 +311,18 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 		next = nextCheck(time.Now(), period)
 	}
 	sort.Strings(refused)
+	told := Listed{All: set.All && len(listed) > 0, Names: listed, Denied: denied, Next: next}
+	lw.hookMu.Lock()
+	lw.hookGen++
 	lw.mu.Lock()
 	lw.listRV, lw.nsRV, lw.consumed, lw.refused, lw.next, lw.period = rv, nsRV, false, refused, next, period
-	lw.listed = NamespaceSet{All: set.All && len(listed) > 0, Names: listed}
-	lw.resolved = set
+	lw.listed = NamespaceSet{All: told.All, Names: listed}
+	lw.resolved, lw.last = set, told
 	lw.mu.Unlock()
 	if lw.Hook != nil {
-		lw.Hook(Listed{All: lw.listed.All, Names: listed, Denied: denied, Next: next})
+		lw.Hook(told)
 	}
+	lw.hookMu.Unlock()
 	if lw.Next != nil {
 		lw.Next(next)
 	}
@@ -318,6 +363,9 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	lw.consumed = true
 	listed, resolved, refused, period, nsRV := lw.listed, lw.resolved, lw.refused, lw.period, lw.nsRV
 	lw.mu.Unlock()
+	lw.hookMu.Lock()
+	gen := lw.hookGen
+	lw.hookMu.Unlock()
 	if !fresh {
 		return nil, reflectorseam.Expired("a watch over several namespaces resumes by relisting")
 	}
@@ -343,7 +391,7 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		}
 		watches = append(watches, w)
 	}
-	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch, wake: lw.Wake}
+	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch, wake: lw.Wake, switchTo: lw.Switch}
 	follow := lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0)
 	if follow || len(refused) > 0 {
 		m.changed = func(ctx context.Context, quick bool) bool {
@@ -352,11 +400,20 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 				if quick && lw.Quick != nil {
 					resolve = lw.Quick
 				}
-				if set, err := resolve(ctx); err == nil && !set.equal(resolved) {
+				set, err := resolve(ctx)
+				if err == nil && !set.equal(resolved) {
 					lw.mu.Lock()
 					lw.pending = &set
 					lw.mu.Unlock()
 					return true
+				}
+				if err == nil && !sameDenials(set.Denied, resolved.Denied) {
+					// The same namespaces, other denials (a namespace
+					// denied was deleted, or one was created denied):
+					// nothing held changes, so nothing is listed, but
+					// Hook is told.
+					lw.denialsChanged(gen, resolved.Denied, set.Denied)
+					resolved.Denied = set.Denied
 				}
 			}
 			// A wake is about the server's namespaces; the refused ones
@@ -366,6 +423,50 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	}
 	m.start(ctx, watches)
 	return m, nil
+}
+
+// sameDenials reports whether a and b deny the same namespaces for the
+// same reasons.
+func sameDenials(a, b map[string]error) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for ns, err := range a {
+		o, ok := b[ns]
+		if !ok || (err == nil) != (o == nil) || (err != nil && err.Error() != o.Error()) {
+			return false
+		}
+	}
+	return true
+}
+
+// denialsChanged tells Hook the last list's outcome with Resolve's
+// denials now (the server's refusals kept), unless a list came after the
+// watch of generation gen opened.
+func (lw *MultiNamespace) denialsChanged(gen uint64, before, now map[string]error) {
+	lw.hookMu.Lock()
+	defer lw.hookMu.Unlock()
+	if lw.hookGen != gen {
+		return
+	}
+	lw.mu.Lock()
+	told := lw.last
+	denied := make(map[string]error, len(now)+len(told.Denied))
+	for ns, err := range told.Denied {
+		if _, byResolve := before[ns]; !byResolve {
+			denied[ns] = err // refused by the server
+		}
+	}
+	for ns, err := range now {
+		denied[ns] = err
+	}
+	told.Denied = denied
+	lw.last = told
+	lw.resolved.Denied = now
+	lw.mu.Unlock()
+	if lw.Hook != nil {
+		lw.Hook(told)
+	}
 }
 
 // readable reports whether the server now answers a list (of one object,
@@ -431,6 +532,9 @@ type mergedWatch struct {
 	wake    <-chan struct{}
 	names   []string
 	refused func(ns string, err error)
+	// switchTo, if set, is called instead of ending the watch when
+	// changed reports true or a watch is refused (see MultiNamespace.Switch).
+	switchTo func()
 
 	result  chan watch.Event
 	stop    chan struct{}
@@ -454,6 +558,11 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 					}
 					if err := forbiddenEvent(ev); err != nil && m.refused != nil && i < len(m.names) {
 						m.refused(m.names[i], err)
+						if m.switchTo != nil {
+							w.Stop()
+							m.switched(ctx)
+							return
+						}
 						ev = reflectorseam.ExpiredEvent(fmt.Sprintf("the watch of namespace %q was refused; relisting checks access again", m.names[i]))
 						select {
 						case m.result <- ev:
@@ -519,6 +628,10 @@ func (m *mergedWatch) follow(ctx context.Context) {
 		changed := m.changed(rctx, quick)
 		close(done)
 		cancel()
+		if changed && m.switchTo != nil {
+			m.switched(ctx)
+			return
+		}
 		if changed {
 			m.Stop()
 			return
@@ -526,6 +639,20 @@ func (m *mergedWatch) follow(ctx context.Context) {
 		if m.next != nil && rctx.Err() == nil && !quick {
 			m.next(nextCheck(time.Now(), m.period))
 		}
+	}
+}
+
+// switched calls switchTo and waits for the stream to stop the watch
+// (within switchGrace, else it stops it itself) or ctx to end.
+func (m *mergedWatch) switched(ctx context.Context) {
+	m.switchTo()
+	t := time.NewTimer(switchGrace)
+	defer t.Stop()
+	select {
+	case <-m.stop:
+	case <-ctx.Done():
+	case <-t.C:
+		m.Stop()
 	}
 }
 

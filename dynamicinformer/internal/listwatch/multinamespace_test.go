@@ -613,3 +613,157 @@ func TestMultiNamespaceForbiddenWhileRunning(t *testing.T) {
 		t.Fatalf("list refused in b: %d resolves, told %+v; want 2 and Resolve's reason", again, l)
 	}
 }
+
+// When a check finds the same namespaces to list but other denials (a
+// namespace denied was deleted, or one was created and denied), Hook is
+// told at once, with the server's refusals kept, and the watch runs on:
+// nothing held changed, so nothing is listed. Before, the deleted
+// namespace stayed named until the next list.
+func TestMultiNamespaceDenialsChanged(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	s.forbidden["b"] = true // Resolve permits b, the server refuses it
+	var mu sync.Mutex
+	answer := NamespaceSet{Names: []string{"a", "b"}, Denied: map[string]error{"c": errors.New("may not list c"), "d": errors.New("may not list d")}}
+	var heard []Listed
+	wake := make(chan struct{}, 1)
+	resolve := func(context.Context) (NamespaceSet, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return answer, nil
+	}
+	lw := &MultiNamespace{Funcs: s.funcs(), Lists: UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		Resolve: resolve, Quick: resolve, Follow: true, Wake: wake,
+		Hook:    func(l Listed) { mu.Lock(); heard = append(heard, l); mu.Unlock() },
+		Recheck: time.Hour,
+	}
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := func() []Listed { mu.Lock(); defer mu.Unlock(); return slices.Clone(heard) }
+	if h := told(); len(h) != 1 || len(h[0].Denied) != 3 {
+		t.Fatalf("list told %+v, want b (refused), c and d denied", h)
+	}
+	mu.Lock()
+	answer = NamespaceSet{Names: []string{"a", "b"}, Denied: map[string]error{"c": errors.New("may not list c")}} // d deleted
+	mu.Unlock()
+	wake <- struct{}{}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(told()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h := told()
+	if len(h) != 2 {
+		t.Fatalf("Hook told %d times, want again once d was gone", len(h))
+	}
+	if d := h[1].Denied; len(d) != 2 || d["b"] == nil || d["c"] == nil || !slices.Equal(h[1].Names, []string{"a"}) {
+		t.Fatalf("told %+v, want a listed, b (refused by the server) and c denied", h[1])
+	}
+	select {
+	case _, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("merged watch ended; want it to run on (nothing held changed)")
+		}
+	case <-time.After(200 * time.Millisecond):
+	}
+	s.mu.Lock()
+	lists := len(s.listOpts)
+	s.mu.Unlock()
+	if lists != 2 {
+		t.Fatalf("%d lists, want the first (a and b) only", lists)
+	}
+	w.Stop()
+	drain(t, w)
+}
+
+// With Switch, a changed answer and a 403 error event of a running watch
+// call Switch instead of ending the merged watch (the stream switches
+// inside itself); the next list uses the answer found, and leaves out the
+// refused namespace. If nothing stops the watch within switchGrace, it
+// ends by itself.
+func TestMultiNamespaceSwitch(t *testing.T) {
+	leaks(t)
+	saved := switchGrace
+	switchGrace = 300 * time.Millisecond
+	t.Cleanup(func() { switchGrace = saved })
+	s := newNSServer()
+	var mu sync.Mutex
+	answer := NamespaceSet{Names: []string{"a", "b"}}
+	resolves := 0
+	switches := make(chan struct{}, 4)
+	lw := &MultiNamespace{Funcs: s.funcs(), Lists: UnstructuredLists(func() schema.GroupVersionResource { return widgetsGVR }),
+		Resolve: func(context.Context) (NamespaceSet, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			resolves++
+			return answer, nil
+		},
+		Follow: true, Recheck: 100 * time.Millisecond,
+		Switch: func() { switches <- struct{}{} },
+	}
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A 403 error event on b's watch: Switch, no event, the watch open.
+	status := apierrors.NewForbidden(widgetsGVR.GroupResource(), "", errors.New("may not watch in b")).Status()
+	s.watchOf("b").Error(&status)
+	select {
+	case <-switches:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Switch after a 403 event")
+	}
+	select {
+	case ev, ok := <-w.ResultChan():
+		t.Fatalf("merged watch delivered %v (open %v) after Switch; want it open and quiet until stopped", ev, ok)
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.Stop() // the stream that switched stops it
+	drain(t, w)
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil || !slices.Equal(listNames(t, obj), []string{"a/a1", "a/a2"}) {
+		t.Fatalf("the switch's list: %v %v, want a's objects only (b refused until the next check)", obj, err)
+	}
+	// A changed answer: Switch, and the list uses it without asking again.
+	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	answer = NamespaceSet{All: true}
+	mu.Unlock()
+	select {
+	case <-switches:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Switch after the answer changed")
+	}
+	mu.Lock()
+	before := resolves
+	mu.Unlock()
+	// Nobody stops it: it ends by itself after switchGrace.
+	start := time.Now()
+	drain(t, w)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("merged watch ended %v after Switch with nobody stopping it, want about %v", took, switchGrace)
+	}
+	s.objects[""] = append(slices.Clone(s.objects["a"]), s.objects["b"]...)
+	s.rv[""] = "9"
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	after := resolves
+	mu.Unlock()
+	if after != before {
+		t.Fatalf("the switch's list asked Resolve %d times, want 0 (the answer found is used)", after-before)
+	}
+}
