@@ -22,6 +22,7 @@ import (
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
 	"github.com/informerkit/informerkit/internal/persist"
+	"github.com/informerkit/informerkit/internal/treecodec"
 )
 
 // ErrCache is the kind of Status.CacheErr: the disk cache
@@ -159,6 +160,9 @@ type entryDisk struct {
 	err      error             // *InformerError of kind ErrCache, nil while all is well
 	restored int
 	logged   bool
+
+	encMu sync.Mutex // guards enc
+	enc   []byte     // scratch for the stored form of one object
 }
 
 // cacheErr records why the disk cache is not used, logging it once.
@@ -250,19 +254,9 @@ func (e *entry) restore(ctx context.Context) {
 func (e *entry) restoredList(st persist.State) (runtime.Object, error) {
 	items := make([]runtime.Object, 0, len(st.Objects))
 	for _, o := range st.Objects {
-		var obj runtime.Object
-		if e.cfg.metadataOnly {
-			m := &metav1.PartialObjectMetadata{}
-			if err := json.Unmarshal(o.Data, m); err != nil {
-				return nil, fmt.Errorf("object %s: %w", o.Key, err)
-			}
-			obj = m
-		} else {
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(o.Data); err != nil {
-				return nil, fmt.Errorf("object %s: %w", o.Key, err)
-			}
-			obj = u
+		obj, err := decodeFromDisk(o.Data, e.cfg.metadataOnly)
+		if err != nil {
+			return nil, fmt.Errorf("object %s: %w", o.Key, err)
 		}
 		items = append(items, obj)
 	}
@@ -273,22 +267,80 @@ func (e *entry) restoredList(st persist.State) (runtime.Object, error) {
 	return list, nil
 }
 
-// encodeForDisk is obj's JSON: a full object, its metadata, or a compact
-// object decoded.
-func encodeForDisk(obj interface{}) ([]byte, error) {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return o.MarshalJSON()
-	case interface {
-		Decode() (*unstructured.Unstructured, error)
-	}:
-		u, err := o.Decode()
+// The stored form of an object (persist.Object.Data, format version 2):
+// one byte naming its encoding, then the encoding.
+const (
+	// diskTree: the compact tree encoding of an
+	// *unstructured.Unstructured's content (package cache's, through
+	// internal/treecodec). A compact cache's objects are written as they
+	// are cached; others are encoded, which costs a walk of the map and
+	// no escaping or number formatting.
+	diskTree = 'T'
+	// diskJSON: JSON (a *metav1.PartialObjectMetadata, or an object
+	// holding values JSON decoding never makes, such as an int a
+	// transform set).
+	diskJSON = 'J'
+)
+
+// appendForDisk appends obj's stored form to dst.
+func appendForDisk(dst []byte, obj interface{}) ([]byte, error) {
+	if enc, ok := treecodec.Encoding(obj); ok {
+		return append(append(dst, diskTree), enc...), nil
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if b, err := treecodec.Encode(append(dst, diskTree), u.Object); err == nil {
+			return b, nil
+		}
+		data, err := u.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
-		return u.MarshalJSON()
+		return append(append(dst, diskJSON), data...), nil
 	}
-	return json.Marshal(obj)
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(dst, diskJSON), data...), nil
+}
+
+// decodeFromDisk decodes a stored form into the reflector's type: a
+// *metav1.PartialObjectMetadata if metadataOnly, else an
+// *unstructured.Unstructured (whose strings may share data's memory).
+func decodeFromDisk(data []byte, metadataOnly bool) (runtime.Object, error) {
+	if len(data) == 0 {
+		return nil, errors.New("empty stored object")
+	}
+	body := data[1:]
+	switch data[0] {
+	case diskTree:
+		m, err := treecodec.Decode(body)
+		if err != nil {
+			return nil, err
+		}
+		if !metadataOnly {
+			return &unstructured.Unstructured{Object: m}, nil
+		}
+		p := &metav1.PartialObjectMetadata{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, p); err != nil {
+			return nil, err
+		}
+		return p, nil
+	case diskJSON:
+		if metadataOnly {
+			p := &metav1.PartialObjectMetadata{}
+			if err := json.Unmarshal(body, p); err != nil {
+				return nil, err
+			}
+			return p, nil
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(body); err != nil {
+			return nil, err
+		}
+		return u, nil
+	}
+	return nil, fmt.Errorf("unknown stored encoding %q", data[0])
 }
 
 // journalPut journals an add or update (the handler's, on its goroutine).
@@ -311,11 +363,18 @@ func (e *entry) journalPut(obj interface{}) {
 	if w == nil || same {
 		return
 	}
-	data, err := encodeForDisk(obj)
+	d.encMu.Lock()
+	data, err := appendForDisk(d.enc[:0], obj)
 	if err != nil {
-		return
+		// Not written, so what is on disk would lack it: nothing more
+		// is written.
+		err = fmt.Errorf("encoding %s: %w", key, err)
+	} else {
+		d.enc = data
+		err = w.Put(key, rv, data) // copies data
 	}
-	if err := w.Put(key, rv, data); err != nil {
+	d.encMu.Unlock()
+	if err != nil {
 		e.diskFailed(err)
 		return
 	}

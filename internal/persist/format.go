@@ -12,7 +12,7 @@ import (
 
 // FormatVersion is the version of the file format this package writes
 // and reads. A file of another version is not read (ErrMismatch).
-const FormatVersion = 1
+const FormatVersion = 2
 
 const (
 	magic         = "IKCACHE\n"

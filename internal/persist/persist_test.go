@@ -1,12 +1,14 @@
 package persist
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -126,15 +128,27 @@ func TestMismatchRemoves(t *testing.T) {
 	}
 }
 
+// TestOtherFormatVersion: files of format version 1 (objects stored as
+// JSON without an encoding byte) are not read by this version: the load
+// says why and removes them, snapshot and journals.
 func TestOtherFormatVersion(t *testing.T) {
 	d := open(t, t.TempDir())
 	writeHistory(t, d)
-	p := d.snapPath("cm")
-	b, _ := os.ReadFile(p)
-	b[len(magic)]++ // version 2
-	os.WriteFile(p, b, 0o600)
-	if _, _, err := d.Load("cm", testID); !errors.Is(err, ErrMismatch) {
-		t.Fatalf("err %v, want ErrMismatch", err)
+	files, _ := filepath.Glob(filepath.Join(d.Path(), "cm.*"))
+	if len(files) < 2 {
+		t.Fatalf("files %v, want a snapshot and a journal", files)
+	}
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		binary.LittleEndian.PutUint16(b[len(magic):], 1)
+		os.WriteFile(p, b, 0o600)
+	}
+	_, _, err := d.Load("cm", testID)
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "format version 1, this program reads 2") {
+		t.Fatalf("err %v, want ErrMismatch naming version 1", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(d.Path(), "cm.*")); len(left) != 0 {
+		t.Fatalf("version-1 files left: %v", left)
 	}
 }
 
