@@ -219,7 +219,11 @@ func TestDiskStoredForms(t *testing.T) {
 	}{
 		{"unstructured", u, diskTree, false, u},
 		{"compact", c, diskTree, false, u},
-		{"not JSON-like", odd, diskJSON, false, func() interface{} { o := diskObject(4); o.Object["spec"] = map[string]interface{}{"n": int64(3)}; return o }()},
+		{"not JSON-like", odd, diskJSON, false, func() interface{} {
+			o := diskObject(4)
+			o.Object["spec"] = map[string]interface{}{"n": int64(3)}
+			return o
+		}()},
 		{"metadata only", meta, diskJSON, true, meta},
 	} {
 		data, err := appendForDisk([]byte("scratch"), c.obj)
