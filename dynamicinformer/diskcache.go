@@ -154,12 +154,21 @@ type entryDisk struct {
 	name    string
 	spec    string
 
-	mu       sync.Mutex // guards w, rvs, err, restored, logged
+	mu       sync.Mutex // guards w, rvs, err, restored, logged, start, reason, age, written, reported
 	w        *persist.Writer
 	rvs      map[string]string // key -> resourceVersion written
 	err      error             // *InformerError of kind ErrCache, nil while all is well
 	restored int
 	logged   bool
+	start    DiskStart     // how the informer started ("" until known)
+	reason   string        // why a stored state was not used, or deleted
+	age      time.Duration // of the stored state restored
+	written  int64         // bytes written, once the writer is closed
+	reported int64         // bytes written already reported to metrics
+	// tentative: start is DiskResumed, not yet reported (a 410 may
+	// follow in the stream); tentativeAt is when it was set.
+	tentative   bool
+	tentativeAt time.Time
 
 	encMu sync.Mutex // guards enc
 	enc   []byte     // scratch for the stored form of one object
@@ -179,14 +188,84 @@ func (e *entry) cacheErr(err error) {
 	}
 }
 
-// diskStatus is what Status shows of the disk cache.
-func (d *entryDisk) status() (restored int, err error) {
+// status is what Status shows of the disk cache.
+func (d *entryDisk) status() (DiskStatus, error) {
 	if d == nil {
-		return 0, nil
+		return DiskStatus{}, nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.restored, d.err
+	ds := DiskStatus{Start: d.start, Reason: d.reason, Restored: d.restored, Age: d.age, Written: d.written}
+	if d.w != nil {
+		ds.Written = d.w.Stats().Written
+	}
+	return ds, d.err
+}
+
+// diskStarted records (once) how the informer started, and reports it.
+// A tentative DiskResumed (see diskRequest) may still become DiskDiffed.
+func (e *entry) diskStarted(start DiskStart, reason string) {
+	d := e.disk
+	d.mu.Lock()
+	if d.start != "" && !(d.tentative && start == DiskDiffed) {
+		d.mu.Unlock()
+		return
+	}
+	d.start, d.reason, d.tentative = start, reason, false
+	restored, age := d.restored, d.age
+	d.mu.Unlock()
+	e.logger.V(2).Info("started from the disk cache", "start", start, "reason", reason, "restored", restored, "age", age.String())
+	e.metrics.diskStart(start, reason, restored, age)
+}
+
+// diskRequest: the informer's first request to the server after a
+// restore decides how it started: a list means the server could not
+// resume (diffed); a watch opened means it resumed — tentatively, since
+// a 410 can come inside the stream it opened: a list before the next
+// tick of diskLoop (or the informer's end) still makes it diffed.
+func (e *entry) diskRequest(list bool) {
+	d := e.disk
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	restored := d.restored > 0 && d.w != nil
+	undecided := restored && d.start == ""
+	tentative := d.tentative
+	if undecided && !list {
+		d.start, d.tentative, d.tentativeAt = DiskResumed, true, time.Now()
+	}
+	d.mu.Unlock()
+	if list && (undecided || tentative) {
+		e.diskStarted(DiskDiffed, "")
+	}
+}
+
+// diskConfirm reports a tentative DiskResumed once no list followed it
+// for a while (or at the end).
+func (e *entry) diskConfirm(final bool) {
+	d := e.disk
+	d.mu.Lock()
+	ok := d.tentative && (final || time.Since(d.tentativeAt) >= diskSyncPeriod/2)
+	if ok {
+		d.tentative = false
+	}
+	restored, age := d.restored, d.age
+	d.mu.Unlock()
+	if ok {
+		e.logger.V(2).Info("started from the disk cache", "start", DiskResumed, "restored", restored, "age", age.String())
+		e.metrics.diskStart(DiskResumed, "", restored, age)
+	}
+}
+
+// diskReport reports the bytes written since the last report.
+func (e *entry) diskReport(st persist.Stats) {
+	d := e.disk
+	d.mu.Lock()
+	n := st.Written - d.reported
+	d.reported = st.Written
+	d.mu.Unlock()
+	e.metrics.diskWritten(n)
 }
 
 // restore runs before the informer: it loads the stored state (handing
@@ -206,25 +285,30 @@ func (e *entry) restore(ctx context.Context) {
 	}
 	id := persist.Identity{Spec: d.spec, Cluster: cluster, CRD: crd}
 	st, info, err := dir.Load(d.name, id)
+	cold := ""
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		st = persist.State{}
+		cold = persist.ReasonNone
 	case err != nil:
 		// Not used and removed; the informer lists.
+		cold = persist.Reason(err)
 		e.logger.Info("stored cache ignored and removed", "dir", dir.Path(), "file", d.name, "reason", err.Error())
-		st = persist.State{}
 	case info.JournalErr != nil:
 		e.logger.Info("stored journal read in part (the end of a crash)", "file", d.name, "applied", info.Journaled, "reason", info.JournalErr.Error())
 	}
-	if len(st.Objects) > 0 && st.RV != "" {
+	if cold == "" && (len(st.Objects) == 0 || st.RV == "") {
+		cold = "nothing stored at a resourceVersion"
+	}
+	if cold == "" {
 		list, err := e.restoredList(st)
 		if err != nil {
 			e.logger.Info("stored cache ignored", "file", d.name, "reason", err.Error())
-			st = persist.State{}
+			cold = persist.ReasonCorrupt
 		} else {
 			e.lw.SetRestored(list)
 		}
-	} else {
+	}
+	if cold != "" {
 		st = persist.State{}
 	}
 	w, err := dir.Create(d.name, id, st)
@@ -240,7 +324,13 @@ func (e *entry) restore(ctx context.Context) {
 		d.rvs[o.Key] = o.RV
 	}
 	d.restored = len(st.Objects)
+	if cold == "" && !info.Written.IsZero() {
+		d.age = max(time.Since(info.Written), 0)
+	}
 	d.mu.Unlock()
+	if cold != "" {
+		e.diskStarted(DiskCold, cold)
+	}
 	if _, err := e.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { e.journalPut(obj) },
 		UpdateFunc: func(_, obj interface{}) { e.journalPut(obj) },
@@ -437,6 +527,8 @@ func (e *entry) diskLoop(ctx context.Context) {
 			e.diskFailed(err)
 			return
 		}
+		e.diskReport(w.Stats())
+		e.diskConfirm(false)
 		if w.FoldDue() {
 			if err := w.Fold(); err != nil {
 				e.diskFailed(err)
@@ -472,7 +564,14 @@ func (e *entry) closeDisk() {
 	d.mu.Lock()
 	d.w = nil
 	d.mu.Unlock()
-	if err := w.Close(); err != nil {
+	e.diskConfirm(true)
+	err := w.Close()
+	st := w.Stats()
+	d.mu.Lock()
+	d.written = st.Written
+	d.mu.Unlock()
+	e.diskReport(st)
+	if err != nil {
 		e.diskFailed(err)
 		return
 	}
@@ -522,7 +621,8 @@ func (e *entry) journalStore() {
 
 // restoredHook: the gate handed the reflector the restored list.
 func (e *entry) restoredHook(rv string) {
-	restored, _ := e.disk.status()
+	ds, _ := e.disk.status()
+	restored := ds.Restored
 	e.apply(lifecycle.Event{Kind: lifecycle.RestoredFromDisk, RV: rv,
 		Reason: fmt.Sprintf("restored %d objects from disk at resourceVersion %s; resuming the watch", restored, rv)})
 }

@@ -524,7 +524,8 @@ func (e *entry) statusLocked() Status {
 		ContactErr:    v.ContactErr,
 		HandlerPanics: e.panics,
 	}
-	st.Restored, st.CacheErr = e.disk.status()
+	st.Disk, st.CacheErr = e.disk.status()
+	st.Restored = st.Disk.Restored
 	if n := e.lastContact.Load(); n != 0 {
 		st.LastContact = time.Unix(0, n)
 	}
@@ -560,7 +561,10 @@ func (e *entry) status() Status {
 
 // gate.Hooks, called on the reflector's goroutine or a stream's.
 
-func (e *entry) listStarted() { e.apply(lifecycle.Event{Kind: lifecycle.ListStarted}) }
+func (e *entry) listStarted() {
+	e.diskRequest(true)
+	e.apply(lifecycle.Event{Kind: lifecycle.ListStarted})
+}
 
 func (e *entry) listed(rv string) {
 	e.apply(lifecycle.Event{Kind: lifecycle.ListAnswered, RV: rv})
@@ -600,7 +604,10 @@ func (e *entry) clusterScoped(gvr schema.GroupVersionResource) bool {
 }
 
 // watching: a server watch was handed to the reflector.
-func (e *entry) watching() { e.apply(lifecycle.Event{Kind: lifecycle.WatchOpened}) }
+func (e *entry) watching() {
+	e.diskRequest(false)
+	e.apply(lifecycle.Event{Kind: lifecycle.WatchOpened})
+}
 
 // emptied: every cached object was handed over as a delete. Removed is
 // published once the cache is empty, so that a caller told "Removed"

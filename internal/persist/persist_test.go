@@ -112,17 +112,19 @@ func TestNothingStored(t *testing.T) {
 }
 
 func TestMismatchRemoves(t *testing.T) {
-	for _, other := range []Identity{
-		{Spec: testID.Spec, Cluster: "c2"},
-		{Spec: testID.Spec, Cluster: testID.Cluster, CRD: "uid2"},
-		{Spec: "other", Cluster: testID.Cluster},
+	for other, reason := range map[Identity]string{
+		{Spec: testID.Spec, Cluster: "c2"}:                        ReasonCluster,
+		{Spec: testID.Spec, Cluster: testID.Cluster, CRD: "uid2"}: ReasonCRD,
+		{Spec: "other", Cluster: testID.Cluster}:                  ReasonSpec,
 	} {
 		d := open(t, t.TempDir())
 		writeHistory(t, d)
-		if _, _, err := d.Load("cm", other); !errors.Is(err, ErrMismatch) {
-			t.Fatalf("%+v: err %v, want ErrMismatch", other, err)
+		_, _, err := d.Load("cm", other)
+		if !errors.Is(err, ErrMismatch) || Reason(err) != reason {
+			t.Fatalf("%+v: err %v (reason %q), want ErrMismatch, %q", other, err, Reason(err), reason)
 		}
-		if _, _, err := d.Load("cm", testID); !errors.Is(err, fs.ErrNotExist) {
+		_, _, err = d.Load("cm", testID)
+		if !errors.Is(err, fs.ErrNotExist) || Reason(err) != ReasonNone {
 			t.Fatalf("%+v: after a mismatch the files stay (%v)", other, err)
 		}
 	}
@@ -144,7 +146,7 @@ func TestOtherFormatVersion(t *testing.T) {
 		os.WriteFile(p, b, 0o600)
 	}
 	_, _, err := d.Load("cm", testID)
-	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "format version 1, this program reads 2") {
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "format version 1, this program reads 2") || Reason(err) != ReasonFormat {
 		t.Fatalf("err %v, want ErrMismatch naming version 1", err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(d.Path(), "cm.*")); len(left) != 0 {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Identity is what a stored state must match to be used: the informer's
@@ -26,17 +27,17 @@ type Identity struct {
 	CRD string `json:"crd,omitempty"`
 }
 
-// mismatch says which part of two identities differs ("" if none).
-func (id Identity) mismatch(stored Identity) string {
+// mismatch says which part of two identities differs (nil if none).
+func (id Identity) mismatch(stored Identity) error {
 	switch {
 	case id.Cluster != stored.Cluster:
-		return "another cluster"
+		return errCluster
 	case id.CRD != stored.CRD:
-		return "another CustomResourceDefinition (deleted and created again?)"
+		return errCRD
 	case id.Spec != stored.Spec:
-		return "another informer spec"
+		return errSpec
 	}
-	return ""
+	return nil
 }
 
 // Object is one stored object: its cache key, its resourceVersion and
@@ -62,6 +63,9 @@ type LoadInfo struct {
 	// JournalErr is why a journal was read only in part (a short or
 	// corrupt record: the end of what a crash left), nil if none was.
 	JournalErr error
+	// Written is when the state loaded was last written (the newest
+	// modification time of the files it came from).
+	Written time.Time
 }
 
 // Dir is a cache directory held by this process. Its methods are safe
@@ -168,8 +172,11 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 	if err != nil {
 		return State{}, info, err
 	}
-	if why := id.mismatch(h.Identity); why != "" {
-		return State{}, info, fmt.Errorf("%w: %s", ErrMismatch, why)
+	if why := id.mismatch(h.Identity); why != nil {
+		return State{}, info, fmt.Errorf("%w: %w", ErrMismatch, why)
+	}
+	if fi, err := f.Stat(); err == nil {
+		info.Written = fi.ModTime()
 	}
 	objs := make(map[string]Object, h.Count)
 	for i := 0; i < h.Count; i++ {
@@ -199,6 +206,9 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 		}
 		n, err := d.readJournal(name, g, id, objs, &st.RV)
 		info.Journaled += n
+		if fi, e := os.Stat(d.journalPath(name, g)); e == nil && n > 0 && fi.ModTime().After(info.Written) {
+			info.Written = fi.ModTime()
+		}
 		st.gen = g
 		if err != nil {
 			info.JournalErr = fmt.Errorf("journal %d: %w", g, err)
@@ -236,7 +246,7 @@ func (d *Dir) readJournal(name string, gen uint64, id Identity, objs map[string]
 	if err != nil {
 		return 0, err
 	}
-	if h.Gen != gen || id.mismatch(h.Identity) != "" {
+	if h.Gen != gen || id.mismatch(h.Identity) != nil {
 		return 0, fmt.Errorf("%w: journal header", ErrMismatch)
 	}
 	n := 0
