@@ -30,6 +30,11 @@ import (
 // the informer works from the server as without it.
 var ErrCache = errors.New("disk cache not used")
 
+// diskResumeConfirm is how long after a watch from the stored
+// resourceVersion opened a start counts as resumed: a 410 inside that
+// stream makes the reflector list after its backoff (0.8 to 1.6 s).
+const diskResumeConfirm = 3 * time.Second
+
 // diskSyncPeriod is how often journaled changes are made durable (and a
 // fold is considered): a crash loses at most about this much, and the
 // next start resumes from an older resourceVersion.
@@ -165,6 +170,12 @@ type entryDisk struct {
 	age      time.Duration // of the stored state restored
 	written  int64         // bytes written, once the writer is closed
 	reported int64         // bytes written already reported to metrics
+	// reidentify: the cache was emptied (the resource stopped being
+	// served): what comes next may be of another CRD instance, so the
+	// identity is read again before it is written.
+	reidentify bool
+	id         persist.Identity // the identity written under
+	before     int64            // bytes written by writers replaced
 	// tentative: start is DiskResumed, not yet reported (a 410 may
 	// follow in the stream); tentativeAt is when it was set.
 	tentative   bool
@@ -195,9 +206,9 @@ func (d *entryDisk) status() (DiskStatus, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ds := DiskStatus{Start: d.start, Reason: d.reason, Restored: d.restored, Age: d.age, Written: d.written}
+	ds := DiskStatus{Start: d.start, Reason: d.reason, Restored: d.restored, Age: d.age, Written: d.before + d.written}
 	if d.w != nil {
-		ds.Written = d.w.Stats().Written
+		ds.Written = d.before + d.w.Stats().Written
 	}
 	return ds, d.err
 }
@@ -219,10 +230,11 @@ func (e *entry) diskStarted(start DiskStart, reason string) {
 }
 
 // diskRequest: the informer's first request to the server after a
-// restore decides how it started: a list means the server could not
-// resume (diffed); a watch opened means it resumed — tentatively, since
-// a 410 can come inside the stream it opened: a list before the next
-// tick of diskLoop (or the informer's end) still makes it diffed.
+// restore decides how it started: a list (or a 410 Expired, list true)
+// means the server could not resume (diffed); a watch opened means it
+// resumed — tentatively, since the 410 can come inside the stream it
+// opened: a list within diskResumeConfirm (and before the informer's
+// end) still makes it diffed.
 func (e *entry) diskRequest(list bool) {
 	d := e.disk
 	if d == nil {
@@ -246,7 +258,7 @@ func (e *entry) diskRequest(list bool) {
 func (e *entry) diskConfirm(final bool) {
 	d := e.disk
 	d.mu.Lock()
-	ok := d.tentative && (final || time.Since(d.tentativeAt) >= diskSyncPeriod/2)
+	ok := d.tentative && (final || time.Since(d.tentativeAt) >= diskResumeConfirm)
 	if ok {
 		d.tentative = false
 	}
@@ -285,8 +297,16 @@ func (e *entry) restore(ctx context.Context) {
 	}
 	id := persist.Identity{Spec: d.spec, Cluster: cluster, CRD: crd}
 	st, info, err := dir.Load(d.name, id)
-	cold := ""
+	cold, gone := "", ""
 	switch {
+	case persist.Reason(err) == persist.ReasonCRD && len(st.Objects) > 0:
+		// Stored for a CRD deleted (or deleted and created again) while
+		// the process was down: its objects are restored, then deleted.
+		gone = "the CustomResourceDefinition was deleted while the process was down"
+		if crd != "" {
+			gone = "the CustomResourceDefinition was deleted and created again while the process was down"
+		}
+		e.logger.Info("stored cache of a CustomResourceDefinition since deleted: its objects are delivered as deletes", "file", d.name, "objects", len(st.Objects), "reason", gone)
 	case errors.Is(err, fs.ErrNotExist):
 		cold = persist.ReasonNone
 	case err != nil:
@@ -301,35 +321,46 @@ func (e *entry) restore(ctx context.Context) {
 	}
 	if cold == "" {
 		list, err := e.restoredList(st)
-		if err != nil {
+		switch {
+		case err != nil:
 			e.logger.Info("stored cache ignored", "file", d.name, "reason", err.Error())
 			cold = persist.ReasonCorrupt
-		} else {
+		case gone != "":
+			e.lw.SetRestoredGone(list, gone)
+		default:
 			e.lw.SetRestored(list)
 		}
 	}
-	if cold != "" {
+	restored := len(st.Objects)
+	if cold != "" || gone != "" {
+		// Nothing of it is current: the new snapshot starts empty.
 		st = persist.State{}
+	}
+	if cold != "" {
+		restored = 0
 	}
 	w, err := dir.Create(d.name, id, st)
 	if err != nil {
-		e.lw.SetRestored(nil)
+		e.lw.SetRestored(nil) // the gone objects too: the informer lists
 		e.cacheErr(err)
 		return
 	}
 	d.mu.Lock()
-	d.w = w
+	d.w, d.id = w, id
 	d.rvs = make(map[string]string, len(st.Objects))
 	for _, o := range st.Objects {
 		d.rvs[o.Key] = o.RV
 	}
-	d.restored = len(st.Objects)
+	d.restored = restored
 	if cold == "" && !info.Written.IsZero() {
 		d.age = max(time.Since(info.Written), 0)
 	}
 	d.mu.Unlock()
-	if cold != "" {
+	switch {
+	case cold != "":
 		e.diskStarted(DiskCold, cold)
+	case gone != "":
+		e.diskStarted(DiskRemoved, gone)
 	}
 	if _, err := e.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { e.journalPut(obj) },
@@ -447,6 +478,13 @@ func (e *entry) journalPut(obj interface{}) {
 		return
 	}
 	rv := m.GetResourceVersion()
+	d.mu.Lock()
+	again := d.reidentify && d.w != nil
+	d.reidentify = false
+	d.mu.Unlock()
+	if again {
+		e.diskReidentify()
+	}
 	d.mu.Lock()
 	w, same := d.w, d.rvs[key] == rv
 	d.mu.Unlock()
@@ -617,6 +655,60 @@ func (e *entry) journalStore() {
 			return
 		}
 	}
+}
+
+// diskEmptied: the cache was emptied (the resource is no longer served);
+// the next object journaled first reads the identity again.
+func (e *entry) diskEmptied() {
+	d := e.disk
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.reidentify = true
+	d.mu.Unlock()
+}
+
+// diskReidentify reads the identity again after the cache was emptied
+// (on the handler's goroutine, before the first object of what follows
+// is journaled): if the resource's CRD is another one now (deleted and
+// created again), a new state is started under the new identity, so
+// that a restart compares its objects with the CRD they belong to.
+func (e *entry) diskReidentify() {
+	d := e.disk
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cluster, crd, err := d.factory.identity(ctx, e.currentGVR())
+	if err != nil {
+		e.diskFailed(err)
+		return
+	}
+	d.mu.Lock()
+	old, id := d.w, d.id
+	d.mu.Unlock()
+	if id.Cluster == cluster && id.CRD == crd {
+		return
+	}
+	id.Cluster, id.CRD = cluster, crd
+	dir, err := d.factory.open()
+	if err == nil {
+		old.Close()
+		var w *persist.Writer
+		if w, err = dir.Create(d.name, id, persist.State{}); err == nil {
+			e.logger.V(2).Info("disk cache restarted for another CustomResourceDefinition", "crd", crd)
+			d.mu.Lock()
+			d.before += old.Stats().Written
+			d.reported -= old.Stats().Written
+			d.w, d.id = w, id
+			d.rvs = map[string]string{}
+			d.mu.Unlock()
+			return
+		}
+	}
+	d.mu.Lock()
+	d.w = nil
+	d.mu.Unlock()
+	e.diskFailed(err)
 }
 
 // restoredHook: the gate handed the reflector the restored list.

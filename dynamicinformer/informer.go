@@ -613,6 +613,7 @@ func (e *entry) watching() {
 // published once the cache is empty, so that a caller told "Removed"
 // finds the cache empty.
 func (e *entry) emptied(reason string) {
+	e.diskEmptied()
 	e.apply(lifecycle.Event{Kind: lifecycle.CacheEmptied, Reason: reason, Err: e.notServed(reason)})
 }
 
@@ -749,7 +750,10 @@ func (e *entry) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, 
 		return
 	}
 	if reflectorseam.IsExpired(err) {
-		return // a relist follows; not a failure
+		// A relist follows; not a failure. Right after a restore, the
+		// server could not resume from the stored resourceVersion.
+		e.diskRequest(true)
+		return
 	}
 	ie := classify(e.currentGVR(), err)
 	kind := ie.(*InformerError).Kind

@@ -300,3 +300,30 @@ func TestLaterRV(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherCRDReturnsState: a state stored for a CRD since deleted (or
+// deleted and created again) is returned with ReasonCRD, for its objects
+// to be deleted, and its files are removed.
+func TestOtherCRDReturnsState(t *testing.T) {
+	for _, now := range []string{"", "uid2"} {
+		d := open(t, t.TempDir())
+		id := Identity{Spec: testID.Spec, Cluster: testID.Cluster, CRD: "uid1"}
+		w, err := d.Create("cr", id, State{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Put("ns/a", "5", []byte("a"))
+		w.Put("ns/b", "6", []byte("b"))
+		w.Sync() // in the journal, not folded
+		st, _, err := d.Load("cr", Identity{Spec: id.Spec, Cluster: id.Cluster, CRD: now})
+		w.Close()
+		if Reason(err) != ReasonCRD || len(st.Objects) != 2 || st.RV != "6" {
+			t.Fatalf("CRD %q: %d objects at %q, err %v; want 2 at 6, ReasonCRD", now, len(st.Objects), st.RV, err)
+		}
+	}
+	d := open(t, t.TempDir())
+	writeHistory(t, d) // stored without a CRD
+	if st, _, err := d.Load("cm", Identity{Spec: testID.Spec, Cluster: testID.Cluster, CRD: "uid"}); Reason(err) != ReasonCRD || len(st.Objects) != 0 {
+		t.Fatalf("a state of no CRD: %d objects, %v; want none", len(st.Objects), err)
+	}
+}

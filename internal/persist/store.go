@@ -135,6 +135,13 @@ func (d *Dir) Remove(name string) {
 // of another format version or Identity (ErrMismatch) or a corrupt one
 // (ErrCorrupt) is removed with its journals, and the error says why. A
 // journal read in part is not an error: LoadInfo.JournalErr says it.
+//
+// One mismatch returns the state too: a state stored for a
+// CustomResourceDefinition (Identity.CRD not "") that id names otherwise
+// (the CRD was deleted, id.CRD "", or deleted and created again) is
+// returned whole, with an error for which Reason says ReasonCRD, and its
+// files are removed: its objects are gone from the server, and the caller
+// may tell its handlers so.
 func (d *Dir) Load(name string, id Identity) (State, LoadInfo, error) {
 	st, info, err := d.read(name, id, ^uint64(0))
 	if err != nil {
@@ -172,8 +179,15 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 	if err != nil {
 		return State{}, info, err
 	}
+	var otherCRD error
 	if why := id.mismatch(h.Identity); why != nil {
-		return State{}, info, fmt.Errorf("%w: %w", ErrMismatch, why)
+		if why != errCRD || h.Identity.CRD == "" {
+			return State{}, info, fmt.Errorf("%w: %w", ErrMismatch, why)
+		}
+		// A CRD deleted (or deleted and created again) since: the state
+		// is read, for its objects to be deleted, and not used.
+		otherCRD = fmt.Errorf("%w: %w", ErrMismatch, why)
+		id = h.Identity // the journals were written with it
 	}
 	if fi, err := f.Stat(); err == nil {
 		info.Written = fi.ModTime()
@@ -220,7 +234,7 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 		st.Objects = append(st.Objects, o)
 	}
 	sort.Slice(st.Objects, func(i, j int) bool { return st.Objects[i].Key < st.Objects[j].Key })
-	return st, info, nil
+	return st, info, otherCRD
 }
 
 // readJournal applies journal gen's records to objs and rv, in order,
