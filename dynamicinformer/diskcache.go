@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"sync"
 	"time"
 
@@ -54,6 +55,36 @@ type factoryDisk struct {
 	err     error // why the directory cannot be used (sticky)
 	opened  bool
 	cluster string // the kube-system namespace's UID, once known
+	// serverRV is the server's resourceVersion when the factory first
+	// identified the cluster (a list of one namespace): a stored state
+	// written before this process started cannot be later, unless the
+	// server went back in time (etcd restored). "" if unknown.
+	serverRV string
+}
+
+// currentRV is the server's resourceVersion now (a list of one
+// namespace; a consistent read), "" if it cannot be read.
+func (d *factoryDisk) currentRV(ctx context.Context) (rv string) {
+	// client-go's fake dynamic client panics on a list of a kind it was
+	// not given; the check is then skipped.
+	defer func() {
+		if recover() != nil {
+			rv = ""
+		}
+	}()
+	l, err := d.client.Resource(namespacesGVR).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return ""
+	}
+	return l.GetResourceVersion()
+}
+
+// serverRVNow returns the server's resourceVersion as first read ("" if
+// it could not be read).
+func (d *factoryDisk) serverRVNow() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.serverRV
 }
 
 // open returns the locked directory, or why it cannot be used.
@@ -89,8 +120,9 @@ func (d *factoryDisk) identity(ctx context.Context, gvr schema.GroupVersionResou
 			return "", "", fmt.Errorf("identifying the cluster (get namespace %s): %w", metav1.NamespaceSystem, err)
 		}
 		cluster = string(ns.GetUID())
+		rv := d.currentRV(ctx)
 		d.mu.Lock()
-		d.cluster = cluster
+		d.cluster, d.serverRV = cluster, rv
 		d.mu.Unlock()
 	}
 	if gvr.Group == "" {
@@ -133,6 +165,18 @@ func containsComma(s string) bool {
 		}
 	}
 	return false
+}
+
+// reasonNewer: a stored state's resourceVersion is later than the
+// server's current one.
+const reasonNewer = "newer than the server"
+
+// newerRV reports whether stored is a later resourceVersion than server
+// (both integers, KEP-5504; false if either is not).
+func newerRV(stored, server string) bool {
+	a, err1 := strconv.ParseUint(stored, 10, 64)
+	b, err2 := strconv.ParseUint(server, 10, 64)
+	return err1 == nil && err2 == nil && a > b
 }
 
 // diskSpec is key as text: what a stored state's spec must equal.
@@ -318,6 +362,13 @@ func (e *entry) restore(ctx context.Context) {
 	}
 	if cold == "" && (len(st.Objects) == 0 || st.RV == "") {
 		cold = "nothing stored at a resourceVersion"
+	}
+	if cold == "" && gone == "" && newerRV(st.RV, d.factory.serverRVNow()) {
+		// Never back in time: the server's history does not reach the
+		// stored state (an etcd restored from a backup?).
+		cold = reasonNewer
+		e.logger.Info("stored cache ignored and removed", "file", d.name, "reason", "its resourceVersion "+st.RV+" is newer than the server's "+d.factory.serverRVNow())
+		dir.Remove(d.name)
 	}
 	if cold == "" {
 		list, err := e.restoredList(st)

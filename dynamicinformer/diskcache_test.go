@@ -1,15 +1,20 @@
 package dynamicinformer
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	ikcache "github.com/informerkit/informerkit/cache"
@@ -265,5 +270,46 @@ func TestSkipUnchanged(t *testing.T) {
 	h.OnUpdate(diskObject(1), changed)
 	if n != 1 {
 		t.Fatalf("%d updates delivered, want 1 (the changed one)", n)
+	}
+}
+
+// TestDiskNeverBackInTime: a stored state whose resourceVersion is later
+// than the server's (the server went back in time: an etcd restored from
+// a backup, same cluster UID) is not restored; the informer lists. Before
+// the check it was restored and resumed from a resourceVersion the
+// server never reached.
+func TestDiskNeverBackInTime(t *testing.T) {
+	dir := t.TempDir()
+	run := func(serverRV string) Status {
+		ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace",
+			"metadata": map[string]interface{}{"name": "kube-system", "uid": "cluster-a"}}}
+		cm := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]interface{}{"name": "settings", "namespace": "team-a", "resourceVersion": "7"}}}
+		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{
+			configmapsGVR: "ConfigMapList", namespacesGVR: "NamespaceList",
+		}, ns, cm)
+		client.PrependReactor("list", "namespaces", func(clienttesting.Action) (bool, kruntime.Object, error) {
+			l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "NamespaceList"}}
+			l.SetResourceVersion(serverRV)
+			return true, l, nil
+		})
+		f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, CacheDir: dir})
+		defer f.Shutdown()
+		h := f.ForResource(configmapsGVR, WithNamespaces("team-a"))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		f.Start(ctx)
+		f.WaitForCacheSync(ctx)
+		return h.Status()
+	}
+	if st := run("10"); st.State != Synced || st.Disk.Start != DiskCold {
+		t.Fatalf("first run: %+v", st)
+	}
+	if st := run("10"); st.Restored != 1 || st.Disk.Start == DiskCold {
+		t.Fatalf("second run, the server later: restored %d, disk %+v; want 1 restored", st.Restored, st.Disk)
+	}
+	st := run("5")
+	if st.Restored != 0 || st.Disk.Start != DiskCold || st.Disk.Reason != reasonNewer || st.State != Synced || st.Objects != 1 {
+		t.Fatalf("the server earlier than the stored state: restored %d, disk %+v, %s with %d objects; want a cold start (%q)", st.Restored, st.Disk, st.State, st.Objects, reasonNewer)
 	}
 }
