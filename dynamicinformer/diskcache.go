@@ -530,13 +530,6 @@ func (e *entry) journalPut(obj interface{}) {
 	}
 	rv := m.GetResourceVersion()
 	d.mu.Lock()
-	again := d.reidentify && d.w != nil
-	d.reidentify = false
-	d.mu.Unlock()
-	if again {
-		e.diskReidentify()
-	}
-	d.mu.Lock()
 	w, same := d.w, d.rvs[key] == rv
 	d.mu.Unlock()
 	if w == nil || same {
@@ -709,7 +702,8 @@ func (e *entry) journalStore() {
 }
 
 // diskEmptied: the cache was emptied (the resource is no longer served);
-// the next object journaled first reads the identity again.
+// the next list (the refill when it is served again) first reads the
+// identity again (diskListing).
 func (e *entry) diskEmptied() {
 	d := e.disk
 	if d == nil {
@@ -720,11 +714,30 @@ func (e *entry) diskEmptied() {
 	d.mu.Unlock()
 }
 
-// diskReidentify reads the identity again after the cache was emptied
-// (on the handler's goroutine, before the first object of what follows
-// is journaled): if the resource's CRD is another one now (deleted and
-// created again), a new state is started under the new identity, so
-// that a restart compares its objects with the CRD they belong to.
+// diskListing: a list is about to be sent; after the cache was emptied
+// it reads the identity again (diskReidentify).
+func (e *entry) diskListing() {
+	d := e.disk
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	again := d.reidentify && d.w != nil
+	d.reidentify = false
+	d.mu.Unlock()
+	if again {
+		e.diskReidentify()
+	}
+}
+
+// diskReidentify reads the identity again after the cache was emptied,
+// before the list that refills it: if the resource's CRD is another one
+// now (deleted and created again), a new state is started under the new
+// identity, so that a restart compares its objects with the CRD they
+// belong to. The keys written are kept: the deletes of the old objects
+// the handler has not yet been given still reach the new journal (a
+// delete of a key it does not hold is harmless), and the new objects
+// come from the list, after.
 func (e *entry) diskReidentify() {
 	d := e.disk
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -751,7 +764,6 @@ func (e *entry) diskReidentify() {
 			d.before += old.Stats().Written
 			d.reported -= old.Stats().Written
 			d.w, d.id = w, id
-			d.rvs = map[string]string{}
 			d.mu.Unlock()
 			return
 		}

@@ -563,6 +563,7 @@ func (e *entry) status() Status {
 
 func (e *entry) listStarted() {
 	e.diskRequest(true)
+	e.diskListing()
 	e.apply(lifecycle.Event{Kind: lifecycle.ListStarted})
 }
 
