@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,12 +23,18 @@ import (
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
 	"github.com/informerkit/informerkit/internal/persist"
+	"github.com/informerkit/informerkit/internal/treecodec"
 )
 
 // ErrCache is the kind of Status.CacheErr: the disk cache
 // (Options.CacheDir) is not used, or no longer written, for the informer;
 // the informer works from the server as without it.
 var ErrCache = errors.New("disk cache not used")
+
+// diskResumeConfirm is how long after a watch from the stored
+// resourceVersion opened a start counts as resumed: a 410 inside that
+// stream makes the reflector list after its backoff (0.8 to 1.6 s).
+const diskResumeConfirm = 3 * time.Second
 
 // diskSyncPeriod is how often journaled changes are made durable (and a
 // fold is considered): a crash loses at most about this much, and the
@@ -48,6 +55,36 @@ type factoryDisk struct {
 	err     error // why the directory cannot be used (sticky)
 	opened  bool
 	cluster string // the kube-system namespace's UID, once known
+	// serverRV is the server's resourceVersion when the factory first
+	// identified the cluster (a list of one namespace): a stored state
+	// written before this process started cannot be later, unless the
+	// server went back in time (etcd restored). "" if unknown.
+	serverRV string
+}
+
+// currentRV is the server's resourceVersion now (a list of one
+// namespace; a consistent read), "" if it cannot be read.
+func (d *factoryDisk) currentRV(ctx context.Context) (rv string) {
+	// client-go's fake dynamic client panics on a list of a kind it was
+	// not given; the check is then skipped.
+	defer func() {
+		if recover() != nil {
+			rv = ""
+		}
+	}()
+	l, err := d.client.Resource(namespacesGVR).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return ""
+	}
+	return l.GetResourceVersion()
+}
+
+// serverRVNow returns the server's resourceVersion as first read ("" if
+// it could not be read).
+func (d *factoryDisk) serverRVNow() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.serverRV
 }
 
 // open returns the locked directory, or why it cannot be used.
@@ -83,8 +120,9 @@ func (d *factoryDisk) identity(ctx context.Context, gvr schema.GroupVersionResou
 			return "", "", fmt.Errorf("identifying the cluster (get namespace %s): %w", metav1.NamespaceSystem, err)
 		}
 		cluster = string(ns.GetUID())
+		rv := d.currentRV(ctx)
 		d.mu.Lock()
-		d.cluster = cluster
+		d.cluster, d.serverRV = cluster, rv
 		d.mu.Unlock()
 	}
 	if gvr.Group == "" {
@@ -129,6 +167,18 @@ func containsComma(s string) bool {
 	return false
 }
 
+// reasonNewer: a stored state's resourceVersion is later than the
+// server's current one.
+const reasonNewer = "newer than the server"
+
+// newerRV reports whether stored is a later resourceVersion than server
+// (both integers, KEP-5504; false if either is not).
+func newerRV(stored, server string) bool {
+	a, err1 := strconv.ParseUint(stored, 10, 64)
+	b, err2 := strconv.ParseUint(server, 10, 64)
+	return err1 == nil && err2 == nil && a > b
+}
+
 // diskSpec is key as text: what a stored state's spec must equal.
 func diskSpec(key spec) string {
 	return fmt.Sprintf("gvr=%s ns=%q label=%q field=%q projection=%+v shard=%q transform=%q tweak=%q sharing=%q",
@@ -153,12 +203,30 @@ type entryDisk struct {
 	name    string
 	spec    string
 
-	mu       sync.Mutex // guards w, rvs, err, restored, logged
+	mu       sync.Mutex // guards w, rvs, err, restored, logged, start, reason, age, written, reported
 	w        *persist.Writer
 	rvs      map[string]string // key -> resourceVersion written
 	err      error             // *InformerError of kind ErrCache, nil while all is well
 	restored int
 	logged   bool
+	start    DiskStart     // how the informer started ("" until known)
+	reason   string        // why a stored state was not used, or deleted
+	age      time.Duration // of the stored state restored
+	written  int64         // bytes written, once the writer is closed
+	reported int64         // bytes written already reported to metrics
+	// reidentify: the cache was emptied (the resource stopped being
+	// served): what comes next may be of another CRD instance, so the
+	// identity is read again before it is written.
+	reidentify bool
+	id         persist.Identity // the identity written under
+	before     int64            // bytes written by writers replaced
+	// tentative: start is DiskResumed, not yet reported (a 410 may
+	// follow in the stream); tentativeAt is when it was set.
+	tentative   bool
+	tentativeAt time.Time
+
+	encMu sync.Mutex // guards enc
+	enc   []byte     // scratch for the stored form of one object
 }
 
 // cacheErr records why the disk cache is not used, logging it once.
@@ -175,14 +243,85 @@ func (e *entry) cacheErr(err error) {
 	}
 }
 
-// diskStatus is what Status shows of the disk cache.
-func (d *entryDisk) status() (restored int, err error) {
+// status is what Status shows of the disk cache.
+func (d *entryDisk) status() (DiskStatus, error) {
 	if d == nil {
-		return 0, nil
+		return DiskStatus{}, nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.restored, d.err
+	ds := DiskStatus{Start: d.start, Reason: d.reason, Restored: d.restored, Age: d.age, Written: d.before + d.written}
+	if d.w != nil {
+		ds.Written = d.before + d.w.Stats().Written
+	}
+	return ds, d.err
+}
+
+// diskStarted records (once) how the informer started, and reports it.
+// A tentative DiskResumed (see diskRequest) may still become DiskDiffed.
+func (e *entry) diskStarted(start DiskStart, reason string) {
+	d := e.disk
+	d.mu.Lock()
+	if d.start != "" && !(d.tentative && start == DiskDiffed) {
+		d.mu.Unlock()
+		return
+	}
+	d.start, d.reason, d.tentative = start, reason, false
+	restored, age := d.restored, d.age
+	d.mu.Unlock()
+	e.logger.V(2).Info("started from the disk cache", "start", start, "reason", reason, "restored", restored, "age", age.String())
+	e.metrics.diskStart(start, reason, restored, age)
+}
+
+// diskRequest: the informer's first request to the server after a
+// restore decides how it started: a list (or a 410 Expired, list true)
+// means the server could not resume (diffed); a watch opened means it
+// resumed — tentatively, since the 410 can come inside the stream it
+// opened: a list within diskResumeConfirm (and before the informer's
+// end) still makes it diffed.
+func (e *entry) diskRequest(list bool) {
+	d := e.disk
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	restored := d.restored > 0 && d.w != nil
+	undecided := restored && d.start == ""
+	tentative := d.tentative
+	if undecided && !list {
+		d.start, d.tentative, d.tentativeAt = DiskResumed, true, time.Now()
+	}
+	d.mu.Unlock()
+	if list && (undecided || tentative) {
+		e.diskStarted(DiskDiffed, "")
+	}
+}
+
+// diskConfirm reports a tentative DiskResumed once no list followed it
+// for a while (or at the end).
+func (e *entry) diskConfirm(final bool) {
+	d := e.disk
+	d.mu.Lock()
+	ok := d.tentative && (final || time.Since(d.tentativeAt) >= diskResumeConfirm)
+	if ok {
+		d.tentative = false
+	}
+	restored, age := d.restored, d.age
+	d.mu.Unlock()
+	if ok {
+		e.logger.V(2).Info("started from the disk cache", "start", DiskResumed, "restored", restored, "age", age.String())
+		e.metrics.diskStart(DiskResumed, "", restored, age)
+	}
+}
+
+// diskReport reports the bytes written since the last report.
+func (e *entry) diskReport(st persist.Stats) {
+	d := e.disk
+	d.mu.Lock()
+	n := st.Written - d.reported
+	d.reported = st.Written
+	d.mu.Unlock()
+	e.metrics.diskWritten(n)
 }
 
 // restore runs before the informer: it loads the stored state (handing
@@ -202,41 +341,78 @@ func (e *entry) restore(ctx context.Context) {
 	}
 	id := persist.Identity{Spec: d.spec, Cluster: cluster, CRD: crd}
 	st, info, err := dir.Load(d.name, id)
+	cold, gone := "", ""
 	switch {
+	case persist.Reason(err) == persist.ReasonCRD && len(st.Objects) > 0:
+		// Stored for a CRD deleted (or deleted and created again) while
+		// the process was down: its objects are restored, then deleted.
+		gone = "the CustomResourceDefinition was deleted while the process was down"
+		if crd != "" {
+			gone = "the CustomResourceDefinition was deleted and created again while the process was down"
+		}
+		e.logger.Info("stored cache of a CustomResourceDefinition since deleted: its objects are delivered as deletes", "file", d.name, "objects", len(st.Objects), "reason", gone)
 	case errors.Is(err, fs.ErrNotExist):
-		st = persist.State{}
+		cold = persist.ReasonNone
 	case err != nil:
 		// Not used and removed; the informer lists.
+		cold = persist.Reason(err)
 		e.logger.Info("stored cache ignored and removed", "dir", dir.Path(), "file", d.name, "reason", err.Error())
-		st = persist.State{}
 	case info.JournalErr != nil:
 		e.logger.Info("stored journal read in part (the end of a crash)", "file", d.name, "applied", info.Journaled, "reason", info.JournalErr.Error())
 	}
-	if len(st.Objects) > 0 && st.RV != "" {
+	if cold == "" && (len(st.Objects) == 0 || st.RV == "") {
+		cold = "nothing stored at a resourceVersion"
+	}
+	if cold == "" && gone == "" && newerRV(st.RV, d.factory.serverRVNow()) {
+		// Never back in time: the server's history does not reach the
+		// stored state (an etcd restored from a backup?).
+		cold = reasonNewer
+		e.logger.Info("stored cache ignored and removed", "file", d.name, "reason", "its resourceVersion "+st.RV+" is newer than the server's "+d.factory.serverRVNow())
+		dir.Remove(d.name)
+	}
+	if cold == "" {
 		list, err := e.restoredList(st)
-		if err != nil {
+		switch {
+		case err != nil:
 			e.logger.Info("stored cache ignored", "file", d.name, "reason", err.Error())
-			st = persist.State{}
-		} else {
+			cold = persist.ReasonCorrupt
+		case gone != "":
+			e.lw.SetRestoredGone(list, gone)
+		default:
 			e.lw.SetRestored(list)
 		}
-	} else {
+	}
+	restored := len(st.Objects)
+	if cold != "" || gone != "" {
+		// Nothing of it is current: the new snapshot starts empty.
 		st = persist.State{}
+	}
+	if cold != "" {
+		restored = 0
 	}
 	w, err := dir.Create(d.name, id, st)
 	if err != nil {
-		e.lw.SetRestored(nil)
+		e.lw.SetRestored(nil) // the gone objects too: the informer lists
 		e.cacheErr(err)
 		return
 	}
 	d.mu.Lock()
-	d.w = w
+	d.w, d.id = w, id
 	d.rvs = make(map[string]string, len(st.Objects))
 	for _, o := range st.Objects {
 		d.rvs[o.Key] = o.RV
 	}
-	d.restored = len(st.Objects)
+	d.restored = restored
+	if cold == "" && !info.Written.IsZero() {
+		d.age = max(time.Since(info.Written), 0)
+	}
 	d.mu.Unlock()
+	switch {
+	case cold != "":
+		e.diskStarted(DiskCold, cold)
+	case gone != "":
+		e.diskStarted(DiskRemoved, gone)
+	}
 	if _, err := e.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { e.journalPut(obj) },
 		UpdateFunc: func(_, obj interface{}) { e.journalPut(obj) },
@@ -250,19 +426,9 @@ func (e *entry) restore(ctx context.Context) {
 func (e *entry) restoredList(st persist.State) (runtime.Object, error) {
 	items := make([]runtime.Object, 0, len(st.Objects))
 	for _, o := range st.Objects {
-		var obj runtime.Object
-		if e.cfg.metadataOnly {
-			m := &metav1.PartialObjectMetadata{}
-			if err := json.Unmarshal(o.Data, m); err != nil {
-				return nil, fmt.Errorf("object %s: %w", o.Key, err)
-			}
-			obj = m
-		} else {
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(o.Data); err != nil {
-				return nil, fmt.Errorf("object %s: %w", o.Key, err)
-			}
-			obj = u
+		obj, err := decodeFromDisk(o.Data, e.cfg.metadataOnly)
+		if err != nil {
+			return nil, fmt.Errorf("object %s: %w", o.Key, err)
 		}
 		items = append(items, obj)
 	}
@@ -273,22 +439,80 @@ func (e *entry) restoredList(st persist.State) (runtime.Object, error) {
 	return list, nil
 }
 
-// encodeForDisk is obj's JSON: a full object, its metadata, or a compact
-// object decoded.
-func encodeForDisk(obj interface{}) ([]byte, error) {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return o.MarshalJSON()
-	case interface {
-		Decode() (*unstructured.Unstructured, error)
-	}:
-		u, err := o.Decode()
+// The stored form of an object (persist.Object.Data, format version 2):
+// one byte naming its encoding, then the encoding.
+const (
+	// diskTree: the compact tree encoding of an
+	// *unstructured.Unstructured's content (package cache's, through
+	// internal/treecodec). A compact cache's objects are written as they
+	// are cached; others are encoded, which costs a walk of the map and
+	// no escaping or number formatting.
+	diskTree = 'T'
+	// diskJSON: JSON (a *metav1.PartialObjectMetadata, or an object
+	// holding values JSON decoding never makes, such as an int a
+	// transform set).
+	diskJSON = 'J'
+)
+
+// appendForDisk appends obj's stored form to dst.
+func appendForDisk(dst []byte, obj interface{}) ([]byte, error) {
+	if enc, ok := treecodec.Encoding(obj); ok {
+		return append(append(dst, diskTree), enc...), nil
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if b, err := treecodec.Encode(append(dst, diskTree), u.Object); err == nil {
+			return b, nil
+		}
+		data, err := u.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
-		return u.MarshalJSON()
+		return append(append(dst, diskJSON), data...), nil
 	}
-	return json.Marshal(obj)
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(dst, diskJSON), data...), nil
+}
+
+// decodeFromDisk decodes a stored form into the reflector's type: a
+// *metav1.PartialObjectMetadata if metadataOnly, else an
+// *unstructured.Unstructured (whose strings may share data's memory).
+func decodeFromDisk(data []byte, metadataOnly bool) (runtime.Object, error) {
+	if len(data) == 0 {
+		return nil, errors.New("empty stored object")
+	}
+	body := data[1:]
+	switch data[0] {
+	case diskTree:
+		m, err := treecodec.Decode(body)
+		if err != nil {
+			return nil, err
+		}
+		if !metadataOnly {
+			return &unstructured.Unstructured{Object: m}, nil
+		}
+		p := &metav1.PartialObjectMetadata{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, p); err != nil {
+			return nil, err
+		}
+		return p, nil
+	case diskJSON:
+		if metadataOnly {
+			p := &metav1.PartialObjectMetadata{}
+			if err := json.Unmarshal(body, p); err != nil {
+				return nil, err
+			}
+			return p, nil
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(body); err != nil {
+			return nil, err
+		}
+		return u, nil
+	}
+	return nil, fmt.Errorf("unknown stored encoding %q", data[0])
 }
 
 // journalPut journals an add or update (the handler's, on its goroutine).
@@ -311,11 +535,18 @@ func (e *entry) journalPut(obj interface{}) {
 	if w == nil || same {
 		return
 	}
-	data, err := encodeForDisk(obj)
+	d.encMu.Lock()
+	data, err := appendForDisk(d.enc[:0], obj)
 	if err != nil {
-		return
+		// Not written, so what is on disk would lack it: nothing more
+		// is written.
+		err = fmt.Errorf("encoding %s: %w", key, err)
+	} else {
+		d.enc = data
+		err = w.Put(key, rv, data) // copies data
 	}
-	if err := w.Put(key, rv, data); err != nil {
+	d.encMu.Unlock()
+	if err != nil {
 		e.diskFailed(err)
 		return
 	}
@@ -378,6 +609,8 @@ func (e *entry) diskLoop(ctx context.Context) {
 			e.diskFailed(err)
 			return
 		}
+		e.diskReport(w.Stats())
+		e.diskConfirm(false)
 		if w.FoldDue() {
 			if err := w.Fold(); err != nil {
 				e.diskFailed(err)
@@ -413,7 +646,14 @@ func (e *entry) closeDisk() {
 	d.mu.Lock()
 	d.w = nil
 	d.mu.Unlock()
-	if err := w.Close(); err != nil {
+	e.diskConfirm(true)
+	err := w.Close()
+	st := w.Stats()
+	d.mu.Lock()
+	d.written = st.Written
+	d.mu.Unlock()
+	e.diskReport(st)
+	if err != nil {
 		e.diskFailed(err)
 		return
 	}
@@ -461,9 +701,83 @@ func (e *entry) journalStore() {
 	}
 }
 
+// diskEmptied: the cache was emptied (the resource is no longer served);
+// the next list (the refill when it is served again) first reads the
+// identity again (diskListing).
+func (e *entry) diskEmptied() {
+	d := e.disk
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.reidentify = true
+	d.mu.Unlock()
+}
+
+// diskListing: a list is about to be sent; after the cache was emptied
+// it reads the identity again (diskReidentify).
+func (e *entry) diskListing() {
+	d := e.disk
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	again := d.reidentify && d.w != nil
+	d.reidentify = false
+	d.mu.Unlock()
+	if again {
+		e.diskReidentify()
+	}
+}
+
+// diskReidentify reads the identity again after the cache was emptied,
+// before the list that refills it: if the resource's CRD is another one
+// now (deleted and created again), a new state is started under the new
+// identity, so that a restart compares its objects with the CRD they
+// belong to. The keys written are kept: the deletes of the old objects
+// the handler has not yet been given still reach the new journal (a
+// delete of a key it does not hold is harmless), and the new objects
+// come from the list, after.
+func (e *entry) diskReidentify() {
+	d := e.disk
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cluster, crd, err := d.factory.identity(ctx, e.currentGVR())
+	if err != nil {
+		e.diskFailed(err)
+		return
+	}
+	d.mu.Lock()
+	old, id := d.w, d.id
+	d.mu.Unlock()
+	if id.Cluster == cluster && id.CRD == crd {
+		return
+	}
+	id.Cluster, id.CRD = cluster, crd
+	dir, err := d.factory.open()
+	if err == nil {
+		old.Close()
+		var w *persist.Writer
+		if w, err = dir.Create(d.name, id, persist.State{}); err == nil {
+			e.logger.V(2).Info("disk cache restarted for another CustomResourceDefinition", "crd", crd)
+			d.mu.Lock()
+			d.before += old.Stats().Written
+			d.reported -= old.Stats().Written
+			d.w, d.id = w, id
+			d.mu.Unlock()
+			return
+		}
+	}
+	d.mu.Lock()
+	d.w = nil
+	d.mu.Unlock()
+	e.diskFailed(err)
+}
+
 // restoredHook: the gate handed the reflector the restored list.
 func (e *entry) restoredHook(rv string) {
-	restored, _ := e.disk.status()
+	ds, _ := e.disk.status()
+	restored := ds.Restored
 	e.apply(lifecycle.Event{Kind: lifecycle.RestoredFromDisk, RV: rv,
 		Reason: fmt.Sprintf("restored %d objects from disk at resourceVersion %s; resuming the watch", restored, rv)})
 }

@@ -237,16 +237,27 @@
 //     resync period).
 //   - Cold (nothing stored, or the stored state was unusable): as without
 //     CacheDir.
+//   - Removed (the resource's CRD was deleted while the process was
+//     down): the same initial adds, then a delete per restored object;
+//     the informer is Removed and follows the CRD if it is installed
+//     again. A CRD deleted and created again while down (a new UID) is
+//     the same: the stored objects are restored and deleted, then the new
+//     instance's objects arrive as adds — never the old objects as
+//     current ones, nor an update from an old object to a new one.
 //
 // A stored state is used only if it matches exactly: the informer's
 // spec, the cluster (the kube-system namespace's UID), the resource's CRD
-// (its UID: a CRD deleted and created again does not match) and the file
-// format version. Anything else, or a damaged file, is logged, removed,
-// and the informer lists; a journal cut short by a crash is applied up to
-// its last whole record. Transforms run again on restored objects, so a
-// keyed WithTransform transform must be idempotent. Status.Restored says
-// how many objects were restored, Status.CacheErr why the disk is not
-// used. docs/DESIGN.md ("Restart from disk") has the format.
+// (its UID) and the file format version. Anything else, or a damaged
+// file, is logged, removed, and the informer lists; a journal cut short
+// by a crash is applied up to its last whole record. Transforms run again
+// on restored objects, so a keyed WithTransform transform must be
+// idempotent. Status.Disk says how the informer started (DiskResumed,
+// DiskDiffed, DiskCold with the reason, DiskRemoved), how many objects
+// were restored, how old the stored state was and how many bytes were
+// written; Status.CacheErr says why the disk is not used. An exporter
+// whose Informer implements metrics.DiskInformer is told the same
+// (package prometheusmetrics exports it). docs/DESIGN.md ("Restart from
+// disk") has the format.
 //
 // # Access check (RBAC pre-flight)
 //

@@ -22,11 +22,13 @@ func ExampleOptions_cacheDir() {
 	configmaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	run := func() dynamicinformer.Status {
 		// A fake cluster for the example: its kube-system namespace's UID
-		// identifies it.
+		// identifies it; its resourceVersions are not later than the
+		// fake server's (a stored state later than the server's is not
+		// used).
 		ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace",
 			"metadata": map[string]interface{}{"name": "kube-system", "uid": "5b0f7c8e-cluster-a"}}}
 		cm := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]interface{}{"name": "settings", "namespace": "team-a", "resourceVersion": "7"}}}
+			"metadata": map[string]interface{}{"name": "settings", "namespace": "team-a", "resourceVersion": "1"}}}
 		client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), ns, cm)
 		factory := dynamicinformer.NewSharedInformerFactory(client, dynamicinformer.Options{DisableCRDTracking: true, CacheDir: dir})
 		defer factory.Shutdown()

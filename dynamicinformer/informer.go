@@ -529,7 +529,8 @@ func (e *entry) statusLocked() Status {
 		ContactErr:    v.ContactErr,
 		HandlerPanics: e.panics,
 	}
-	st.Restored, st.CacheErr = e.disk.status()
+	st.Disk, st.CacheErr = e.disk.status()
+	st.Restored = st.Disk.Restored
 	if n := e.lastContact.Load(); n != 0 {
 		st.LastContact = time.Unix(0, n)
 	}
@@ -565,7 +566,11 @@ func (e *entry) status() Status {
 
 // gate.Hooks, called on the reflector's goroutine or a stream's.
 
-func (e *entry) listStarted() { e.apply(lifecycle.Event{Kind: lifecycle.ListStarted}) }
+func (e *entry) listStarted() {
+	e.diskRequest(true)
+	e.diskListing()
+	e.apply(lifecycle.Event{Kind: lifecycle.ListStarted})
+}
 
 func (e *entry) listed(rv string) {
 	e.apply(lifecycle.Event{Kind: lifecycle.ListAnswered, RV: rv})
@@ -605,12 +610,16 @@ func (e *entry) clusterScoped(gvr schema.GroupVersionResource) bool {
 }
 
 // watching: a server watch was handed to the reflector.
-func (e *entry) watching() { e.apply(lifecycle.Event{Kind: lifecycle.WatchOpened}) }
+func (e *entry) watching() {
+	e.diskRequest(false)
+	e.apply(lifecycle.Event{Kind: lifecycle.WatchOpened})
+}
 
 // emptied: every cached object was handed over as a delete. Removed is
 // published once the cache is empty, so that a caller told "Removed"
 // finds the cache empty.
 func (e *entry) emptied(reason string) {
+	e.diskEmptied()
 	e.apply(lifecycle.Event{Kind: lifecycle.CacheEmptied, Reason: reason, Err: e.notServed(reason)})
 }
 
@@ -747,7 +756,10 @@ func (e *entry) watchErrorHandler(ctx context.Context, r *toolscache.Reflector, 
 		return
 	}
 	if reflectorseam.IsExpired(err) {
-		return // a relist follows; not a failure
+		// A relist follows; not a failure. Right after a restore, the
+		// server could not resume from the stored resourceVersion.
+		e.diskRequest(true)
+		return
 	}
 	ie := classify(e.currentGVR(), err)
 	kind := ie.(*InformerError).Kind

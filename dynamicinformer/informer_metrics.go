@@ -298,3 +298,24 @@ func (stoppedMetrics) QueuedItems(int)                 {}
 func (stoppedMetrics) ProcessingLatency(time.Duration) {}
 func (stoppedMetrics) StoreResourceVersion(float64)    {}
 func (stoppedMetrics) OutsideShard(int)                {}
+
+// diskStart reports how an informer kept on disk started (to an exporter
+// whose Informer implements metrics.DiskInformer).
+func (em *entryMetrics) diskStart(start DiskStart, reason string, restored int, age time.Duration) {
+	if em == nil {
+		return
+	}
+	if d, ok := em.current().(metrics.DiskInformer); ok {
+		d.DiskStart(string(start), reason, restored, age)
+	}
+}
+
+// diskWritten reports n more bytes written to the disk cache.
+func (em *entryMetrics) diskWritten(n int64) {
+	if em == nil || n <= 0 {
+		return
+	}
+	if d, ok := em.current().(metrics.DiskInformer); ok {
+		d.DiskWritten(n)
+	}
+}

@@ -58,6 +58,53 @@ const (
 	Stopped State = "Stopped"
 )
 
+// DiskStart is how an informer kept on disk (Options.CacheDir) started.
+type DiskStart string
+
+const (
+	// DiskResumed: objects were restored from disk and the server
+	// accepted the watch from the stored resourceVersion; nothing was
+	// listed. Handlers saw the restored objects as initial-list adds,
+	// then what changed while the process was down.
+	DiskResumed DiskStart = "Resumed"
+	// DiskDiffed: objects were restored, but the server could not resume
+	// from the stored resourceVersion (410 Expired): the informer listed,
+	// and handlers saw only the differences from what was restored.
+	DiskDiffed DiskStart = "Diffed"
+	// DiskCold: nothing usable was on disk (DiskStatus.Reason says why);
+	// the informer listed as without a cache directory.
+	DiskCold DiskStart = "Cold"
+	// DiskRemoved: the resource's CustomResourceDefinition was deleted
+	// (or deleted and created again) while the process was down: the
+	// stored objects were restored and then deleted (handlers saw an
+	// initial-list add and a delete per object); the informer is
+	// Removed, or lists the new resource as a cold start once it is
+	// served.
+	DiskRemoved DiskStart = "Removed"
+)
+
+// DiskStatus is what the disk cache (Options.CacheDir) did for an
+// informer.
+type DiskStatus struct {
+	// Start is how the informer started; "" until known (objects
+	// restored, the watch not yet answered) or when the informer is not
+	// kept on disk (see Status.CacheErr).
+	Start DiskStart
+	// Reason says why a stored state was not used (Start DiskCold: "none
+	// stored", "another cluster", "another CustomResourceDefinition",
+	// "another informer spec", "another format version", "corrupt",
+	// "newer than the server", ...) or why it was deleted (DiskRemoved).
+	Reason string
+	// Restored is Status.Restored: the objects restored from disk.
+	Restored int
+	// Age is how old the stored state was when the informer started
+	// (since it was last written); 0 when none was used.
+	Age time.Duration
+	// Written counts the bytes written to the cache directory for the
+	// informer since it started (snapshots and journals).
+	Written int64
+}
+
 // Status is a snapshot of one informer's state.
 type Status struct {
 	GVR           schema.GroupVersionResource
@@ -120,6 +167,9 @@ type Status struct {
 	// the server meanwhile. A change of it is seen in the next Status; it
 	// publishes nothing by itself.
 	CacheErr error
+	// Disk says how an informer kept on disk (Options.CacheDir) started
+	// and what it has written; zero for one that is not.
+	Disk DiskStatus
 	// Denied names the namespaces of a several-namespace informer
 	// (WithNamespaces) that it does not list, and why: the missing verbs
 	// (WithAccessCheck) or the server's 403. The others are listed,

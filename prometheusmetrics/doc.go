@@ -35,6 +35,10 @@
 //	informerkit_informer_queued_items                       gauge      items queued in the informers' FIFOs (client-go)
 //	informerkit_informer_processing_duration_seconds        histogram  time to process one queued item (client-go)
 //	informerkit_store_resource_version                      gauge      the cache's resourceVersion, as a number (client-go)
+//	informerkit_disk_starts_total{start,reason}             counter    starts of informers kept on disk (Options.CacheDir): Resumed, Diffed, Cold, Removed; reason: why a stored state was not used
+//	informerkit_disk_restored_objects_total                 counter    objects restored from disk at start
+//	informerkit_disk_restored_age_seconds                   gauge      age of the stored state at the last start from it
+//	informerkit_disk_written_bytes_total                    counter    bytes written to the disk cache (rate(): bytes per second)
 //	informerkit_informers_wanted                            gauge      informers the factory holds
 //	informerkit_informers_running                           gauge      of those, informers Syncing, Synced or Stale
 //

@@ -47,6 +47,10 @@ type Metrics struct {
 	queued        *prometheus.GaugeVec
 	processing    *prometheus.HistogramVec
 	storeRV       *prometheus.GaugeVec
+	diskStarts    *prometheus.CounterVec
+	diskRestored  *prometheus.CounterVec
+	diskAge       *prometheus.GaugeVec
+	diskWritten   *prometheus.CounterVec
 	wanted        prometheus.Gauge
 	running       prometheus.Gauge
 
@@ -57,6 +61,7 @@ type Metrics struct {
 var (
 	_ metrics.Exporter     = (*Metrics)(nil)
 	_ metrics.Informer     = (*informer)(nil)
+	_ metrics.DiskInformer = (*informer)(nil)
 	_ prometheus.Collector = (*Metrics)(nil)
 )
 
@@ -112,6 +117,22 @@ func New() *Metrics {
 			Name: "informerkit_store_resource_version",
 			Help: "The resourceVersion of the last informer cache of the resource that changed, as a number (client-go).",
 		}, gvrLabels),
+		diskStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "informerkit_disk_starts_total",
+			Help: "Starts of the resource's informers kept on disk (Options.CacheDir), by how they started (Resumed, Diffed, Cold, Removed) and why a stored state was not used (reason; \"\" when it was).",
+		}, withLabels("start", "reason")),
+		diskRestored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "informerkit_disk_restored_objects_total",
+			Help: "Objects the resource's informers restored from disk at start.",
+		}, gvrLabels),
+		diskAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "informerkit_disk_restored_age_seconds",
+			Help: "How old the stored state was when an informer of the resource last started from it.",
+		}, gvrLabels),
+		diskWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "informerkit_disk_written_bytes_total",
+			Help: "Bytes the resource's informers wrote to their disk cache (journals and snapshots).",
+		}, gvrLabels),
 		wanted: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "informerkit_informers_wanted",
 			Help: "Informers the factory holds.",
@@ -126,7 +147,8 @@ func New() *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.state, m.objects, m.events, m.requests, m.requestErrors, m.watchRestarts,
-		m.lastSync, m.handlerPanics, m.outsideShard, m.queued, m.processing, m.storeRV, m.wanted, m.running}
+		m.lastSync, m.handlerPanics, m.outsideShard, m.queued, m.processing, m.storeRV,
+		m.diskStarts, m.diskRestored, m.diskAge, m.diskWritten, m.wanted, m.running}
 }
 
 // Describe implements prometheus.Collector.
@@ -187,7 +209,7 @@ func (m *Metrics) release(gvr schema.GroupVersionResource) {
 	}
 	delete(m.refs, gvr)
 	match := prometheus.Labels{"group": gvr.Group, "version": gvr.Version, "resource": gvr.Resource}
-	for _, g := range []*prometheus.GaugeVec{m.state, m.objects, m.lastSync, m.queued, m.storeRV} {
+	for _, g := range []*prometheus.GaugeVec{m.state, m.objects, m.lastSync, m.queued, m.storeRV, m.diskAge} {
 		g.DeletePartialMatch(match)
 	}
 }
@@ -311,4 +333,22 @@ func (in *informer) StoreResourceVersion(rv float64) {
 	if !in.stopped {
 		in.storeRV.Set(rv)
 	}
+}
+
+// DiskStart implements metrics.DiskInformer.
+func (in *informer) DiskStart(start, reason string, restored int, age time.Duration) {
+	in.m.diskStarts.WithLabelValues(in.labels[0], in.labels[1], in.labels[2], start, reason).Inc()
+	if restored > 0 {
+		in.m.diskRestored.WithLabelValues(in.labels...).Add(float64(restored))
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		if !in.stopped {
+			in.m.diskAge.WithLabelValues(in.labels...).Set(age.Seconds())
+		}
+	}
+}
+
+// DiskWritten implements metrics.DiskInformer.
+func (in *informer) DiskWritten(n int64) {
+	in.m.diskWritten.WithLabelValues(in.labels...).Add(float64(n))
 }

@@ -331,3 +331,24 @@ func TestInformerCountsFromStates(t *testing.T) {
 	b.State("Stopped")
 	check("all stopped", [2]float64{0, 0})
 }
+
+func TestDiskSeries(t *testing.T) {
+	m := New()
+	in := m.NewInformer(metrics.Identity{GVR: widgets}).(metrics.DiskInformer)
+	in.DiskStart("Cold", "another cluster", 0, 0)
+	in.DiskStart("Resumed", "", 20, 90*time.Second)
+	in.DiskWritten(100)
+	in.DiskWritten(50)
+	l := []string{widgets.Group, widgets.Version, widgets.Resource}
+	for name, c := range map[string]struct{ got, want float64 }{
+		"cold starts": {testutil.ToFloat64(m.diskStarts.WithLabelValues(append(l, "Cold", "another cluster")...)), 1},
+		"resumed":     {testutil.ToFloat64(m.diskStarts.WithLabelValues(append(l, "Resumed", "")...)), 1},
+		"restored":    {testutil.ToFloat64(m.diskRestored.WithLabelValues(l...)), 20},
+		"age":         {testutil.ToFloat64(m.diskAge.WithLabelValues(l...)), 90},
+		"bytes":       {testutil.ToFloat64(m.diskWritten.WithLabelValues(l...)), 150},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", name, c.got, c.want)
+		}
+	}
+}

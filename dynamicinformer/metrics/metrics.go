@@ -74,3 +74,26 @@ type Informer interface {
 	// shard selector).
 	OutsideShard(n int)
 }
+
+// DiskInformer is an Informer that also receives what an informer's
+// disk cache (dynamicinformer.Options.CacheDir) does. Implementing it is
+// optional: an Informer without these methods is not told.
+type DiskInformer interface {
+	Informer
+	// DiskStart: how the informer started, once per start of an
+	// informer kept on disk: start is "Resumed" (the watch resumed from
+	// the stored resourceVersion, no list), "Diffed" (the server could
+	// not resume: a list, diffed against the restored objects), "Cold"
+	// (nothing usable on disk; reason says why: "none stored", "another
+	// cluster", "another CustomResourceDefinition", "another informer
+	// spec", "another format version", "corrupt", "newer than the
+	// server", ...) or "Removed" (the resource's
+	// CustomResourceDefinition was deleted, or deleted and created again,
+	// while the process was down: handlers got a delete per restored
+	// object). restored counts the objects restored from disk, age is
+	// how old the stored state was (0 when none was used).
+	DiskStart(start, reason string, restored int, age time.Duration)
+	// DiskWritten: n more bytes were written to the disk cache
+	// (journals and snapshots; reported about once a second).
+	DiskWritten(n int64)
+}

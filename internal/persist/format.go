@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 )
 
 // FormatVersion is the version of the file format this package writes
 // and reads. A file of another version is not read (ErrMismatch).
-const FormatVersion = 1
+const FormatVersion = 2
 
 const (
 	magic         = "IKCACHE\n"
@@ -39,6 +40,47 @@ var (
 	// ErrLocked: another process holds the directory's lock.
 	ErrLocked = errors.New("persist: cache directory locked by another process")
 )
+
+// Why a stored state is not used: Reason's answers.
+const (
+	ReasonNone    = "none stored"
+	ReasonFormat  = "another format version"
+	ReasonCluster = "another cluster"
+	ReasonCRD     = "another CustomResourceDefinition"
+	ReasonSpec    = "another informer spec"
+	ReasonCorrupt = "corrupt"
+	ReasonOther   = "unreadable"
+)
+
+// The causes ErrMismatch is given with.
+var (
+	errFormat  = errors.New("format version")
+	errCluster = errors.New("another cluster")
+	errCRD     = errors.New("another CustomResourceDefinition (deleted and created again?)")
+	errSpec    = errors.New("another informer spec")
+)
+
+// Reason names, for a log or a metric label, why Load did not return a
+// state: one of the Reason constants.
+func Reason(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, fs.ErrNotExist):
+		return ReasonNone
+	case errors.Is(err, errFormat):
+		return ReasonFormat
+	case errors.Is(err, errCluster):
+		return ReasonCluster
+	case errors.Is(err, errCRD):
+		return ReasonCRD
+	case errors.Is(err, errSpec):
+		return ReasonSpec
+	case errors.Is(err, ErrCorrupt):
+		return ReasonCorrupt
+	}
+	return ReasonOther
+}
 
 // header is a file's first record.
 type header struct {
@@ -75,7 +117,7 @@ func readFileHeader(r io.Reader, kind byte) error {
 		return fmt.Errorf("%w: not a cache file", ErrCorrupt)
 	}
 	if v := binary.LittleEndian.Uint16(b[len(magic):]); v != FormatVersion {
-		return fmt.Errorf("%w: format version %d, this program reads %d", ErrMismatch, v, FormatVersion)
+		return fmt.Errorf("%w: %w %d, this program reads %d", ErrMismatch, errFormat, v, FormatVersion)
 	}
 	if b[len(magic)+2] != kind {
 		return fmt.Errorf("%w: file kind %q, want %q", ErrCorrupt, b[len(magic)+2], kind)

@@ -1,12 +1,14 @@
 package persist
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -110,31 +112,45 @@ func TestNothingStored(t *testing.T) {
 }
 
 func TestMismatchRemoves(t *testing.T) {
-	for _, other := range []Identity{
-		{Spec: testID.Spec, Cluster: "c2"},
-		{Spec: testID.Spec, Cluster: testID.Cluster, CRD: "uid2"},
-		{Spec: "other", Cluster: testID.Cluster},
+	for other, reason := range map[Identity]string{
+		{Spec: testID.Spec, Cluster: "c2"}:                        ReasonCluster,
+		{Spec: testID.Spec, Cluster: testID.Cluster, CRD: "uid2"}: ReasonCRD,
+		{Spec: "other", Cluster: testID.Cluster}:                  ReasonSpec,
 	} {
 		d := open(t, t.TempDir())
 		writeHistory(t, d)
-		if _, _, err := d.Load("cm", other); !errors.Is(err, ErrMismatch) {
-			t.Fatalf("%+v: err %v, want ErrMismatch", other, err)
+		_, _, err := d.Load("cm", other)
+		if !errors.Is(err, ErrMismatch) || Reason(err) != reason {
+			t.Fatalf("%+v: err %v (reason %q), want ErrMismatch, %q", other, err, Reason(err), reason)
 		}
-		if _, _, err := d.Load("cm", testID); !errors.Is(err, fs.ErrNotExist) {
+		_, _, err = d.Load("cm", testID)
+		if !errors.Is(err, fs.ErrNotExist) || Reason(err) != ReasonNone {
 			t.Fatalf("%+v: after a mismatch the files stay (%v)", other, err)
 		}
 	}
 }
 
+// TestOtherFormatVersion: files of format version 1 (objects stored as
+// JSON without an encoding byte) are not read by this version: the load
+// says why and removes them, snapshot and journals.
 func TestOtherFormatVersion(t *testing.T) {
 	d := open(t, t.TempDir())
 	writeHistory(t, d)
-	p := d.snapPath("cm")
-	b, _ := os.ReadFile(p)
-	b[len(magic)]++ // version 2
-	os.WriteFile(p, b, 0o600)
-	if _, _, err := d.Load("cm", testID); !errors.Is(err, ErrMismatch) {
-		t.Fatalf("err %v, want ErrMismatch", err)
+	files, _ := filepath.Glob(filepath.Join(d.Path(), "cm.*"))
+	if len(files) < 2 {
+		t.Fatalf("files %v, want a snapshot and a journal", files)
+	}
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		binary.LittleEndian.PutUint16(b[len(magic):], 1)
+		os.WriteFile(p, b, 0o600)
+	}
+	_, _, err := d.Load("cm", testID)
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "format version 1, this program reads 2") || Reason(err) != ReasonFormat {
+		t.Fatalf("err %v, want ErrMismatch naming version 1", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(d.Path(), "cm.*")); len(left) != 0 {
+		t.Fatalf("version-1 files left: %v", left)
 	}
 }
 
@@ -282,5 +298,32 @@ func TestLaterRV(t *testing.T) {
 		if got := laterRV(c[0], c[1]); got != c[2] {
 			t.Errorf("laterRV(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
 		}
+	}
+}
+
+// TestOtherCRDReturnsState: a state stored for a CRD since deleted (or
+// deleted and created again) is returned with ReasonCRD, for its objects
+// to be deleted, and its files are removed.
+func TestOtherCRDReturnsState(t *testing.T) {
+	for _, now := range []string{"", "uid2"} {
+		d := open(t, t.TempDir())
+		id := Identity{Spec: testID.Spec, Cluster: testID.Cluster, CRD: "uid1"}
+		w, err := d.Create("cr", id, State{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Put("ns/a", "5", []byte("a"))
+		w.Put("ns/b", "6", []byte("b"))
+		w.Sync() // in the journal, not folded
+		st, _, err := d.Load("cr", Identity{Spec: id.Spec, Cluster: id.Cluster, CRD: now})
+		w.Close()
+		if Reason(err) != ReasonCRD || len(st.Objects) != 2 || st.RV != "6" {
+			t.Fatalf("CRD %q: %d objects at %q, err %v; want 2 at 6, ReasonCRD", now, len(st.Objects), st.RV, err)
+		}
+	}
+	d := open(t, t.TempDir())
+	writeHistory(t, d) // stored without a CRD
+	if st, _, err := d.Load("cm", Identity{Spec: testID.Spec, Cluster: testID.Cluster, CRD: "uid"}); Reason(err) != ReasonCRD || len(st.Objects) != 0 {
+		t.Fatalf("a state of no CRD: %d objects, %v; want none", len(st.Objects), err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Identity is what a stored state must match to be used: the informer's
@@ -26,17 +27,17 @@ type Identity struct {
 	CRD string `json:"crd,omitempty"`
 }
 
-// mismatch says which part of two identities differs ("" if none).
-func (id Identity) mismatch(stored Identity) string {
+// mismatch says which part of two identities differs (nil if none).
+func (id Identity) mismatch(stored Identity) error {
 	switch {
 	case id.Cluster != stored.Cluster:
-		return "another cluster"
+		return errCluster
 	case id.CRD != stored.CRD:
-		return "another CustomResourceDefinition (deleted and created again?)"
+		return errCRD
 	case id.Spec != stored.Spec:
-		return "another informer spec"
+		return errSpec
 	}
-	return ""
+	return nil
 }
 
 // Object is one stored object: its cache key, its resourceVersion and
@@ -62,6 +63,9 @@ type LoadInfo struct {
 	// JournalErr is why a journal was read only in part (a short or
 	// corrupt record: the end of what a crash left), nil if none was.
 	JournalErr error
+	// Written is when the state loaded was last written (the newest
+	// modification time of the files it came from).
+	Written time.Time
 }
 
 // Dir is a cache directory held by this process. Its methods are safe
@@ -131,6 +135,13 @@ func (d *Dir) Remove(name string) {
 // of another format version or Identity (ErrMismatch) or a corrupt one
 // (ErrCorrupt) is removed with its journals, and the error says why. A
 // journal read in part is not an error: LoadInfo.JournalErr says it.
+//
+// One mismatch returns the state too: a state stored for a
+// CustomResourceDefinition (Identity.CRD not "") that id names otherwise
+// (the CRD was deleted, id.CRD "", or deleted and created again) is
+// returned whole, with an error for which Reason says ReasonCRD, and its
+// files are removed: its objects are gone from the server, and the caller
+// may tell its handlers so.
 func (d *Dir) Load(name string, id Identity) (State, LoadInfo, error) {
 	st, info, err := d.read(name, id, ^uint64(0))
 	if err != nil {
@@ -168,8 +179,18 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 	if err != nil {
 		return State{}, info, err
 	}
-	if why := id.mismatch(h.Identity); why != "" {
-		return State{}, info, fmt.Errorf("%w: %s", ErrMismatch, why)
+	var otherCRD error
+	if why := id.mismatch(h.Identity); why != nil {
+		if why != errCRD || h.Identity.CRD == "" {
+			return State{}, info, fmt.Errorf("%w: %w", ErrMismatch, why)
+		}
+		// A CRD deleted (or deleted and created again) since: the state
+		// is read, for its objects to be deleted, and not used.
+		otherCRD = fmt.Errorf("%w: %w", ErrMismatch, why)
+		id = h.Identity // the journals were written with it
+	}
+	if fi, err := f.Stat(); err == nil {
+		info.Written = fi.ModTime()
 	}
 	objs := make(map[string]Object, h.Count)
 	for i := 0; i < h.Count; i++ {
@@ -199,6 +220,9 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 		}
 		n, err := d.readJournal(name, g, id, objs, &st.RV)
 		info.Journaled += n
+		if fi, e := os.Stat(d.journalPath(name, g)); e == nil && n > 0 && fi.ModTime().After(info.Written) {
+			info.Written = fi.ModTime()
+		}
 		st.gen = g
 		if err != nil {
 			info.JournalErr = fmt.Errorf("journal %d: %w", g, err)
@@ -210,7 +234,7 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 		st.Objects = append(st.Objects, o)
 	}
 	sort.Slice(st.Objects, func(i, j int) bool { return st.Objects[i].Key < st.Objects[j].Key })
-	return st, info, nil
+	return st, info, otherCRD
 }
 
 // readJournal applies journal gen's records to objs and rv, in order,
@@ -236,7 +260,7 @@ func (d *Dir) readJournal(name string, gen uint64, id Identity, objs map[string]
 	if err != nil {
 		return 0, err
 	}
-	if h.Gen != gen || id.mismatch(h.Identity) != "" {
+	if h.Gen != gen || id.mismatch(h.Identity) != nil {
 		return 0, fmt.Errorf("%w: journal header", ErrMismatch)
 	}
 	n := 0

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
@@ -205,7 +206,7 @@ func TestRestartResumesFromDisk(t *testing.T) {
 	leaks := controlplane.SnapshotGoroutines()
 
 	f1, h1, rec1, c1 := diskRun(t, ctx, dir, ns, dynamicinformer.Options{})
-	if st := h1.Status(); st.Restored != 0 || st.CacheErr != nil || st.Objects != 20 {
+	if st := h1.Status(); st.Restored != 0 || st.CacheErr != nil || st.Objects != 20 || st.Disk.Start != dynamicinformer.DiskCold || st.Disk.Reason != "none stored" {
 		t.Fatalf("first run: %+v", st)
 	}
 	if lists, _ := c1.counts(); lists != 1 {
@@ -235,6 +236,9 @@ func TestRestartResumesFromDisk(t *testing.T) {
 	}
 	if st.Restored != 20 || st.CacheErr != nil || initial != 20 {
 		t.Errorf("restored %d (cache err %v), initial adds %d; want 20, nil, 20", st.Restored, st.CacheErr, initial)
+	}
+	if st.Disk.Start != dynamicinformer.DiskResumed || st.Disk.Restored != 20 || st.Disk.Age <= 0 || st.Disk.Written <= 0 {
+		t.Errorf("disk status %+v; want Resumed, 20 restored, an age, bytes written", st.Disk)
 	}
 	if fmt.Sprint(a) != fmt.Sprint(added) || fmt.Sprint(u) != fmt.Sprint(updated) || fmt.Sprint(d) != fmt.Sprint(deleted) || noChange != 0 {
 		t.Errorf("handler saw adds %v updates %v (%d unchanged) deletes %v; want %v %v %v", a, u, noChange, d, added, updated, deleted)
@@ -277,6 +281,9 @@ func TestRestartAfterCompactionDiffs(t *testing.T) {
 	if st.Restored != 20 || initial != 20 {
 		t.Errorf("restored %d, initial adds %d; want 20, 20", st.Restored, initial)
 	}
+	if st.Disk.Start != dynamicinformer.DiskDiffed {
+		t.Errorf("disk status %+v; want Diffed", st.Disk)
+	}
 	if fmt.Sprint(a) != fmt.Sprint(added) || fmt.Sprint(u) != fmt.Sprint(updated) || fmt.Sprint(d) != fmt.Sprint(deleted) || noChange != 0 {
 		t.Errorf("handler saw adds %v updates %v (%d unchanged) deletes %v; want %v %v %v", a, u, noChange, d, added, updated, deleted)
 	}
@@ -315,6 +322,9 @@ func TestDiskCacheFaults(t *testing.T) {
 	initial, _, _, _, _ := rec2.seen()
 	if lists, _ := c2.counts(); lists != 1 || initial != 20 || h2.Status().Restored != 0 || h2.Status().CacheErr != nil {
 		t.Fatalf("after damage: %d lists, %d initial adds, status %+v; want a cold start that keeps writing", lists, initial, h2.Status())
+	}
+	if ds := h2.Status().Disk; ds.Start != dynamicinformer.DiskCold || ds.Reason != "corrupt" {
+		t.Fatalf("after damage: disk status %+v; want Cold, corrupt", ds)
 	}
 
 	// The directory is held by f2: another factory runs without it.
@@ -385,5 +395,110 @@ func TestRestartAfterImmediateShutdown(t *testing.T) {
 	}
 	converged(t, ctx, h2, rec2.recorder, ns)
 	f2.Shutdown()
+	leaks.VerifyNoLeaks(t)
+}
+
+// crdRun starts a factory on dir with a recorder on gvr in ns; it does
+// not wait for Synced (a removed resource never syncs).
+func crdRun(t *testing.T, ctx context.Context, dir string, gvr schema.GroupVersionResource, ns string) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder) {
+	t.Helper()
+	f := newFactory(t, cp.Config(), dynamicinformer.Options{CacheDir: dir})
+	h := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
+	rec := newInitialRecorder()
+	if _, err := h.Informer().AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	return f, h, rec
+}
+
+// TestRestartAfterCRDDeleted: a CRD deleted while the process was down
+// gives Removed on start — handlers get the 5 stored objects as
+// initial-list adds, then a delete each — not a silent cold start; the
+// informer follows the CRD when it is installed again. Then a CRD
+// deleted and created again (a new UID) while down: the stored objects
+// are not served as current — handlers get them as initial adds and
+// deletes, then the new instance's object as an add (deletes+adds, as
+// if the process had watched it happen). Before the fix both were cold
+// starts: no delete reached the handlers, Status.Disk did not exist.
+func TestRestartAfterCRDDeleted(t *testing.T) {
+	ctx := ctxT(t, 6*time.Minute)
+	gvr, name := installCRD(t, ctx)
+	ns := unique("diskcrd")
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	createN(t, ctx, gvr, ns, 5, nil)
+	dir := t.TempDir()
+	leaks := controlplane.SnapshotGoroutines()
+	keys := func(n int) []string {
+		var out []string
+		for i := 0; i < n; i++ {
+			out = append(out, fmt.Sprintf("%s/w-%d", ns, i))
+		}
+		sort.Strings(out)
+		return out
+	}
+
+	f1, h1, _ := crdRun(t, ctx, dir, gvr, ns)
+	eventually(t, ctx, "first run Synced", func() bool { return h1.Status().State == dynamicinformer.Synced })
+	f1.Shutdown()
+	if err := cp.DeleteCRD(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+
+	f2, h2, rec2 := crdRun(t, ctx, dir, gvr, ns)
+	defer f2.Shutdown()
+	eventually(t, ctx, "Removed with a delete per stored object", func() bool {
+		_, _, _, d, _ := rec2.seen()
+		return h2.Status().State == dynamicinformer.Removed && len(d) == 5
+	})
+	initial, a, u, d, _ := rec2.seen()
+	st := h2.Status()
+	t.Logf("CRD deleted while down: %+v; handler %d initial, adds %v, updates %v, deletes %v", st.Disk, initial, a, u, d)
+	if initial != 5 || len(a) != 0 || len(u) != 0 || fmt.Sprint(d) != fmt.Sprint(keys(5)) {
+		t.Errorf("handler saw %d initial, adds %v, updates %v, deletes %v; want 5, none, none, %v", initial, a, u, d, keys(5))
+	}
+	if st.Disk.Start != dynamicinformer.DiskRemoved || st.Restored != 5 || !errors.Is(st.Err, dynamicinformer.ErrNotServed) || st.Objects != 0 {
+		t.Errorf("status %+v (disk %+v); want Removed (ErrNotServed), DiskRemoved, 5 restored, empty", st, st.Disk)
+	}
+	// Installed again: the informer serves the new instance.
+	if err := cp.InstallCRD(ctx, controlplane.NewCRD(gvr.Group, "Widget", "widgets")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "Synced again", func() bool { return h2.Status().State == dynamicinformer.Synced })
+	createN(t, ctx, gvr, ns, 2, nil)
+	eventually(t, ctx, "the new objects", func() bool { _, a, _, _, _ := rec2.seen(); return len(a) == 2 })
+	f2.Shutdown()
+
+	// Deleted and created again while down: 2 objects stored (of the
+	// second instance); the third holds one, w-0, of the same name.
+	if err := cp.DeleteCRD(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.InstallCRD(ctx, controlplane.NewCRD(gvr.Group, "Widget", "widgets")); err != nil {
+		t.Fatal(err)
+	}
+	createN(t, ctx, gvr, ns, 1, nil)
+	f3, h3, rec3 := crdRun(t, ctx, dir, gvr, ns)
+	defer f3.Shutdown()
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		_, a, _, d, _ := rec3.seen()
+		return h3.Status().State == dynamicinformer.Synced && len(d) == 2 && len(a) == 1, nil
+	}); err != nil {
+		initial, a, u, d, _ := rec3.seen()
+		t.Fatalf("timed out waiting for Synced, the old objects deleted and the new one added: status %+v; handler %d initial, adds %v, updates %v, deletes %v", h3.Status(), initial, a, u, d)
+	}
+	convergedResource(t, ctx, h3, rec3.recorder, gvr, ns)
+	initial, a, u, d, _ = rec3.seen()
+	st = h3.Status()
+	t.Logf("CRD re-created while down: %+v; handler %d initial, adds %v, updates %v, deletes %v", st.Disk, initial, a, u, d)
+	if initial != 2 || fmt.Sprint(d) != fmt.Sprint(keys(2)) || fmt.Sprint(a) != fmt.Sprint(keys(1)) || len(u) != 0 {
+		t.Errorf("handler saw %d initial, adds %v, updates %v, deletes %v; want 2, %v, none, %v", initial, a, u, d, keys(1), keys(2))
+	}
+	if st.Disk.Start != dynamicinformer.DiskRemoved || !strings.Contains(st.Disk.Reason, "created again") || st.Objects != 1 {
+		t.Errorf("disk %+v, %d objects; want DiskRemoved (created again), 1 object", st.Disk, st.Objects)
+	}
+	f3.Shutdown()
 	leaks.VerifyNoLeaks(t)
 }

@@ -145,16 +145,18 @@ type ListerWatcher struct {
 	Keys        *KeySet
 	CachedByKey func(key string) (interface{}, bool)
 
-	mu        sync.Mutex // guards phase, active, accessOK, listing, relistDue, switching, switchGen, relistGen, restored
-	phase     Phase
-	restored  runtime.Object // SetRestored's list, until the first list takes it
-	active    *activeStream  // the open stream, if any
-	accessOK  bool           // Access returned nil
-	listing   bool           // a list request is in flight
-	relistDue bool           // Relist was called while listing: that list may predate it
-	switching bool           // a stream is switching (Switch): listing the new selection
-	switchGen uint64         // counts Switch calls
-	relistGen uint64         // counts Relist calls
+	mu         sync.Mutex // guards phase, active, accessOK, listing, relistDue, switching, switchGen, relistGen, restored
+	phase      Phase
+	restored   runtime.Object // SetRestored's list, until the first list takes it
+	goneReason string         // SetRestoredGone's reason, until its removal stream takes it
+	goneList   runtime.Object // SetRestoredGone's list, for that stream
+	active     *activeStream  // the open stream, if any
+	accessOK   bool           // Access returned nil
+	listing    bool           // a list request is in flight
+	relistDue  bool           // Relist was called while listing: that list may predate it
+	switching  bool           // a stream is switching (Switch): listing the new selection
+	switchGen  uint64         // counts Switch calls
+	relistGen  uint64         // counts Relist calls
 }
 
 // activeStream is the stream the reflector reads now.
@@ -196,7 +198,35 @@ func (lw *ListerWatcher) SetServed(open bool, reason string, authoritative bool)
 func (lw *ListerWatcher) SetRestored(list runtime.Object) {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	lw.restored = list
+	lw.restored, lw.goneReason, lw.goneList = list, "", nil
+}
+
+// SetRestoredGone is SetRestored for a list whose objects are gone from
+// the server (their CustomResourceDefinition was deleted, or deleted and
+// created again, since they were stored): the reflector's first list is
+// answered with list whether the gate is open or not, and the watch that
+// follows is a delete per cached object and a bookmark at SyntheticRV
+// (as when the gate closes while Serving); the phase is then Emptied and
+// Hooks.Emptied is told reason. The informer waits for the resource, or
+// refills its cache inside the next watch if the gate is open. Call it
+// before the informer runs.
+func (lw *ListerWatcher) SetRestoredGone(list runtime.Object, reason string) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.restored, lw.goneReason, lw.goneList = list, reason, list
+}
+
+// takeGone returns SetRestoredGone's reason and list once its list was
+// handed over.
+func (lw *ListerWatcher) takeGone() (string, runtime.Object, bool) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.goneReason == "" || lw.restored != nil || lw.phase != Serving {
+		return "", nil, false
+	}
+	reason, list := lw.goneReason, lw.goneList
+	lw.goneReason, lw.goneList = "", nil
+	return reason, list, true
 }
 
 func (lw *ListerWatcher) restoredPending() bool {
@@ -289,6 +319,12 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		return obj, err
 	}
 	for {
+		lw.mu.Lock()
+		gone := lw.phase == Pending && lw.restored != nil && lw.goneReason != ""
+		lw.mu.Unlock()
+		if gone {
+			return lw.handRestored(), nil
+		}
 		open, reason, _ := lw.Gate.State()
 		lw.mu.Lock()
 		phase := lw.phase
@@ -317,22 +353,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 			continue
 		}
 		if phase == Pending {
-			lw.mu.Lock()
-			list := lw.restored
-			lw.restored = nil
-			if list != nil {
-				lw.phase = Serving
-			}
-			lw.mu.Unlock()
-			if list != nil {
-				if lw.Keys != nil {
-					lw.Keys.beginList()
-					lw.keysPage(list)
-				}
-				rv, _ := listwatch.ListRV(list)
-				if lw.Hooks.Restored != nil {
-					lw.Hooks.Restored(rv)
-				}
+			if list := lw.handRestored(); list != nil {
 				return list, nil
 			}
 		}
@@ -383,6 +404,30 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 	}
 }
 
+// handRestored hands the restored list (nil if there is none) over as
+// the reflector's first list: the phase becomes Serving.
+func (lw *ListerWatcher) handRestored() runtime.Object {
+	lw.mu.Lock()
+	list := lw.restored
+	lw.restored = nil
+	if list != nil {
+		lw.phase = Serving
+	}
+	lw.mu.Unlock()
+	if list == nil {
+		return nil
+	}
+	if lw.Keys != nil {
+		lw.Keys.beginList()
+		lw.keysPage(list)
+	}
+	rv, _ := listwatch.ListRV(list)
+	if lw.Hooks.Restored != nil {
+		lw.Hooks.Restored(rv)
+	}
+	return list
+}
+
 // WatchWithContext implements toolscache.ListerWatcherWithContext. It
 // answers by one of the watchPaths (see watchPathOf); a watch-list request
 // of a Pending informer first waits for the gate to open and for Access.
@@ -390,6 +435,20 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 	watchList := reflectorseam.WatchListRequested(opts)
 	if watchList && lw.restoredPending() {
 		return nil, reflectorseam.ErrRestoredFallback
+	}
+	if reason, list, ok := lw.takeGone(); ok {
+		// A delete per object of the list handed over: the informer's
+		// cache may not hold them yet (its FIFO may not have been
+		// popped), and the reflector's FIFO orders each delete after
+		// its add.
+		return lw.removalOf(reason, func() []interface{} {
+			var objs []interface{}
+			_ = meta.EachListItem(list, func(o runtime.Object) error {
+				objs = append(objs, o)
+				return nil
+			})
+			return objs
+		}), nil
 	}
 	if watchList && lw.Phase() == Pending {
 		if err := lw.awaitFirstStream(ctx); err != nil {
@@ -702,7 +761,7 @@ func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *li
 			return nil
 		}
 		removing, why = true, reason
-		return lw.removalEvents()
+		return lw.removalEvents(lw.Cached)
 	}
 	s.Done = func(delivered bool) {
 		if removing && delivered {
@@ -901,11 +960,16 @@ func (lw *ListerWatcher) gone(key string, uid types.UID, rv string) runtime.Obje
 // the stream had events). If it is stopped first, the phase stays and the
 // next watch starts over.
 func (lw *ListerWatcher) removal(reason string) watch.Interface {
+	return lw.removalOf(reason, lw.Cached)
+}
+
+// removalOf is removal with the objects of cached.
+func (lw *ListerWatcher) removalOf(reason string, cached func() []interface{}) watch.Interface {
 	now := make(chan struct{})
 	close(now)
 	s := listwatch.NewStream(nil, nil)
 	s.Interrupt = now
-	s.Final = lw.removalEvents
+	s.Final = func() []watch.Event { return lw.removalEvents(cached) }
 	if lw.Keys != nil {
 		s.Delivered = lw.Keys.observe
 	}
@@ -933,8 +997,8 @@ func (lw *ListerWatcher) emptied(reason string) {
 // removalEvents is a delete per cached object and a bookmark at
 // SyntheticRV. It copies the objects (AsWatched) on the calling stream's
 // goroutine, holding no lock of the ListerWatcher.
-func (lw *ListerWatcher) removalEvents() []watch.Event {
-	cached := lw.Cached()
+func (lw *ListerWatcher) removalEvents(list func() []interface{}) []watch.Event {
+	cached := list()
 	events := make([]watch.Event, 0, len(cached)+1)
 	for _, obj := range cached {
 		if o := lw.AsWatched(obj); o != nil {

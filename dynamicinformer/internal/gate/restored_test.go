@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
@@ -51,5 +53,45 @@ func TestRestoredAnswersFirstList(t *testing.T) {
 	}
 	if w != nil {
 		w.Stop()
+	}
+}
+
+// A list restored for a resource that is gone (SetRestoredGone) answers
+// the first list even while the gate is closed; the watch that follows
+// deletes each object of that list — whether the informer's cache holds
+// them yet or not (its FIFO may not have been popped: here it is empty) —
+// and the phase becomes Emptied, without a request to the server.
+func TestRestoredGoneIsDeleted(t *testing.T) {
+	leaks(t)
+	f := newFixture(t, false, 0)
+	f.cache.objs = nil
+	var restoredAt string
+	f.lw.Hooks.Restored = func(rv string) { restoredAt = rv }
+	l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "WidgetList"}}
+	l.SetResourceVersion("7")
+	l.Items = []unstructured.Unstructured{*widget("w1", "5")}
+	f.lw.SetRestoredGone(l, "the CustomResourceDefinition was deleted")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	o, err := f.lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv, _ := listwatch.ListRV(o); rv != "7" || restoredAt != "7" {
+		t.Fatalf("list at %q, hook %q; want the restored list", rv, restoredAt)
+	}
+	w, err := f.lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := drain(t, w, -1)
+	if len(evs) != 2 || evs[0].Type != watch.Deleted || evs[1].Type != watch.Bookmark {
+		t.Fatalf("events %v, want a delete and a bookmark", evs)
+	}
+	if f.lw.Phase() != Emptied || !f.hooks.has("emptied") {
+		t.Fatalf("phase %v, hooks %v; want Emptied", f.lw.Phase(), f.hooks.snapshot())
+	}
+	if lists, watches := f.inner.counts(); lists != 0 || watches != 0 {
+		t.Fatalf("server asked: %d lists, %d watches", lists, watches)
 	}
 }
