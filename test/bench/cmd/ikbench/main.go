@@ -46,6 +46,8 @@ import (
 type serverInfo struct {
 	Host  string `json:"host"`
 	Token string `json:"token"`
+	// Etcd is the control plane's etcd client URL (-restart compacts it).
+	Etcd string `json:"etcd"`
 }
 
 func main() {
@@ -67,6 +69,8 @@ func main() {
 	noGzip := flag.Bool("disable-compression", false, "set rest.Config.DisableCompression for every client of the run (informerkit's and client-go's alike): the server then sends watch-list streams and large lists uncompressed")
 	syncProfile := flag.String("sync-cpuprofile", "", "write a CPU profile of each timed initial sync (only the sync) to <prefix>-<implementation>-N<n>-<pid>.prof; with -isolate, in the child that syncs")
 	memprofile := flag.String("memprofile", "", "write an allocation profile (alloc_space, alloc_objects) of the measuring process to this file at exit")
+	restart := flag.Bool("restart", false, "run only the restart-from-disk scenario (bench.RunRestart: cold start with an empty CacheDir, a restart that resumes, one that diffs after an etcd compaction, client-go's cold start; the persistence cost per event) at -sizes, -runs times")
+	restartEvents := flag.Int("restart-events", 2000, "with -restart: updates in the persistence-cost measurement (-1 skips it)")
 	flag.Parse()
 	if *serve {
 		runServer(*cbor)
@@ -126,6 +130,9 @@ func main() {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			log.Fatal(err)
 		}
+	}
+	if *restart {
+		os.Exit(runRestart(ctx, rc, stop, ints(*sizes), *runs, *restartEvents, *out))
 	}
 	if *memprofile != "" {
 		// Sample every 64 KiB allocated instead of every 512 KiB: the
@@ -242,7 +249,7 @@ func runServer(cbor bool) {
 		log.Fatal(err)
 	}
 	direct := cp.DirectConfig()
-	info := serverInfo{Host: direct.Host, Token: cp.Config().BearerToken}
+	info := serverInfo{Host: direct.Host, Token: cp.Config().BearerToken, Etcd: strings.Join(cp.EtcdClient().Endpoints(), ",")}
 	if err := json.NewEncoder(os.Stdout).Encode(info); err != nil {
 		log.Fatal(err)
 	}
@@ -294,6 +301,7 @@ func startChild(ctx context.Context, cbor bool) (*rest.Config, func(), error) {
 		stop()
 		return nil, nil, err
 	}
+	etcdEndpoints = info.Etcd
 	return &rest.Config{
 		Host:            info.Host,
 		BearerToken:     info.Token,
