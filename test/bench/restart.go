@@ -47,6 +47,14 @@ const (
 	PersistOn  = "ik CacheDir"
 )
 
+// RestartServerFlags are the API server flags RunRestart's server runs
+// with: no watch cache. The watch cache keeps recent events whatever etcd
+// has compacted, so with it a restart seconds later always resumes and
+// RestartConfig.Compact could not force the 410 of a restart past the
+// server's window. Every row of the scenario is measured on the same
+// server.
+var RestartServerFlags = []string{"--watch-cache=false"}
+
 // RestartConfig says what RunRestart measures; zero fields take the
 // defaults of RestartConfig.Defaults.
 type RestartConfig struct {

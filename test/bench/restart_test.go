@@ -23,7 +23,7 @@ func TestRestartShort(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf})
+	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf, ExtraFlags: RestartServerFlags})
 	if err != nil {
 		t.Fatal(err)
 	}

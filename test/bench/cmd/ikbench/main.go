@@ -73,7 +73,7 @@ func main() {
 	restartEvents := flag.Int("restart-events", 2000, "with -restart: updates in the persistence-cost measurement (-1 skips it)")
 	flag.Parse()
 	if *serve {
-		runServer(*cbor)
+		runServer(*cbor, *restart)
 		return
 	}
 	if *measureOne != "" {
@@ -108,7 +108,7 @@ func main() {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	rc, stop, err := startChild(ctx, *cbor)
+	rc, stop, err := startChild(ctx, *cbor, *restart)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -238,13 +238,20 @@ func ints(s string) []int {
 
 // runServer is the child: start the control plane, print serverInfo, run
 // until stdin closes (the parent exited or stopped us).
-func runServer(cbor bool) {
+//
+// With restart (ikbench -restart) the API server runs without its watch
+// cache (bench.RestartServerFlags).
+func runServer(cbor, restart bool) {
 	if cbor {
 		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(apiserverfeatures.CBORServingAndStorage): true}); err != nil {
 			log.Fatal(err)
 		}
 	}
-	cp, err := controlplane.Start(context.Background(), controlplane.Options{})
+	var opts controlplane.Options
+	if restart {
+		opts.ExtraFlags = bench.RestartServerFlags
+	}
+	cp, err := controlplane.Start(context.Background(), opts)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -259,12 +266,12 @@ func runServer(cbor bool) {
 
 // startChild starts this program with -serve and returns a client config
 // for its API server and a function that stops it.
-func startChild(ctx context.Context, cbor bool) (*rest.Config, func(), error) {
+func startChild(ctx context.Context, cbor, restart bool) (*rest.Config, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "-serve", "-cbor="+strconv.FormatBool(cbor))
+	cmd := exec.CommandContext(ctx, self, "-serve", "-cbor="+strconv.FormatBool(cbor), "-restart="+strconv.FormatBool(restart))
 	cmd.Stderr = io.Discard
 	if os.Getenv("IKBENCH_SERVER_LOG") != "" {
 		cmd.Stderr = os.Stderr
