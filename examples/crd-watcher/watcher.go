@@ -319,14 +319,21 @@ func (w *watcher) setup(ctx context.Context) error {
 		// The same resource named twice (ct and crontabs.v1.stable.example.com)
 		// is one stream of events: found before an informer exists for the
 		// second name, which would only be released again (a Stopped line).
+		name := r.Name
 		if gvr, ok := w.lookupName(rctx, r.Name); ok {
 			if first, dup := seen[w.selectionKey(gvr, r)]; dup {
 				cancel()
 				w.out.info("note: %q and %q are the same resource (%s); watching it once", first, r.Name, gvrString(gvr))
 				continue
 			}
+			if w.cfg.CacheDir != "" {
+				// An informer that follows the preferred version is not
+				// kept on disk: with --cache-dir the version discovery
+				// prefers now is pinned.
+				name = pinnedName(gvr)
+			}
 		}
-		gi, err := w.factory.ForName(rctx, r.Name, opts...)
+		gi, err := w.factory.ForName(rctx, name, opts...)
 		cancel()
 		if err != nil {
 			gvr, waitable := parseQualifiedGVR(r.Name)
@@ -367,6 +374,15 @@ func (w *watcher) lookupName(ctx context.Context, name string) (schema.GroupVers
 		return parseQualifiedGVR(name)
 	}
 	return schema.GroupVersionResource{}, false
+}
+
+// pinnedName is gvr as a name ForName resolves to exactly that version:
+// resource.version[.group].
+func pinnedName(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource + "." + gvr.Version
+	}
+	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
 }
 
 // selectionKey tells apart what two resource entries watch: the resource
