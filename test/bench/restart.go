@@ -21,6 +21,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/test/controlplane"
 )
 
 // Rows of the restart scenario (RunRestart).
@@ -73,6 +74,11 @@ type RestartConfig struct {
 	// Compact compacts the server's history (etcd), so that a watch from
 	// an older resourceVersion answers 410. Nil skips the diffed restart.
 	Compact func(ctx context.Context) error
+	// Writer, if set, sends the persistence measurement's writes
+	// (PersistWrite's) from another process. Nil: from this one.
+	Writer func(ctx context.Context, tag string, m, n int, rate float64) error
+	// SkipRestart measures only the persistence cost.
+	SkipRestart bool
 	// LoadWorkers: parallel writers for the load. Default 16.
 	LoadWorkers int
 	// Logf receives progress lines; nil discards them.
@@ -160,10 +166,13 @@ func RunRestart(ctx context.Context, cfg *rest.Config, c RestartConfig) (restart
 		c.Logf("loaded %d objects in %v", n, time.Since(start).Round(time.Millisecond))
 		// Warm-up: the first list of freshly written objects pays for the
 		// server's cold caches.
+		if c.SkipRestart {
+			break
+		}
 		if _, err := coldClientGo(ctx, cfg, r, n); err != nil {
 			return restart, persist, fmt.Errorf("warm-up: %w", err)
 		}
-		for run := 0; run < c.Runs; run++ {
+		for run := 0; run < c.Runs && !c.SkipRestart; run++ {
 			dir := filepath.Join(root, fmt.Sprintf("N%d-run%d", n, run))
 			if err := restartRun(ctx, cfg, c, restart, r, n, run, dir); err != nil {
 				return restart, persist, fmt.Errorf("N=%d run %d: %w", n, run+1, err)
@@ -452,44 +461,77 @@ func ikCacheStart(ctx context.Context, cfg *rest.Config, r Resource, dir string,
 	return o, nil
 }
 
-// measurePersist: client CPU and bytes written per event with and without
-// CacheDir, at n objects. Each phase sends c.PersistEvents merge patches
-// at c.PersistRate from this process; a phase without any informer
-// measures the writer's own CPU, which is subtracted from the others.
-func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res *Results, r Resource, n, run int, dir string) error {
-	m := c.PersistEvents
-	cs := fmt.Sprintf("%d events, N=%d", m, n)
+// PersistWrite sends m merge patches, at rate per second, to the
+// suite's objects [0, m mod n) of the resource RunRestart loads, each
+// setting an annotation to tag-i: the writes of the persistence-cost
+// measurement. ikbench runs it in a child process (RestartConfig.Writer),
+// so that the measuring process's CPU is the informer's alone.
+func PersistWrite(ctx context.Context, cfg *rest.Config, tag string, m, n int, rate float64) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	writer := func(tag string) error {
-		interval := time.Duration(float64(time.Second) / c.PersistRate)
-		next := time.Now()
-		for i := 0; i < m; i++ {
-			if d := time.Until(next); d > 0 {
-				time.Sleep(d)
-			}
-			next = next.Add(interval)
-			j := i % n
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench.informerkit.io/persist":"%s-%d"}}}`, tag, i)
-			if _, err := dyn.Resource(r.GVR).Namespace(namespaceName(j)).Patch(ctx, objectName(j), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-				return err
-			}
+	gvr := controlplane.GVR(controlplane.NewCRD("bench.informerkit.io", "Widget", "widgets"))
+	interval := time.Duration(float64(time.Second) / rate)
+	next := time.Now()
+	for i := 0; i < m; i++ {
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
 		}
-		return nil
+		next = next.Add(interval)
+		j := i % n
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench.informerkit.io/persist":"%s-%d"}}}`, tag, i)
+		if _, err := dyn.Resource(gvr).Namespace(namespaceName(j)).Patch(ctx, objectName(j), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quiesce waits until this process has written nothing for a second (the
+// first list's journal flushed and folded), at most a minute.
+func quiesce() {
+	last := processIO()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		cur := processIO()
+		if cur == last {
+			return
+		}
+		last = cur
+	}
+}
+
+// measurePersist: client CPU and bytes written (write(2), /proc/self/io)
+// per event with and without CacheDir, at n objects, over c.PersistEvents
+// updates at c.PersistRate. With c.Writer the writes come from another
+// process and the CPU is the informer's alone; without, they come from
+// this one and a phase without any informer measures the writer's CPU,
+// which is subtracted from the others (noisier).
+func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res *Results, r Resource, n, run int, dir string) error {
+	m := c.PersistEvents
+	cs := fmt.Sprintf("%d events, N=%d", m, n)
+	writer := func(tag string) error {
+		if c.Writer != nil {
+			return c.Writer(ctx, tag, m, n, c.PersistRate)
+		}
+		return PersistWrite(ctx, cfg, tag, m, n, c.PersistRate)
 	}
 	// settle is waited after the last event in every phase: the journal's
 	// one-second flush falls inside the window.
 	const settle = 1500 * time.Millisecond
 	tag := func(phase string) string { return fmt.Sprintf("r%d%s", run, phase) }
 
-	w0, u0 := processIO(), processUsage()
-	if err := writer(tag("w")); err != nil {
-		return err
+	var writerCPU time.Duration
+	var writerIO int64
+	if c.Writer == nil {
+		w0, u0 := processIO(), processUsage()
+		if err := writer(tag("w")); err != nil {
+			return err
+		}
+		time.Sleep(settle)
+		writerCPU, writerIO = processUsage().since(u0).cpu(), processIO()-w0
 	}
-	time.Sleep(settle)
-	writerCPU, writerIO := processUsage().since(u0).cpu(), processIO()-w0
 
 	phase := func(name, cacheDir string) (cpu time.Duration, wrote int64, err error) {
 		f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{CacheDir: cacheDir})
@@ -511,7 +553,7 @@ func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res 
 		if !f.WaitForCacheSync(ctx)[r.GVR] {
 			return 0, 0, fmt.Errorf("%w: %s not synced: %+v", ErrSanity, name, h.Status())
 		}
-		time.Sleep(2 * time.Second) // the first list's journal flushed before the window
+		quiesce() // the first list's journal flushed and folded before the window
 		size0 := dirSize(cacheDir)
 		w0, u0 := processIO(), processUsage()
 		if err := writer(tag(name)); err != nil {
@@ -529,10 +571,9 @@ func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res 
 		if st := h.Status(); st.CacheErr != nil {
 			return 0, 0, fmt.Errorf("%w: %s CacheErr %v", ErrSanity, name, st.CacheErr)
 		}
-		wrote = dirSize(cacheDir) - size0
-		c.Logf("persistence %-12s %d events: client CPU %v (writer alone %v), %d B into the directory, %d B write(2) (writer alone %d)",
-			name, m, cpu.Round(time.Millisecond), writerCPU.Round(time.Millisecond), wrote, wroteIO, writerIO)
-		return cpu - writerCPU, wrote, nil
+		c.Logf("persistence %-12s %d events: client CPU %v (writer alone %v), %d B write(2) (writer alone %d), directory %+d B",
+			name, m, cpu.Round(time.Millisecond), writerCPU.Round(time.Millisecond), wroteIO, writerIO, dirSize(cacheDir)-size0)
+		return cpu - writerCPU, wroteIO - writerIO, nil
 	}
 	first, second := [2]string{"off", ""}, [2]string{"on", dir}
 	if run%2 == 1 {

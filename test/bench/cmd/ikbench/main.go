@@ -71,9 +71,15 @@ func main() {
 	memprofile := flag.String("memprofile", "", "write an allocation profile (alloc_space, alloc_objects) of the measuring process to this file at exit")
 	restart := flag.Bool("restart", false, "run only the restart-from-disk scenario (bench.RunRestart: cold start with an empty CacheDir, a restart that resumes, one that diffs after an etcd compaction, client-go's cold start; the persistence cost per event) at -sizes, -runs times")
 	restartEvents := flag.Int("restart-events", 2000, "with -restart: updates in the persistence-cost measurement (-1 skips it)")
+	persistOnly := flag.Bool("persist-only", false, "with -restart: measure only the persistence cost (at the first of -sizes)")
+	persistWrite := flag.String("persist-write", "", "internal: send the persistence measurement's writes (JSON) from this process")
 	flag.Parse()
 	if *serve {
 		runServer(*cbor, *restart)
+		return
+	}
+	if *persistWrite != "" {
+		persistWriteChild(*persistWrite)
 		return
 	}
 	if *measureOne != "" {
@@ -132,7 +138,7 @@ func main() {
 		}
 	}
 	if *restart {
-		os.Exit(runRestart(ctx, rc, stop, ints(*sizes), *runs, *restartEvents, *out))
+		os.Exit(runRestart(ctx, rc, stop, ints(*sizes), *runs, *restartEvents, *persistOnly, *out))
 	}
 	if *memprofile != "" {
 		// Sample every 64 KiB allocated instead of every 512 KiB: the

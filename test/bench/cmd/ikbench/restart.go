@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"time"
@@ -39,11 +41,12 @@ func compactEtcd(ctx context.Context) error {
 }
 
 // runRestart is ikbench -restart: the restart-from-disk scenario alone.
-func runRestart(ctx context.Context, rc *rest.Config, stop func(), sizes []int, runs, events int, out string) int {
+func runRestart(ctx context.Context, rc *rest.Config, stop func(), sizes []int, runs, events int, persistOnly bool, out string) int {
 	start := time.Now()
 	restart, persist, err := bench.RunRestart(ctx, rc, bench.RestartConfig{
-		Sizes: sizes, Runs: runs, PersistEvents: events, Compact: compactEtcd,
-		Logf: func(f string, a ...any) { log.Printf(f, a...) },
+		Sizes: sizes, Runs: runs, PersistEvents: events, Compact: compactEtcd, SkipRestart: persistOnly,
+		Writer: persistWriter(rc),
+		Logf:   func(f string, a ...any) { log.Printf(f, a...) },
 	})
 	stop()
 	if err != nil {
@@ -65,4 +68,45 @@ func runRestart(ctx context.Context, rc *rest.Config, stop func(), sizes []int, 
 		return 1
 	}
 	return 0
+}
+
+// persistArgs is what a -persist-write child is told.
+type persistArgs struct {
+	Host, Token string
+	Tag         string
+	M, N        int
+	Rate        float64
+}
+
+// persistWriter runs the persistence measurement's writes in a child
+// process of this binary, so that the measuring process's CPU is the
+// informer's alone.
+func persistWriter(rc *rest.Config) func(ctx context.Context, tag string, m, n int, rate float64) error {
+	return func(ctx context.Context, tag string, m, n int, rate float64) error {
+		arg, err := json.Marshal(persistArgs{Host: rc.Host, Token: rc.BearerToken, Tag: tag, M: m, N: n, Rate: rate})
+		if err != nil {
+			return err
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, self, "-persist-write", string(arg))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("writer process: %w", err)
+		}
+		return nil
+	}
+}
+
+func persistWriteChild(arg string) {
+	var a persistArgs
+	if err := json.Unmarshal([]byte(arg), &a); err != nil {
+		log.Fatal(err)
+	}
+	rc := &rest.Config{Host: a.Host, BearerToken: a.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000}
+	if err := bench.PersistWrite(context.Background(), rc, a.Tag, a.M, a.N, a.Rate); err != nil {
+		log.Fatal(err)
+	}
 }
