@@ -326,7 +326,7 @@ func (w *watcher) setup(ctx context.Context) error {
 				w.out.info("note: %q and %q are the same resource (%s); watching it once", first, r.Name, gvrString(gvr))
 				continue
 			}
-			if w.cfg.CacheDir != "" {
+			if w.cfg.CacheDir != "" && gvr.Group != "" { // "configmaps.v1" does not resolve: core resources are not pinned yet
 				// An informer that follows the preferred version is not
 				// kept on disk: with --cache-dir the version discovery
 				// prefers now is pinned.
