@@ -50,7 +50,8 @@ type audit struct {
 // follows its shard.
 func newAudit(restCfg *rest.Config, cfg *Config, rules ruleSet, log logr.Logger, info io.Writer, member *membership.Member) (*audit, error) {
 	m := newMetrics()
-	factory, err := dynamicinformer.NewForConfig(restCfg, dynamicinformer.Options{Defaults: shardOptions(cfg, member), Logger: log.WithName("informers"), RediscoveryInterval: 2 * time.Second, Metrics: m.informers})
+	factory, err := dynamicinformer.NewForConfig(restCfg, dynamicinformer.Options{Defaults: shardOptions(cfg, member), Logger: log.WithName("informers"), RediscoveryInterval: 2 * time.Second, Metrics: m.informers,
+		CacheDir: cfg.CacheDir, CacheSecrets: cfg.CacheSecrets})
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,18 @@ func namespaceOption(ns []string) []dynamicinformer.ResourceOption {
 func (a *audit) setup(ctx context.Context) error {
 	opts := namespaceOption(a.cfg.Namespaces)
 	for _, name := range a.cfg.Resources {
-		h, err := a.factory.ForName(ctx, name, opts...)
+		ref := name
+		if r := a.factory.Resolver(); a.cfg.CacheDir != "" && r != nil {
+			// An informer following the preferred version is not kept on
+			// disk: with --cache-dir the version preferred now is pinned.
+			if res, err := r.Resolve(ctx, name); err == nil && res.GVR.Group != "" { // "configmaps.v1" does not resolve
+				ref = res.GVR.Resource + "." + res.GVR.Version
+				if res.GVR.Group != "" {
+					ref += "." + res.GVR.Group
+				}
+			}
+		}
+		h, err := a.factory.ForName(ctx, ref, opts...)
 		if err != nil {
 			var amb *discoveryresolver.AmbiguousError
 			if errors.Is(err, discoveryresolver.ErrNotFound) || errors.Is(err, discoveryresolver.ErrNotWatchable) ||
@@ -125,6 +137,33 @@ func (a *audit) start(ctx context.Context) {
 		defer a.wg.Done()
 		a.writeSummaries(ctx)
 	}()
+	if a.cfg.CacheDir != "" {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.reportCache(ctx)
+		}()
+	}
+}
+
+// reportCache says, once the informers have synced, what --cache-dir did
+// for each: how many objects it restored (the rest of the cache came
+// from the watch, not a list), or why the directory is not used.
+func (a *audit) reportCache(ctx context.Context) {
+	a.factory.WaitForCacheSync(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	for _, st := range a.factory.Statuses() {
+		switch {
+		case st.CacheErr != nil:
+			fmt.Fprintf(a.info, "cache %s: %v\n", st.GVR, st.CacheErr)
+		case st.Restored > 0:
+			fmt.Fprintf(a.info, "cache %s: %s (%d objects), %d restored from %s\n", st.GVR, st.State, st.Objects, st.Restored, a.cfg.CacheDir)
+		default:
+			fmt.Fprintf(a.info, "cache %s: %s (%d objects), cold start (nothing usable stored)\n", st.GVR, st.State, st.Objects)
+		}
+	}
 }
 
 // stop ends everything start started, writes the last summary and

@@ -81,8 +81,12 @@ type Config struct {
 	Workers     int
 	MetricsAddr string
 	Duration    time.Duration
-	Verbose     bool
-	Help        bool
+	// CacheDir (--cache-dir) keeps the informers' caches on disk so that a
+	// restart does not list again; CacheSecrets lets it keep Secrets.
+	CacheDir     string
+	CacheSecrets bool
+	Verbose      bool
+	Help         bool
 }
 
 const helpText = `audit-controller checks Kubernetes objects against rules and reports
@@ -126,6 +130,8 @@ func parseArgs(args []string, stdout io.Writer) (*Config, error) {
 	fs.IntVar(&c.Workers, "workers", 2, "reconcile workers")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics on this address (e.g. :9090)")
 	fs.DurationVar(&c.Duration, "duration", 0, "exit 0 after this long (default: until SIGINT/SIGTERM; demo: until done)")
+	fs.StringVar(&c.CacheDir, "cache-dir", "", "keep every informer's cache in this directory and restore it at the next start: a restart resumes the watches instead of listing (one process per directory)")
+	fs.BoolVar(&c.CacheSecrets, "cache-secrets", false, "with --cache-dir: keep Secrets on disk too (never without it; files are not encrypted)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log client-go's and the library's messages to stderr")
 	fs.BoolVarP(&c.Help, "help", "h", false, "this help")
 	if err := fs.Parse(args); err != nil {
@@ -166,6 +172,9 @@ func parseArgs(args []string, stdout io.Writer) (*Config, error) {
 	}
 	if c.SummaryInterval <= 0 {
 		return nil, usagef("--summary-interval must be positive")
+	}
+	if c.CacheSecrets && c.CacheDir == "" {
+		return nil, usagef("--cache-secrets needs --cache-dir")
 	}
 	if err := validateShard(c, fs.Changed("summary-name")); err != nil {
 		return nil, err

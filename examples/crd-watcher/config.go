@@ -95,6 +95,11 @@ type Config struct {
 	// each resource in (--namespace: the candidates, for a user who may
 	// not list namespaces).
 	PermittedNamespaces bool
+	// CacheDir (--cache-dir) keeps the informers' caches on disk, so that
+	// a restart prints only what changed while the watcher was down;
+	// CacheSecrets lets it keep Secrets too.
+	CacheDir     string
+	CacheSecrets bool
 
 	// Set by parseArgs, not by the file.
 	ConfigFile    string
@@ -135,6 +140,8 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.BoolVar(&c.ExitOnFailure, "exit-on-failure", false, "exit 3 when an informer fails (forbidden, unauthorized, rejected selector, ...) or the API server cannot be reached, instead of waiting for it to recover")
 	fs.BoolVar(&c.AccessCheck, "access-check", true, "before listing a resource, ask the API server (SelfSubjectRulesReview per namespace, SelfSubjectAccessReview for all namespaces) whether list and watch are allowed; a resource that is not is Failed naming the missing verbs and namespaces, and is re-checked until access is granted (--access-check=false: find out from the list's 403)")
 	fs.BoolVar(&c.PermittedNamespaces, "permitted-namespaces", false, "watch each resource in exactly the namespaces where the user may list and watch it, following RBAC while running (--namespace: the candidates, for a user who may not list namespaces); STATUS lines and /readyz name the namespaces permitted and not, with the missing verbs")
+	fs.StringVar(&c.CacheDir, "cache-dir", "", "keep every informer's cache in this directory (created 0700, files 0600) and restore it at the next start: a restart does not print the objects again, only what changed while the watcher was down (no list is sent if the server still has the history); one watcher per directory")
+	fs.BoolVar(&c.CacheSecrets, "cache-secrets", false, "with --cache-dir: keep Secrets on disk too (never without it; the files are not encrypted)")
 	fs.BoolVarP(&c.Verbose, "verbose", "v", false, "log the library's and (in demo mode) the embedded control plane's messages to stderr")
 	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
 	return fs
@@ -217,6 +224,7 @@ var fileKeyFlags = map[string]string{
 	"requestTimeout": "request-timeout", "exitOnFailure": "exit-on-failure", "verbose": "verbose",
 	"accessCheck": "access-check", "shard": "shard", "shardGroup": "shard-group", "shardNamespace": "shard-namespace",
 	"shardIdentity": "shard-identity", "shardLeaseDuration": "shard-lease-duration",
+	"cacheDir": "cache-dir", "cacheSecrets": "cache-secrets",
 }
 
 // mergeConfig copies the settings the file set into c where the flag was
@@ -294,6 +302,9 @@ func validate(c *Config) error {
 	}
 	if err := validateShardGroup(c); err != nil {
 		return err
+	}
+	if c.CacheSecrets && c.CacheDir == "" {
+		return usagef("--cache-secrets needs --cache-dir")
 	}
 	if c.PermittedNamespaces && c.ShardGroup != "" {
 		return usagef("--permitted-namespaces and --shard-group are mutually exclusive")

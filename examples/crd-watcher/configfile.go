@@ -75,6 +75,8 @@ var fileKeys = map[string]struct {
 	"shardNamespace":     {kindString, func(c *Config) any { return &c.ShardNamespace }},
 	"shardIdentity":      {kindString, func(c *Config) any { return &c.ShardIdentity }},
 	"shardLeaseDuration": {kindDuration, func(c *Config) any { return &c.ShardLeaseDuration }},
+	"cacheDir":           {kindString, func(c *Config) any { return &c.CacheDir }},
+	"cacheSecrets":       {kindBool, func(c *Config) any { return &c.CacheSecrets }},
 }
 
 // resourceKeys are the keys of one entry of resources: in object form.

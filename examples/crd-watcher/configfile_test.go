@@ -20,7 +20,7 @@ func TestConfigFileErrorMessages(t *testing.T) {
 	}{
 		{"misspelt key", "resources: [ct]\nnamespace: [default]\n", 2, "namespace", `unknown key; did you mean "namespaces"?`},
 		{"case", "resources: [ct]\nLabelSelector: a=b\n", 2, "LabelSelector", `unknown key; did you mean "labelSelector"?`},
-		{"far off key", "resources: [ct]\nzzz: 1\n", 2, "zzz", "unknown key (known keys: accessCheck, all, categories,"},
+		{"far off key", "resources: [ct]\nzzz: 1\n", 2, "zzz", "unknown key (known keys: accessCheck, all, cacheDir, cacheSecrets, categories,"},
 		{"string for a list", "resources: [ct]\nnamespaces: default\n", 2, "namespaces", `want a list of strings, e.g. namespaces: [default], got "default"`},
 		{"number in a list", "namespaces:\n  - a\n  - {x: 1}\n", 3, "namespaces[1]", "want a string, got a mapping"},
 		{"bad bool", "all: sometimes\n", 1, "all", `want true or false, got "sometimes"`},

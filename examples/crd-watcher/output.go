@@ -69,7 +69,13 @@ type jsonStatus struct {
 	// missing verbs: "may not list, watch", or the server's refusal).
 	Permitted    []string          `json:"permitted,omitempty"`
 	NotPermitted map[string]string `json:"notPermitted,omitempty"`
-	Final        bool              `json:"final,omitempty"`
+	// Restored is how many objects the informer restored from
+	// --cache-dir when it started (0: a cold start); CacheError why the
+	// cache directory is not used for it (the informer works from the
+	// server meanwhile).
+	Restored   int    `json:"restored,omitempty"`
+	CacheError string `json:"cacheError,omitempty"`
+	Final      bool   `json:"final,omitempty"`
 }
 
 // jsonShardGroup is one line of -o json output when the shard group, as
@@ -235,7 +241,10 @@ func (p *printer) statusLine(st dynamicinformer.Status, prev dynamicinformer.Sta
 			Group: st.GVR.Group, Version: st.GVR.Version, Resource: st.GVR.Resource,
 			State: string(st.State), Reason: st.Reason, Objects: st.Objects,
 			Namespaces: st.Namespaces, LabelSelector: st.LabelSelector, FieldSelector: st.FieldSelector,
-			Shard: st.Shard, OutsideShard: st.OutsideShard, Final: final,
+			Shard: st.Shard, OutsideShard: st.OutsideShard, Final: final, Restored: st.Restored,
+		}
+		if st.CacheErr != nil {
+			js.CacheError = st.CacheErr.Error()
 		}
 		if f, _, _, ok := selectorSummary(st.Shard); ok {
 			js.ShardFraction = &f
@@ -270,7 +279,23 @@ func (p *printer) statusLine(st dynamicinformer.Status, prev dynamicinformer.Sta
 	if s := scopeText(st); s != "" {
 		line += "; " + s
 	}
+	if s := cacheText(st); s != "" {
+		line += "; " + s
+	}
 	p.writeLine(p.errOut, line)
+}
+
+// cacheText says what --cache-dir did for the informer: how many objects
+// it restored, or why the directory is not used.
+func cacheText(st dynamicinformer.Status) string {
+	var parts []string
+	if st.Restored > 0 {
+		parts = append(parts, fmt.Sprintf("%d restored from disk", st.Restored))
+	}
+	if st.CacheErr != nil {
+		parts = append(parts, st.CacheErr.Error())
+	}
+	return strings.Join(parts, "; ")
 }
 
 // contact reports that contact with the API server at server was lost

@@ -10,7 +10,8 @@ import (
 
 // transitions decides which informer status changes get a STATUS line:
 // only real transitions. A state an informer passes through on its way
-// somewhere (Syncing while it lists, Pending before it starts, a Pending
+// somewhere (Syncing while it lists, Restored while a restart from
+// --cache-dir resumes its watch, Pending before it starts, a Pending
 // "not served" for a resource discovery serves) is printed only if the
 // informer is still in it after grace; a state it settles in (Synced,
 // Stale, Failed, Removed, Stopped, a Pending for a resource that is not
@@ -65,7 +66,7 @@ func errText(err error) string {
 // transient reports whether st is a state the informer passes through.
 func (tr *transitions) transient(st dynamicinformer.Status) bool {
 	switch st.State {
-	case dynamicinformer.Syncing:
+	case dynamicinformer.Syncing, dynamicinformer.Restored:
 		return true
 	case dynamicinformer.Pending:
 		return st.Err == nil || tr.served == nil || tr.served(st)

@@ -56,7 +56,15 @@ type watcher struct {
 	failed chan error
 
 	restCfg *rest.Config
-	member  *membership.Member // --shard-group; nil otherwise
+
+	// restoredMu guards restoredGVR: per resource, whether the initial
+	// list its handler is receiving was restored from --cache-dir (then
+	// it is not printed: the run before printed it). Decided on the
+	// first initial-list add, forgotten on the next other event.
+	restoredMu  sync.Mutex
+	restoredGVR map[schema.GroupVersionResource]bool
+
+	member *membership.Member // --shard-group; nil otherwise
 
 	groupMu   sync.Mutex // guards groupView
 	groupView *groupView // the group as last seen; nil before the first report
@@ -80,7 +88,8 @@ func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, lo
 		}
 		defaults = append(defaults, dynamicinformer.WithShard(s))
 	}
-	f, err := dynamicinformer.NewForConfig(restCfg, dynamicinformer.Options{Defaults: defaults, Logger: logger, Metrics: metrics})
+	f, err := dynamicinformer.NewForConfig(restCfg, dynamicinformer.Options{Defaults: defaults, Logger: logger, Metrics: metrics,
+		CacheDir: cfg.CacheDir, CacheSecrets: cfg.CacheSecrets})
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +104,7 @@ func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, lo
 	w := &watcher{
 		cfg: cfg, ep: ep, restCfg: restCfg, factory: f, dyn: dyn, probe: disc.RESTClient(), out: out, counts: newCounters(), metrics: metrics,
 		seen: map[string]int{}, changed: make(chan struct{}), failed: make(chan error, 1),
+		restoredGVR: map[schema.GroupVersionResource]bool{},
 	}
 	if cfg.Output == "table" || cfg.Output == "wide" {
 		client, err := newRESTTable(restCfg)
@@ -309,14 +319,21 @@ func (w *watcher) setup(ctx context.Context) error {
 		// The same resource named twice (ct and crontabs.v1.stable.example.com)
 		// is one stream of events: found before an informer exists for the
 		// second name, which would only be released again (a Stopped line).
+		name := r.Name
 		if gvr, ok := w.lookupName(rctx, r.Name); ok {
 			if first, dup := seen[w.selectionKey(gvr, r)]; dup {
 				cancel()
 				w.out.info("note: %q and %q are the same resource (%s); watching it once", first, r.Name, gvrString(gvr))
 				continue
 			}
+			if w.cfg.CacheDir != "" && gvr.Group != "" { // "configmaps.v1" does not resolve: core resources are not pinned yet
+				// An informer that follows the preferred version is not
+				// kept on disk: with --cache-dir the version discovery
+				// prefers now is pinned.
+				name = pinnedName(gvr)
+			}
 		}
-		gi, err := w.factory.ForName(rctx, r.Name, opts...)
+		gi, err := w.factory.ForName(rctx, name, opts...)
 		cancel()
 		if err != nil {
 			gvr, waitable := parseQualifiedGVR(r.Name)
@@ -357,6 +374,15 @@ func (w *watcher) lookupName(ctx context.Context, name string) (schema.GroupVers
 		return parseQualifiedGVR(name)
 	}
 	return schema.GroupVersionResource{}, false
+}
+
+// pinnedName is gvr as a name ForName resolves to exactly that version:
+// resource.version[.group].
+func pinnedName(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource + "." + gvr.Version
+	}
+	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
 }
 
 // selectionKey tells apart what two resource entries watch: the resource
@@ -433,6 +459,9 @@ func (w *watcher) onEvent(namespaces []string, label, field string) func(subscri
 		if !ok {
 			return
 		}
+		if w.fromDisk(ev) {
+			return
+		}
 		w.counts.inc(ev.GVR, string(ev.Type))
 		if w.table != nil {
 			w.table.event(ev, u, namespaces, label, field) // a DELETED row is a DELETED row: no GET to tell selector deletes apart
@@ -449,6 +478,32 @@ func (w *watcher) onEvent(namespaces []string, label, field string) func(subscri
 		w.changed = make(chan struct{})
 		w.seenMu.Unlock()
 	}
+}
+
+// fromDisk reports whether ev is an initial-list add of an informer that
+// restored its cache from --cache-dir: what the run before already
+// printed. The watch after it brings what changed while the watcher was
+// down, as ordinary events.
+func (w *watcher) fromDisk(ev subscription.Event) bool {
+	if w.cfg.CacheDir == "" {
+		return false
+	}
+	w.restoredMu.Lock()
+	defer w.restoredMu.Unlock()
+	if !ev.IsInitialList {
+		delete(w.restoredGVR, ev.GVR)
+		return false
+	}
+	restored, known := w.restoredGVR[ev.GVR]
+	if !known {
+		for _, st := range w.factory.Statuses() {
+			if st.GVR == ev.GVR && st.Restored > 0 {
+				restored = true
+			}
+		}
+		w.restoredGVR[ev.GVR] = restored
+	}
+	return restored
 }
 
 // stillExists reports whether the object of a delete seen through a

@@ -16,6 +16,14 @@
 // prints the table; TestBenchShort runs a small
 // configuration under `go test -race` so the code cannot rot.
 //
+// RunRestart (ikbench -restart) measures restart from disk
+// (dynamicinformer Options.CacheDir) side by side with client-go's cold
+// start: a cold start on an empty directory, a restart that resumes its
+// watch, one that lists after a 410 (etcd compacted), each with its time
+// to Synced, the bytes received and the lists sent, and the persistence
+// cost per event while running; TestRestartShort runs it small under
+// -race.
+//
 // ikbench's -isolate takes each implementation's sync, heap and query
 // measurements in a child process of its own (the warm-up too, discarded:
 // the first process to grow a heap after the load pays more per page

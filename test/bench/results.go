@@ -143,7 +143,7 @@ func (r *Results) Markdown() string {
 					var rs []string
 					for _, p := range peers {
 						if x, ok := r.Ratio(row, c.cs, c.metric, im.Name, p); ok {
-							rs = append(rs, fmt.Sprintf("%.2f×", x))
+							rs = append(rs, formatRatio(x))
 						} else {
 							rs = append(rs, "–")
 						}
@@ -203,6 +203,15 @@ func median(sorted []float64) float64 {
 		return sorted[n/2]
 	}
 	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// formatRatio keeps two significant digits below 0.1 (a restart's
+// bytes are a few thousandths of a cold start's).
+func formatRatio(x float64) string {
+	if x != 0 && math.Abs(x) < 0.1 {
+		return fmt.Sprintf("%.2g×", x)
+	}
+	return fmt.Sprintf("%.2f×", x)
 }
 
 func formatValue(v float64) string {

@@ -46,6 +46,8 @@ import (
 type serverInfo struct {
 	Host  string `json:"host"`
 	Token string `json:"token"`
+	// Etcd is the control plane's etcd client URL (-restart compacts it).
+	Etcd string `json:"etcd"`
 }
 
 func main() {
@@ -67,9 +69,17 @@ func main() {
 	noGzip := flag.Bool("disable-compression", false, "set rest.Config.DisableCompression for every client of the run (informerkit's and client-go's alike): the server then sends watch-list streams and large lists uncompressed")
 	syncProfile := flag.String("sync-cpuprofile", "", "write a CPU profile of each timed initial sync (only the sync) to <prefix>-<implementation>-N<n>-<pid>.prof; with -isolate, in the child that syncs")
 	memprofile := flag.String("memprofile", "", "write an allocation profile (alloc_space, alloc_objects) of the measuring process to this file at exit")
+	restart := flag.Bool("restart", false, "run only the restart-from-disk scenario (bench.RunRestart: cold start with an empty CacheDir, a restart that resumes, one that diffs after an etcd compaction, client-go's cold start; the persistence cost per event) at -sizes, -runs times")
+	restartEvents := flag.Int("restart-events", 2000, "with -restart: updates in the persistence-cost measurement (-1 skips it)")
+	persistOnly := flag.Bool("persist-only", false, "with -restart: measure only the persistence cost (at the first of -sizes)")
+	persistWrite := flag.String("persist-write", "", "internal: send the persistence measurement's writes (JSON) from this process")
 	flag.Parse()
 	if *serve {
-		runServer(*cbor)
+		runServer(*cbor, *restart)
+		return
+	}
+	if *persistWrite != "" {
+		persistWriteChild(*persistWrite)
 		return
 	}
 	if *measureOne != "" {
@@ -104,7 +114,7 @@ func main() {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	rc, stop, err := startChild(ctx, *cbor)
+	rc, stop, err := startChild(ctx, *cbor, *restart)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -126,6 +136,9 @@ func main() {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			log.Fatal(err)
 		}
+	}
+	if *restart {
+		os.Exit(runRestart(ctx, rc, stop, ints(*sizes), *runs, *restartEvents, *persistOnly, *out))
 	}
 	if *memprofile != "" {
 		// Sample every 64 KiB allocated instead of every 512 KiB: the
@@ -231,18 +244,25 @@ func ints(s string) []int {
 
 // runServer is the child: start the control plane, print serverInfo, run
 // until stdin closes (the parent exited or stopped us).
-func runServer(cbor bool) {
+//
+// With restart (ikbench -restart) the API server runs without its watch
+// cache (bench.RestartServerFlags).
+func runServer(cbor, restart bool) {
 	if cbor {
 		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(apiserverfeatures.CBORServingAndStorage): true}); err != nil {
 			log.Fatal(err)
 		}
 	}
-	cp, err := controlplane.Start(context.Background(), controlplane.Options{})
+	var opts controlplane.Options
+	if restart {
+		opts.ExtraFlags = bench.RestartServerFlags
+	}
+	cp, err := controlplane.Start(context.Background(), opts)
 	if err != nil {
 		log.Fatal(err)
 	}
 	direct := cp.DirectConfig()
-	info := serverInfo{Host: direct.Host, Token: cp.Config().BearerToken}
+	info := serverInfo{Host: direct.Host, Token: cp.Config().BearerToken, Etcd: strings.Join(cp.EtcdClient().Endpoints(), ",")}
 	if err := json.NewEncoder(os.Stdout).Encode(info); err != nil {
 		log.Fatal(err)
 	}
@@ -252,12 +272,12 @@ func runServer(cbor bool) {
 
 // startChild starts this program with -serve and returns a client config
 // for its API server and a function that stops it.
-func startChild(ctx context.Context, cbor bool) (*rest.Config, func(), error) {
+func startChild(ctx context.Context, cbor, restart bool) (*rest.Config, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "-serve", "-cbor="+strconv.FormatBool(cbor))
+	cmd := exec.CommandContext(ctx, self, "-serve", "-cbor="+strconv.FormatBool(cbor), "-restart="+strconv.FormatBool(restart))
 	cmd.Stderr = io.Discard
 	if os.Getenv("IKBENCH_SERVER_LOG") != "" {
 		cmd.Stderr = os.Stderr
@@ -294,6 +314,7 @@ func startChild(ctx context.Context, cbor bool) (*rest.Config, func(), error) {
 		stop()
 		return nil, nil, err
 	}
+	etcdEndpoints = info.Etcd
 	return &rest.Config{
 		Host:            info.Host,
 		BearerToken:     info.Token,

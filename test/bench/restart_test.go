@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/informerkit/informerkit/test/controlplane"
+)
+
+// TestRestartShort runs the restart scenario at N=300, once, against a
+// real API server in this process, so that it cannot rot. It asserts what
+// the numbers rest on, never timings: RunRestart's sanity checks (the
+// cold start lists once and restores nothing; the resumed restart
+// restores N and sends no list; the diffed one, after a compaction, lists
+// once; each restart's handler sees exactly the objects created, updated
+// and deleted while it was down), every row recorded with a ratio to
+// client-go, and no goroutine left.
+func TestRestartShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf, ExtraFlags: RestartServerFlags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	const n = 300
+	restart, persist, err := RunRestart(ctx, cp.Config(), RestartConfig{
+		Sizes: []int{n}, Runs: 1, Changes: 5, PersistEvents: 100, PersistRate: 100, LoadWorkers: 4,
+		Compact: func(ctx context.Context) error { _, err := cp.Compact(ctx); return err },
+		Logf:    t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := "N=300"
+	for _, im := range []string{RestartCold, RestartResumed, RestartDiffed} {
+		if x, ok := restart.Ratio(RowRestart, cs, "sync", im, ClientGo); !ok || !(x > 0) {
+			t.Errorf("%s: sync ratio to client-go %v (%v)", im, x, ok)
+		}
+		if x, ok := restart.Ratio(RowRestart, cs, "received", im, ClientGo); !ok || !(x > 0) {
+			t.Errorf("%s: bytes ratio to client-go %v (%v)", im, x, ok)
+		}
+	}
+	for im, want := range map[string]float64{RestartCold: 1, RestartResumed: 0, RestartDiffed: 1, ClientGo: 1} {
+		if v, ok := restart.Median(RowRestart, cs, "lists", im); !ok || v != want {
+			t.Errorf("%s: %v lists (%v), want %v", im, v, ok, want)
+		}
+	}
+	for im, want := range map[string]float64{RestartResumed: 10, RestartDiffed: 10} {
+		if v, _ := restart.Median(RowRestart, cs, "handler events", im); v != want {
+			t.Errorf("%s: %v handler events, want %v (5 changes of each kind made while down)", im, v, want)
+		}
+	}
+	pcs := "100 events, N=300"
+	on, ok1 := persist.Median(RowPersist, pcs, "written", PersistOn)
+	off, ok2 := persist.Median(RowPersist, pcs, "written", PersistOff)
+	if !ok1 || !ok2 || !(on > off+100) {
+		t.Errorf("bytes written per event with CacheDir %v (%v), without %v (%v); want more with (a journal record per event)", on, ok1, off, ok2)
+	}
+	if _, ok := persist.Ratio(RowPersist, pcs, "client CPU", PersistOn, PersistOff); !ok {
+		// CPU minus the writer's may come out ≤ 0 on a tiny run; the
+		// sample must exist.
+		if _, ok := persist.Median(RowPersist, pcs, "client CPU", PersistOn); !ok {
+			t.Error("no persistence CPU sample")
+		}
+	}
+	md := restart.Markdown() + persist.Markdown()
+	for _, row := range []string{RowRestart, RowPersist} {
+		if !strings.Contains(md, row) {
+			t.Errorf("tables lack %q", row)
+		}
+	}
+	t.Log("\n" + md)
+	checkNoLeftovers(t)
+}
