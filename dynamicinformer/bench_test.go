@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	clienttesting "k8s.io/client-go/testing"
 	cgdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
+	clienttesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -83,6 +85,8 @@ func BenchmarkInitialSync(b *testing.B) {
 // cost must not grow with n (compare n=1000 with n=100000, and each with
 // client-go's at the same n).
 func BenchmarkEvent(b *testing.B) {
+	// The fake watch sends no initial events: both list, then watch.
+	clientfeaturestesting.SetFeatureDuringTest(b, clientfeatures.WatchListClient, false)
 	for _, n := range []int{1000, 10000, 100000} {
 		objs := benchObjects(n)
 		for _, impl := range []string{"informerkit", "client-go"} {
@@ -101,16 +105,20 @@ func BenchmarkEvent(b *testing.B) {
 				switch impl {
 				case "informerkit":
 					f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
-					defer f.Shutdown()
+					defer func() { cancel(); f.Shutdown() }()
 					_, _ = f.ForResource(widgets).Informer().AddEventHandler(handler)
 					f.Start(ctx)
 				default:
 					f := cgdynamicinformer.NewDynamicSharedInformerFactory(client, 0)
-					defer f.Shutdown()
+					defer func() { cancel(); f.Shutdown() }() // client-go's Shutdown waits for the stop channel
 					_, _ = f.ForResource(widgets).Informer().AddEventHandler(handler)
 					f.Start(ctx.Done())
 				}
+				deadline := time.Now().Add(time.Minute)
 				for adds.Load() < int64(n) {
+					if time.Now().After(deadline) {
+						b.Fatalf("%d of %d objects added", adds.Load(), n)
+					}
 					time.Sleep(time.Millisecond)
 				}
 				// The events' objects are built before the clock starts:
