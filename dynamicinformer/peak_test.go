@@ -17,6 +17,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	cgdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/rest"
@@ -236,5 +240,144 @@ func TestInitialSyncPeakHeapBound(t *testing.T) {
 				t.Errorf("initial sync's peak heap %.0f B/object, above the bound %.0f (twice the peak when the bound was set)", best, c.bound)
 			}
 		})
+	}
+}
+
+// eventServer serves n small widgets (benchObjects) over a watch-list
+// stream that then stays open and writes each event sent on events.
+type eventServer struct {
+	initial []byte
+	events  chan []byte
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newEventServer(b testing.TB, objs []kruntime.Object) *httptest.Server {
+	s := &eventServer{events: make(chan []byte), stop: make(chan struct{})}
+	var buf bytes.Buffer
+	for i, o := range objs {
+		u := o.(*unstructured.Unstructured).DeepCopy()
+		u.SetResourceVersion(fmt.Sprint(1 + i))
+		data, err := json.Marshal(u.Object)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf.WriteString(`{"type":"ADDED","object":`)
+		buf.Write(data)
+		buf.WriteString("}\n")
+	}
+	fmt.Fprintf(&buf, `{"type":"BOOKMARK","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"resourceVersion":"%d","annotations":{%q:"true"}}}}`+"\n", len(objs), metav1.InitialEventsAnnotationKey)
+	s.initial = buf.Bytes()
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	b.Cleanup(func() { close(s.stop); srv.CloseClientConnections(); srv.Close(); s.wg.Wait() })
+	eventServers.Store(srv, s)
+	return srv
+}
+
+// eventServers finds a server's eventServer.
+var eventServers sync.Map
+
+func (s *eventServer) serve(w http.ResponseWriter, r *http.Request) {
+	s.wg.Add(1)
+	defer s.wg.Done()
+	w.Header().Set("Content-Type", "application/json")
+	q := r.URL.Query()
+	switch {
+	case r.URL.Path == "/apis/example.com/v1":
+		_ = json.NewEncoder(w).Encode(metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "example.com/v1",
+			APIResources: []metav1.APIResource{{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: metav1.Verbs{"get", "list", "watch"}}}})
+	case r.URL.Path != "/apis/example.com/v1/widgets" || q.Get("watch") == "":
+		http.NotFound(w, r)
+	case q.Get("sendInitialEvents") == "true":
+		_, _ = w.Write(s.initial)
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case ev := <-s.events:
+				_, _ = w.Write(ev)
+				w.(http.Flusher).Flush()
+			case <-s.stop:
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+	default:
+		select {
+		case <-s.stop:
+		case <-r.Context().Done():
+		}
+	}
+}
+
+// BenchmarkEventDecoded is BenchmarkEvent over HTTP: the cache (n small
+// widgets) is filled from a watch-list stream, then each iteration writes
+// one MODIFIED event of a cached object on the open stream and waits for
+// the handler. The whole path from the watch's bytes to the handler
+// (informerkit's decoder or client-go's), beside client-go's
+// dynamicinformer reading the same bytes.
+func BenchmarkEventDecoded(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		objs := benchObjects(n)
+		for _, impl := range []string{"informerkit", "client-go"} {
+			b.Run(fmt.Sprintf("%s/n=%d", impl, n), func(b *testing.B) {
+				srv := newEventServer(b, objs)
+				v, _ := eventServers.Load(srv)
+				es := v.(*eventServer)
+				defer eventServers.Delete(srv)
+				seen := make(chan struct{}, 1)
+				var adds atomic.Int64
+				handler := toolscache.ResourceEventHandlerFuncs{
+					AddFunc:    func(interface{}) { adds.Add(1) },
+					UpdateFunc: func(_, _ interface{}) { seen <- struct{}{} },
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				cfg := &rest.Config{Host: srv.URL}
+				switch impl {
+				case "informerkit":
+					f, err := NewForConfig(cfg, Options{DisableCRDTracking: true})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer func() { cancel(); f.Shutdown() }()
+					_, _ = f.ForResource(widgets).Informer().AddEventHandler(handler)
+					f.Start(ctx)
+				default:
+					dyn, err := dynamic.NewForConfig(cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					f := cgdynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+					defer func() { cancel(); f.Shutdown() }()
+					_, _ = f.ForResource(widgets).Informer().AddEventHandler(handler)
+					f.Start(ctx.Done())
+				}
+				deadline := time.Now().Add(2 * time.Minute)
+				for adds.Load() < int64(n) {
+					if time.Now().After(deadline) {
+						b.Fatalf("%d of %d objects added", adds.Load(), n)
+					}
+					time.Sleep(time.Millisecond)
+				}
+				evs := make([][]byte, b.N)
+				for i := range evs {
+					u := objs[i%n].(*unstructured.Unstructured).DeepCopy()
+					u.SetResourceVersion(fmt.Sprint(n + 1 + i))
+					data, err := json.Marshal(map[string]interface{}{"type": "MODIFIED", "object": u.Object})
+					if err != nil {
+						b.Fatal(err)
+					}
+					evs[i] = append(data, '\n')
+				}
+				runtime.GC()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					es.events <- evs[i]
+					<-seen
+				}
+				b.StopTimer()
+			})
+		}
 	}
 }
