@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -380,4 +381,126 @@ func BenchmarkEventDecoded(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkInitialSyncPeak syncs n realistic widgets (peakWidget, about
+// 2 KB of JSON each) from a watch-list stream or a LIST served from bytes
+// encoded beforehand, in this process, and reports the heap's
+// high-water mark during the sync above the heap before it (peak-B/obj),
+// the synced cache's heap (settled-B/obj), and the process's RSS
+// high-water mark above the RSS before the sync (VmHWM, reset before the
+// sync, minus VmRSS then; peakRSS-MiB): informerkit
+// with default options, StripManagedFields and compact, beside client-go's
+// dynamicinformer. Run with -benchtime=1x -count=3 for medians.
+func BenchmarkInitialSyncPeak(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		_, srv := newPeakServer(b, n)
+		for _, mode := range []string{"WatchList", "LIST"} {
+			for _, impl := range []string{"informerkit", "StripManagedFields", "Compact", "client-go"} {
+				b.Run(fmt.Sprintf("%s/%s/n=%d", impl, mode, n), func(b *testing.B) {
+					clientfeaturestesting.SetFeatureDuringTest(b, clientfeatures.WatchListClient, mode == "WatchList")
+					for i := 0; i < b.N; i++ {
+						pk, st, rss := syncPeakOf(b, srv, n, impl)
+						b.ReportMetric(pk, "peak-B/obj")
+						b.ReportMetric(st, "settled-B/obj")
+						b.ReportMetric(rss, "peakRSS-MiB")
+					}
+				})
+			}
+		}
+	}
+}
+
+// syncPeakOf is syncPeak for impl (an informerkit projection or
+// client-go's dynamicinformer), with the RSS high-water mark in MiB (0 if
+// it cannot be reset).
+func syncPeakOf(b testing.TB, srv *httptest.Server, n int, impl string) (peak, settled, rssMiB float64) {
+	cfg := &rest.Config{Host: srv.URL}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var inf toolscache.SharedIndexInformer
+	var start func()
+	var stop func()
+	switch impl {
+	case "client-go":
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := cgdynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+		inf = f.ForResource(widgets).Informer()
+		start, stop = func() { f.Start(ctx.Done()) }, func() { cancel(); f.Shutdown() }
+	default:
+		var opts []ResourceOption
+		switch impl {
+		case "StripManagedFields":
+			opts = append(opts, WithProjection(Projection{StripManagedFields: true}))
+		case "Compact":
+			opts = append(opts, WithProjection(Projection{Compact: true}))
+		}
+		f, err := NewForConfig(cfg, Options{DisableCRDTracking: true, Defaults: opts})
+		if err != nil {
+			b.Fatal(err)
+		}
+		inf = f.ForResource(widgets).Informer()
+		start, stop = func() { f.Start(ctx) }, func() { cancel(); f.Shutdown() }
+	}
+	defer stop()
+	base := liveHeap()
+	debug.FreeOSMemory()
+	reset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+	rss0 := procKB("VmRSS")
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var high atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > high.Load() {
+				high.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(500 * time.Microsecond):
+			}
+		}
+	}()
+	start()
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		b.Fatal("not synced")
+	}
+	close(done)
+	wg.Wait()
+	hwm := procKB("VmHWM")
+	if got := len(inf.GetStore().ListKeys()); got != n {
+		b.Fatalf("cache holds %d objects, want %d", got, n)
+	}
+	after := liveHeap()
+	runtime.KeepAlive(inf)
+	if reset {
+		rssMiB = float64(int64(hwm)-int64(rss0)) / (1 << 20)
+	}
+	return float64(int64(high.Load())-int64(base)) / float64(n), float64(int64(after)-int64(base)) / float64(n), rssMiB
+}
+
+// procKB reads a kB field of /proc/self/status (VmHWM, VmRSS) in bytes;
+// 0 if unknown.
+func procKB(field string) uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			var kb uint64
+			if _, err := fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
