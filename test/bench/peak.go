@@ -121,6 +121,17 @@ func (g *listModeGates) Enabled(f clientfeatures.Feature) bool {
 // c.MeasurePeak.
 func measurePeaks(ctx context.Context, cfg *rest.Config, c Config, res *Results, r Resource, n int) error {
 	impls := PeakImpls(c.Impls)
+	// The tables list res.Impls: the implementation only this scenario
+	// measures goes after informerkit's.
+	for i, im := range res.Impls {
+		if im.Name == InformerKitNamespaces {
+			break
+		}
+		if im.Name == InformerKit {
+			res.Impls = append(res.Impls[:i+1:i+1], append([]Impl{NamespacesImpl()}, res.Impls[i+1:]...)...)
+			break
+		}
+	}
 	for run := 0; run < c.Runs; run++ {
 		for _, mode := range ListModes {
 			for _, im := range rotate(impls, run) {

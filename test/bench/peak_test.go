@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +69,30 @@ func TestPeakShort(t *testing.T) {
 	}
 	t.Log("\n" + res.Markdown())
 	checkNoLeftovers(t)
+}
+
+// The peak table has a row for the implementation only it measures
+// (InformerKitNamespaces, after informerkit's) and every sample
+// MeasurePeak returns, run after run, in both list modes.
+func TestPeakTableRows(t *testing.T) {
+	c := Config{Runs: 2, Impls: DefaultImpls()}.Defaults()
+	var calls []string
+	c.MeasurePeak = func(_ context.Context, im Impl, _ Resource, n int, mode ListMode) ([]Sample, error) {
+		calls = append(calls, im.Name+" "+string(mode))
+		return []Sample{{Row: RowPeak, Case: fmt.Sprintf("N=%d, %s", n, mode), Metric: "peak heap", Unit: "MiB", Impl: im.Name, Value: 1}}, nil
+	}
+	res := &Results{Impls: c.Impls}
+	if err := measurePeaks(context.Background(), nil, c, res, Resource{}, 10); err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 * 2 * 7; len(calls) != want {
+		t.Errorf("%d measurements, want %d: %v", len(calls), want, calls)
+	}
+	if len(res.Impls) < 2 || res.Impls[0].Name != InformerKit || res.Impls[1].Name != InformerKitNamespaces {
+		t.Errorf("implementations %v: want %s right after %s", res.Impls, InformerKitNamespaces, InformerKit)
+	}
+	md := res.Markdown()
+	if !strings.Contains(md, "| "+InformerKitNamespaces+" | 1.00 · 1.00×") {
+		t.Errorf("no row for %s:\n%s", InformerKitNamespaces, md)
+	}
 }
