@@ -24,6 +24,11 @@
 // cost per event while running; TestRestartShort runs it small under
 // -race.
 //
+// With Config.Peak (ikbench -peak, -peak-only) Run also measures each
+// initial sync's peak memory in the informer's process (peak.go, RowPeak:
+// the heap's high-water mark from runtime/metrics, VmHWM, the settled heap
+// and RSS) over WatchList and over a plain LIST; TestPeakShort runs it small.
+//
 // ikbench's -isolate takes each implementation's sync, heap and query
 // measurements in a child process of its own (the warm-up too, discarded:
 // the first process to grow a heap after the load pays more per page

@@ -64,6 +64,13 @@ type Config struct {
 	// measureCache times writes a CPU profile of just that sync to
 	// <prefix>-<implementation>-N<n>-<pid>.prof.
 	SyncCPUProfile string
+	// Peak adds the peak-memory scenario (RowPeak, peak.go) at every size:
+	// PeakImpls(Impls) in each ListMode, Runs times. PeakOnly runs only
+	// it (and the warm-up).
+	Peak, PeakOnly bool
+	// MeasurePeak, if set, takes the peak scenario's measurements instead
+	// of this process (ikbench -isolate: MeasurePeakOnce in a fresh one).
+	MeasurePeak func(ctx context.Context, im Impl, r Resource, n int, mode ListMode) ([]Sample, error)
 	// Logf receives progress lines. Nil discards them.
 	Logf func(format string, args ...any)
 	// Progress, if set, is called with the results so far after every
@@ -157,7 +164,7 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 				return nil, fmt.Errorf("warm-up: %w", err)
 			}
 		}
-		for run := 0; run < c.Runs; run++ {
+		for run := 0; run < c.Runs && !c.PeakOnly; run++ {
 			for _, im := range rotate(c.Impls, run) {
 				if c.MeasureCache != nil {
 					samples, err := c.MeasureCache(ctx, im, r, n)
@@ -186,8 +193,13 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 			}
 			c.Logf("N=%d run %d done", n, run+1)
 		}
+		if c.Peak || c.PeakOnly {
+			if err := measurePeaks(ctx, cfg, c, res, r, n); err != nil {
+				return res, err
+			}
+		}
 	}
-	if c.ManyCRDs < 0 {
+	if c.ManyCRDs < 0 || c.PeakOnly {
 		return res, nil
 	}
 	start := time.Now()

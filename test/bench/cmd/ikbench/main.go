@@ -73,6 +73,8 @@ func main() {
 	restartEvents := flag.Int("restart-events", 2000, "with -restart: updates in the persistence-cost measurement (-1 skips it)")
 	persistOnly := flag.Bool("persist-only", false, "with -restart: measure only the persistence cost (at the first of -sizes)")
 	persistWrite := flag.String("persist-write", "", "internal: send the persistence measurement's writes (JSON) from this process")
+	peak := flag.Bool("peak", false, "add the peak-memory scenario (each implementation's initial sync over WatchList and over LIST: heap and RSS high-water marks beside the settled cache)")
+	peakOnly := flag.Bool("peak-only", false, "run only the peak-memory scenario")
 	flag.Parse()
 	if *serve {
 		runServer(*cbor, *restart)
@@ -95,6 +97,7 @@ func main() {
 	cfg := bench.Config{
 		Sizes: ints(*sizes), Runs: *runs, ManyCRDs: *many, ManyObjects: *manyObjects,
 		LatencyWrites: *writes, WriteRate: *rate, Consumers: ints(*consumers), NoWarmup: *noWarmup, SyncCPUProfile: *syncProfile,
+		Peak: *peak, PeakOnly: *peakOnly,
 		Logf: func(f string, a ...any) { log.Printf(f, a...) },
 	}
 	if *out != "" {
@@ -121,6 +124,7 @@ func main() {
 	rc.DisableCompression = *noGzip
 	if *isolate {
 		cfg.MeasureCache = isolated(rc, *syncProfile)
+		cfg.MeasurePeak = isolatedPeak(rc)
 	}
 	var types *contentTypes
 	if *cbor {
@@ -334,32 +338,49 @@ type oneMeasurement struct {
 	SyncProfile string `json:",omitempty"`
 	// DisableCompression is the parent's rest.Config.DisableCompression.
 	DisableCompression bool `json:",omitempty"`
+	// Mode, if set, makes the measurement the peak scenario's in this
+	// list mode (bench.MeasurePeakOnce).
+	Mode bench.ListMode `json:",omitempty"`
 }
 
 // isolated returns a Config.MeasureCache that runs each measurement in a
 // child process of this binary.
 func isolated(rc *rest.Config, syncProfile string) func(ctx context.Context, im bench.Impl, r bench.Resource, n int) ([]bench.Sample, error) {
 	return func(ctx context.Context, im bench.Impl, r bench.Resource, n int) ([]bench.Sample, error) {
-		arg, err := json.Marshal(oneMeasurement{Host: rc.Host, Token: rc.BearerToken, Impl: im.Name, Resource: r, N: n, SyncProfile: syncProfile, DisableCompression: rc.DisableCompression})
-		if err != nil {
-			return nil, err
-		}
-		self, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.CommandContext(ctx, self, "-measure-one", string(arg))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return nil, fmt.Errorf("measuring %s in a child process: %w", im.Name, err)
-		}
-		var samples []bench.Sample
-		if err := json.Unmarshal(out, &samples); err != nil {
-			return nil, fmt.Errorf("measuring %s in a child process: %w", im.Name, err)
-		}
-		return samples, nil
+		return measureInChild(ctx, oneMeasurement{Host: rc.Host, Token: rc.BearerToken, Impl: im.Name, Resource: r, N: n, SyncProfile: syncProfile, DisableCompression: rc.DisableCompression})
 	}
+}
+
+// isolatedPeak returns a Config.MeasurePeak that runs each measurement in
+// a child process of this binary.
+func isolatedPeak(rc *rest.Config) func(ctx context.Context, im bench.Impl, r bench.Resource, n int, mode bench.ListMode) ([]bench.Sample, error) {
+	return func(ctx context.Context, im bench.Impl, r bench.Resource, n int, mode bench.ListMode) ([]bench.Sample, error) {
+		return measureInChild(ctx, oneMeasurement{Host: rc.Host, Token: rc.BearerToken, Impl: im.Name, Resource: r, N: n, DisableCompression: rc.DisableCompression, Mode: mode})
+	}
+}
+
+// measureInChild runs this binary with -measure-one m and returns the
+// samples it prints.
+func measureInChild(ctx context.Context, m oneMeasurement) ([]bench.Sample, error) {
+	arg, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, "-measure-one", string(arg))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("measuring %s in a child process: %w", m.Impl, err)
+	}
+	var samples []bench.Sample
+	if err := json.Unmarshal(out, &samples); err != nil {
+		return nil, fmt.Errorf("measuring %s in a child process: %w", m.Impl, err)
+	}
+	return samples, nil
 }
 
 // measureOneAndPrint is the -measure-one child: it takes one measurement
@@ -369,18 +390,20 @@ func measureOneAndPrint(arg string) {
 	if err := json.Unmarshal([]byte(arg), &m); err != nil {
 		log.Fatal(err)
 	}
-	var im *bench.Impl
-	for _, c := range bench.DefaultImpls() {
-		if c.Name == m.Impl {
-			im = &c
-		}
-	}
-	if im == nil {
+	im, ok := bench.ImplByName(m.Impl)
+	if !ok {
 		log.Fatalf("no implementation %q", m.Impl)
 	}
 	rc := &rest.Config{Host: m.Host, BearerToken: m.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000,
 		DisableCompression: m.DisableCompression}
-	samples, err := bench.MeasureCacheOnce(context.Background(), rc, bench.Config{SyncCPUProfile: m.SyncProfile, Logf: func(f string, a ...any) { log.Printf(f, a...) }}, *im, m.Resource, m.N)
+	c := bench.Config{SyncCPUProfile: m.SyncProfile, Logf: func(f string, a ...any) { log.Printf(f, a...) }}
+	var samples []bench.Sample
+	var err error
+	if m.Mode != "" {
+		samples, err = bench.MeasurePeakOnce(context.Background(), rc, c, im, m.Resource, m.N, m.Mode)
+	} else {
+		samples, err = bench.MeasureCacheOnce(context.Background(), rc, c, im, m.Resource, m.N)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
