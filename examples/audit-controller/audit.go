@@ -92,11 +92,9 @@ func (a *audit) setup(ctx context.Context) error {
 		if r := a.factory.Resolver(); a.cfg.CacheDir != "" && r != nil {
 			// An informer following the preferred version is not kept on
 			// disk: with --cache-dir the version preferred now is pinned.
-			if res, err := r.Resolve(ctx, name); err == nil && res.GVR.Group != "" { // "configmaps.v1" does not resolve
-				ref = res.GVR.Resource + "." + res.GVR.Version
-				if res.GVR.Group != "" {
-					ref += "." + res.GVR.Group
-				}
+			// resource.version.group; "configmaps.v1." for the core group.
+			if res, err := r.Resolve(ctx, name); err == nil {
+				ref = res.GVR.Resource + "." + res.GVR.Version + "." + res.GVR.Group
 			}
 		}
 		h, err := a.factory.ForName(ctx, ref, opts...)

@@ -82,7 +82,7 @@ func TestCacheSecretsNeedsCacheDir(t *testing.T) {
 // ForName carries the version, and the group where there is one.
 func TestPinnedName(t *testing.T) {
 	for gvr, want := range map[schema.GroupVersionResource]string{
-		{Version: "v1", Resource: "configmaps"}:                                 "configmaps.v1",
+		{Version: "v1", Resource: "configmaps"}:                                 "configmaps.v1.",
 		{Group: "apps", Version: "v1", Resource: "deployments"}:                 "deployments.v1.apps",
 		{Group: "stable.example.com", Version: "v1beta1", Resource: "crontabs"}: "crontabs.v1beta1.stable.example.com",
 	} {

@@ -326,7 +326,7 @@ func (w *watcher) setup(ctx context.Context) error {
 				w.out.info("note: %q and %q are the same resource (%s); watching it once", first, r.Name, gvrString(gvr))
 				continue
 			}
-			if w.cfg.CacheDir != "" && gvr.Group != "" { // "configmaps.v1" does not resolve: core resources are not pinned yet
+			if w.cfg.CacheDir != "" {
 				// An informer that follows the preferred version is not
 				// kept on disk: with --cache-dir the version discovery
 				// prefers now is pinned.
@@ -377,10 +377,11 @@ func (w *watcher) lookupName(ctx context.Context, name string) (schema.GroupVers
 }
 
 // pinnedName is gvr as a name ForName resolves to exactly that version:
-// resource.version[.group].
+// resource.version.group, "configmaps.v1." for the core group (as kubectl
+// spells it: "configmaps.v1" would be the group "v1").
 func pinnedName(gvr schema.GroupVersionResource) string {
 	if gvr.Group == "" {
-		return gvr.Resource + "." + gvr.Version
+		return gvr.Resource + "." + gvr.Version + "."
 	}
 	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
 }
