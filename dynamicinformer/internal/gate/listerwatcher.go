@@ -737,6 +737,15 @@ func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *li
 	}
 	lw.mu.Lock()
 	lw.active = a
+	if lw.phase == Relisting {
+		// Relist or Switch was called after this stream's request was
+		// chosen and before it became active: they found no stream to
+		// end, and this one may be of the old shard or version (the
+		// filter read it before the call). It ends "expired" so the
+		// reflector lists what is asked for now.
+		a.relist = true
+		lw.interruptLocked()
+	}
 	lw.mu.Unlock()
 	if lw.Hooks.Watching != nil {
 		lw.Hooks.Watching()

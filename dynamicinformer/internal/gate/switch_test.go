@@ -401,3 +401,47 @@ func BenchmarkKeySetMemory(b *testing.B) {
 	}
 	b.ReportMetric(perObject, "B/object")
 }
+
+// A Switch (or Relist) while a watch request is on its way to the server
+// — after the gate chose to watch, before the stream became active —
+// finds no stream to end; the watch that then opens may be of the old
+// shard (the filter read it before the call). It must end "expired" so
+// the reflector lists the new shard. Before the fix the stream stayed
+// open for good with the old shard, the phase Relisting and nothing to
+// end it: the objects of the new shard never came (the soak's shard
+// group, a member missing an object for 90 s after a connection cut).
+func TestSwitchWhileWatchRequestInFlight(t *testing.T) {
+	for _, how := range []string{"Switch", "Relist"} {
+		t.Run(how, func(t *testing.T) {
+			leaks(t)
+			f := newSwitchFixture(t)
+			if _, err := f.lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			f.inner.set(func(s *stubLW) {
+				s.onWatch = func() { once.Do(func() { close(entered); <-release }) }
+			})
+			done := watchAsync(f.lw, metav1.ListOptions{ResourceVersion: "10"})
+			<-entered
+			if how == "Switch" {
+				f.lw.Switch()
+			} else {
+				f.lw.Relist()
+			}
+			close(release)
+			r := <-done
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			defer r.w.Stop()
+			if got := summary(drain(t, r.w, -1)); !slices.Equal(got, []string{"ERROR:Expired"}) {
+				t.Fatalf("the watch opened before the %s: %v, want it to end expired", how, got)
+			}
+			if p := f.lw.Phase(); p != Relisting {
+				t.Fatalf("phase %v, want Relisting", p)
+			}
+		})
+	}
+}
