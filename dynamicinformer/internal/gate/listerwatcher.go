@@ -532,7 +532,11 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 		return nil, err
 	}
 	lw.mu.Lock()
-	lw.phase = Serving
+	if lw.phase != Relisting {
+		// (Relisting: Relist or Switch came while this request was on
+		// its way; arm ends the stream "expired".)
+		lw.phase = Serving
+	}
 	lw.mu.Unlock()
 	lw.Hooks.Listed("")
 	return lw.start(ctx, opts, s), nil
