@@ -43,10 +43,13 @@ func (k *KeySet) Len() int {
 	return len(k.keys)
 }
 
-// beginList starts receiving a list: its items go aside until endList.
+// beginList starts receiving a list: its items go aside until endList
+// (or the bookmark that ends a watch-list stream's initial events). The
+// set is not Valid meanwhile: the reflector is receiving a list that
+// replaces its store, so no switch may happen inside that stream.
 func (k *KeySet) beginList() {
 	k.mu.Lock()
-	k.next = map[string]types.UID{}
+	k.next, k.valid = map[string]types.UID{}, false
 	k.mu.Unlock()
 }
 

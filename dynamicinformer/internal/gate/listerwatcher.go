@@ -591,7 +591,11 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 		return nil, err
 	}
 	lw.mu.Lock()
-	lw.phase = Serving
+	if lw.phase != Relisting {
+		// (Relisting: Relist or Switch came while this request was on
+		// its way; arm ends the stream "expired".)
+		lw.phase = Serving
+	}
 	lw.mu.Unlock()
 	lw.Hooks.Listed("")
 	return lw.start(ctx, opts, s), nil
@@ -796,6 +800,15 @@ func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *li
 	}
 	lw.mu.Lock()
 	lw.active = a
+	if lw.phase == Relisting {
+		// Relist or Switch was called after this stream's request was
+		// chosen and before it became active: they found no stream to
+		// end, and this one may be of the old shard or version (the
+		// filter read it before the call). It ends "expired" so the
+		// reflector lists what is asked for now.
+		a.relist = true
+		lw.interruptLocked()
+	}
 	lw.mu.Unlock()
 	if lw.Hooks.Watching != nil {
 		lw.Hooks.Watching()
