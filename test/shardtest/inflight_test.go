@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
@@ -70,22 +69,7 @@ func TestShardChangeWhileWatchRequestInFlight(t *testing.T) {
 	cp := startControlPlane(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	crd := controlplane.NewCRD("inflight.shardtest.example.com", "Part", "parts")
-	if err := cp.InstallCRD(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	gvr := controlplane.GVR(crd)
-	if err := cp.CreateNamespace(ctx, "parts"); err != nil {
-		t.Fatal(err)
-	}
-	dyn := cp.Dynamic()
-	if err := parallel(100, 16, func(i int) error {
-		_, err := dyn.Resource(gvr).Namespace("parts").Create(ctx, part(gvr, fmt.Sprintf("p%05d", i)), metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	all := serverUIDs(ctx, t, dyn, gvr)
+	gvr, all := installParts(ctx, t, cp, "inflight", 100)
 	half, _ := shard.Static(0, 2)
 	whole, _ := shard.Static(0, 1)
 	src := &manualSource{now: half, changed: make(chan struct{})}
@@ -187,22 +171,7 @@ func TestShardChangeDuringWatchListRelist(t *testing.T) {
 	cp := startControlPlane(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	crd := controlplane.NewCRD("relist.shardtest.example.com", "Part", "parts")
-	if err := cp.InstallCRD(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	gvr := controlplane.GVR(crd)
-	if err := cp.CreateNamespace(ctx, "parts"); err != nil {
-		t.Fatal(err)
-	}
-	dyn := cp.Dynamic()
-	if err := parallel(1000, 16, func(i int) error {
-		_, err := dyn.Resource(gvr).Namespace("parts").Create(ctx, part(gvr, fmt.Sprintf("p%05d", i)), metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	all := serverUIDs(ctx, t, dyn, gvr)
+	gvr, all := installParts(ctx, t, cp, "relist", 1000)
 	half, _ := shard.Static(0, 2)
 	whole, _ := shard.Static(0, 1)
 	src := &manualSource{now: half, changed: make(chan struct{})}

@@ -2,12 +2,10 @@ package shardtest
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
@@ -55,22 +53,7 @@ func TestShardSourceOnServer(t *testing.T) {
 	cp := startControlPlane(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	crd := controlplane.NewCRD("source.shardtest.example.com", "Part", "parts")
-	if err := cp.InstallCRD(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	gvr := controlplane.GVR(crd)
-	if err := cp.CreateNamespace(ctx, "parts"); err != nil {
-		t.Fatal(err)
-	}
-	dyn := cp.Dynamic()
-	if err := parallel(300, 16, func(i int) error {
-		_, err := dyn.Resource(gvr).Namespace("parts").Create(ctx, part(gvr, fmt.Sprintf("p%05d", i)), metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	all := serverUIDs(ctx, t, dyn, gvr)
+	gvr, all := installParts(ctx, t, cp, "source", 300)
 	q0, _ := shard.Static(0, 4)
 	half, _ := shard.Static(0, 2)
 	q3, _ := shard.Static(3, 4)

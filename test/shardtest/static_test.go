@@ -433,3 +433,26 @@ func parallel(n, workers int, fn func(i int) error) error {
 	})
 	return first
 }
+
+// installParts installs the Part CRD in group NAME.shardtest.example.com,
+// creates n parts in namespace "parts" and returns the GVR and the UIDs
+// the server holds.
+func installParts(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, name string, n int) (schema.GroupVersionResource, map[types.UID]bool) {
+	t.Helper()
+	crd := controlplane.NewCRD(name+".shardtest.example.com", "Part", "parts")
+	if err := cp.InstallCRD(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	gvr := controlplane.GVR(crd)
+	if err := cp.CreateNamespace(ctx, "parts"); err != nil {
+		t.Fatal(err)
+	}
+	dyn := cp.Dynamic()
+	if err := parallel(n, 16, func(i int) error {
+		_, err := dyn.Resource(gvr).Namespace("parts").Create(ctx, part(gvr, fmt.Sprintf("p%05d", i)), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return gvr, serverUIDs(ctx, t, dyn, gvr)
+}
