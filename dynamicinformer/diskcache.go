@@ -64,14 +64,7 @@ type factoryDisk struct {
 
 // currentRV is the server's resourceVersion now (a list of one
 // namespace; a consistent read), "" if it cannot be read.
-func (d *factoryDisk) currentRV(ctx context.Context) (rv string) {
-	// client-go's fake dynamic client panics on a list of a kind it was
-	// not given; the check is then skipped.
-	defer func() {
-		if recover() != nil {
-			rv = ""
-		}
-	}()
+func (d *factoryDisk) currentRV(ctx context.Context) string {
 	l, err := d.client.Resource(namespacesGVR).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return ""
