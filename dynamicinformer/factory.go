@@ -596,8 +596,9 @@ func (f *Factory) Statuses() []Status {
 }
 
 // OnStatusChange calls fn for every status change of any informer, in
-// order, from one goroutine (see Goroutines and blocking). Call remove to
-// stop.
+// order, from one goroutine (see Goroutines and blocking). When fn is
+// given an informer's first Synced status, its handles' HasSynced already
+// return true. Call remove to stop.
 func (f *Factory) OnStatusChange(fn func(Status)) (remove func()) { return f.notifier.subscribe(fn) }
 
 // newReviewer is the factory's shared Reviewer on c; it reads namespaces

@@ -6,6 +6,7 @@ import (
 	"github.com/informerkit/informerkit/genericlister"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -396,4 +397,45 @@ func TestRepeatedFailurePublishedOnce(t *testing.T) {
 	waitFor(t, func() bool { return synced.Load() == 1 })
 	f.Shutdown()
 	checkNoLeaks(t, before)
+}
+
+// When an informer's Synced status is published (OnStatusChange), its
+// handles' HasSynced are already true: a waiter woken by the status must
+// not find HasSynced false and wait for a change that never comes. The
+// synced channel used to be closed after the status was published, and
+// controllerruntime's GetInformer timed out with the informer Synced.
+// Checked at the moment of publication (the informer's publish hook), so
+// the order is tested, not the notifier goroutine's timing.
+func TestSyncedStatusAfterHasSynced(t *testing.T) {
+	client := fakeClient(widget("a", "w1", nil))
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
+	h := f.ForResource(widgets)
+	var mu sync.Mutex
+	published, before := 0, 0
+	publish := h.e.deps.publish
+	h.e.deps.publish = func(s Status) {
+		if s.State == Synced {
+			mu.Lock()
+			published++
+			if !h.Informer().HasSynced() {
+				before++
+			}
+			mu.Unlock()
+		}
+		publish(s)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx)
+	waitUntil(t, "Synced published", 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return published > 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if before != 0 {
+		t.Fatalf("the Synced status was published while HasSynced was false (%d of %d)", before, published)
+	}
+	f.Shutdown()
 }

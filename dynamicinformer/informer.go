@@ -462,9 +462,9 @@ func (e *entry) nudge() {
 }
 
 // apply feeds ev to the state machine under e.mu and applies the
-// transition's effects in order: logs, metrics, the status published
-// (publication is serialized per informer by pubMu; the object count is
-// taken outside e.mu), the synced channel closed, the monitor nudged.
+// transition's effects in order: logs, metrics, the synced channel
+// closed, the status published (publication is serialized per informer by
+// pubMu; the object count is taken outside e.mu), the monitor nudged.
 // An event without a time happens now.
 func (e *entry) apply(ev lifecycle.Event) lifecycle.Output {
 	if ev.At.IsZero() {
@@ -494,13 +494,18 @@ func (e *entry) apply(ev lifecycle.Event) lifecycle.Output {
 	case lifecycle.VersionSwitched:
 		e.metrics.move(e.identity())
 	}
+	// synced is closed before the status is published: a caller told
+	// "Synced" (OnStatusChange) finds HasSynced true. Published first, a
+	// waiter woken by the status could see HasSynced false and wait for a
+	// change that never came (controllerruntime's GetInformer timed out
+	// with the informer Synced).
+	if out.Effects&lifecycle.CloseSynced != 0 {
+		close(e.synced)
+	}
 	if publish {
 		st.Objects = len(e.informer.GetStore().ListKeys())
 		e.deps.publish(st)
 		e.metrics.state(st.State)
-	}
-	if out.Effects&lifecycle.CloseSynced != 0 {
-		close(e.synced)
 	}
 	if out.Effects&lifecycle.Nudge != 0 {
 		e.nudge()
