@@ -45,10 +45,13 @@ func TestCRMapperMapsUnknownKind(t *testing.T) {
 		}
 		infs[name] = inf
 	}
-	st := infs["informerkit"].(*controllerruntime.Informer).Status()
-	if st.GVR != mice.gvr || st.State != dynamicinformer.Pending || !errors.Is(st.Err, dynamicinformer.ErrNotServed) {
-		t.Errorf("before the CRD: %s %s %v (want Pending at the Mapper's %s)", st.GVR, st.State, st.Err, mice.gvr)
-	}
+	// Pending with no error at first (presence not yet asked), then
+	// Pending with ErrNotServed once the factory knows the CRD is absent.
+	ik := infs["informerkit"].(*controllerruntime.Informer)
+	eventually(t, ctx, "Pending, not served, at the Mapper's resource", func() bool {
+		st := ik.Status()
+		return st.GVR == mice.gvr && st.State == dynamicinformer.Pending && errors.Is(st.Err, dynamicinformer.ErrNotServed)
+	})
 	mice.install(t, ctx)
 	mice.createObj(t, ctx, ns, "m-0")
 	mice.createObj(t, ctx, ns, "m-1")
