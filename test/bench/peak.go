@@ -57,6 +57,24 @@ func NamespacesImpl() Impl {
 	}}
 }
 
+// LimitedImpl is informerkit's factory with default resource options and
+// Options.MaxConcurrentInitialLists set to limit (negative: no bound; the
+// default factory, InformerKit, bounds it at 50). The many-resources
+// scenario measures it (Config.ManyLimits).
+func LimitedImpl(limit int) Impl {
+	name := fmt.Sprintf("ik MaxConcurrentInitialLists=%d", limit)
+	if limit < 0 {
+		name = "ik MaxConcurrentInitialLists off"
+	}
+	return Impl{Name: name, New: func(cfg *rest.Config) (Instance, error) {
+		f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{MaxConcurrentInitialLists: limit})
+		if err != nil {
+			return nil, err
+		}
+		return &ikInstance{factory: f, handles: map[schema.GroupVersionResource][]*dynamicinformer.InformerHandle{}}, nil
+	}}
+}
+
 // peakNames are the implementations of DefaultImpls the peak scenario
 // measures (with NamespacesImpl after informerkit's).
 var peakNames = map[string]bool{InformerKit: true, InformerKitStripped: true, InformerKitCompact: true, InformerKitMetadata: true,

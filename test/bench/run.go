@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	goruntime "runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -43,6 +44,17 @@ type Config struct {
 	// ManyCRDs CRDs with ManyObjects objects each make the many-resources
 	// scenario. Defaults 100 and 100; ManyCRDs < 0 skips it.
 	ManyCRDs, ManyObjects int
+	// ManyLimits adds to the many-resources scenario (and only to it) one
+	// informerkit factory per value, with MaxConcurrentInitialLists set to
+	// it (LimitedImpl; negative: no bound), so the factory's peak memory
+	// with and without the bound is measured in the same run.
+	ManyLimits []int
+	// ManyListModes are the list modes the many-resources scenario is run
+	// in. Default WatchList only.
+	ManyListModes []ListMode
+	// ManyOnly runs only the many-resources scenario (no object is loaded
+	// into the Sizes scenarios' resource).
+	ManyOnly bool
 	// LoadWorkers is the number of parallel writers that create objects.
 	// Default 16.
 	LoadWorkers int
@@ -104,6 +116,9 @@ func (c Config) Defaults() Config {
 	if c.ManyObjects == 0 {
 		c.ManyObjects = 100
 	}
+	if len(c.ManyListModes) == 0 {
+		c.ManyListModes = []ListMode{WatchList}
+	}
 	if c.LoadWorkers == 0 {
 		c.LoadWorkers = 16
 	}
@@ -152,7 +167,11 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 		return nil, err
 	}
 	loaded := 0
-	for si, n := range c.Sizes {
+	sizes := c.Sizes
+	if c.ManyOnly {
+		sizes = nil
+	}
+	for si, n := range sizes {
 		start := time.Now()
 		if err := load(ctx, cfg, r, loaded, n, c.LoadWorkers); err != nil {
 			return nil, err
@@ -208,15 +227,23 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 		return res, err
 	}
 	c.Logf("installed %d CRDs × %d objects in %v", c.ManyCRDs, c.ManyObjects, time.Since(start).Round(time.Millisecond))
+	impls := c.Impls
+	for _, l := range c.ManyLimits {
+		im := LimitedImpl(l)
+		impls = append(impls, im)
+		res.Impls = append(res.Impls, im)
+	}
 	for run := 0; run < c.Runs; run++ {
-		for _, im := range rotate(c.Impls, run) {
-			if im.SyncOnly || im.WidgetOnly {
-				continue
+		for _, mode := range c.ManyListModes {
+			for _, im := range rotate(impls, run) {
+				if im.SyncOnly || im.WidgetOnly {
+					continue
+				}
+				if err := measureMany(ctx, cfg, c, res, im, many, mode); err != nil {
+					return res, fmt.Errorf("%s many resources (%s): %w", im.Name, mode, err)
+				}
+				c.Progress(res)
 			}
-			if err := measureMany(ctx, cfg, c, res, im, many); err != nil {
-				return res, fmt.Errorf("%s many resources: %w", im.Name, err)
-			}
-			c.Progress(res)
 		}
 		c.Logf("many resources run %d done", run+1)
 	}
@@ -670,10 +697,16 @@ func installMany(ctx context.Context, cfg *rest.Config, c Config) ([]Resource, e
 	return rs, errors.Join(errs...)
 }
 
-// measureMany watches every resource of many at once.
-func measureMany(ctx context.Context, cfg *rest.Config, c Config, res *Results, im Impl, many []Resource) error {
+// measureMany watches every resource of many at once, in mode: the time
+// until all are synced, the heap and goroutines each informer leaves, and
+// the start-up's high-water marks — the Go heap above the heap before it
+// (runtime/metrics every millisecond) and the process's RSS (VmHWM, reset
+// just before) — which the factory's bound on concurrent first lists
+// (LimitedImpl) is there to keep down.
+func measureMany(ctx context.Context, cfg *rest.Config, c Config, res *Results, im Impl, many []Resource, mode ListMode) error {
+	SetListMode(mode)
+	defer SetListMode(WatchList)
 	base := heap()
-	g0 := goruntime.NumGoroutine()
 	inst, err := im.New(cfg)
 	if err != nil {
 		return err
@@ -684,7 +717,13 @@ func measureMany(ctx context.Context, cfg *rest.Config, c Config, res *Results, 
 			return err
 		}
 	}
+	debug.FreeOSMemory()
+	resetHWM := resetPeakRSS()
+	g0 := goruntime.NumGoroutine()
+	sampler := startHeapSampler(time.Millisecond)
 	d, err := startSynced(ctx, inst)
+	peak := sampler.stop()
+	hwm := procStatus("VmHWM")
 	if err != nil {
 		return err
 	}
@@ -696,10 +735,21 @@ func measureMany(ctx context.Context, cfg *rest.Config, c Config, res *Results, 
 	time.Sleep(200 * time.Millisecond) // let start-up goroutines end
 	m := float64(len(many))
 	cs := fmt.Sprintf("%d CRDs × %d objects", len(many), c.ManyObjects)
+	if mode != WatchList {
+		cs += ", " + string(mode)
+	}
+	settled := heap()
+	mib := func(b float64) float64 { return b / (1 << 20) }
 	res.add(RowMany, cs, "all synced", "ms", im.Name, float64(d.Microseconds())/1000)
-	res.add(RowMany, cs, "heap per informer", "KiB", im.Name, delta(heap(), base)/m/1024)
+	res.add(RowMany, cs, "heap per informer", "KiB", im.Name, delta(settled, base)/m/1024)
 	res.add(RowMany, cs, "goroutines per informer", "count", im.Name, float64(goruntime.NumGoroutine()-g0)/m)
-	c.Logf("%-28s many: synced in %v, %.0f KiB and %.1f goroutines per informer", im.Name, d.Round(time.Millisecond),
-		delta(heap(), base)/m/1024, float64(goruntime.NumGoroutine()-g0)/m)
+	res.add(RowMany, cs, "peak heap", "MiB", im.Name, mib(delta(peak, base)))
+	res.add(RowMany, cs, "settled heap", "MiB", im.Name, mib(delta(settled, base)))
+	if resetHWM {
+		res.add(RowMany, cs, "peak RSS", "MiB", im.Name, mib(float64(hwm)))
+	}
+	c.Logf("%-28s many %-9s synced in %v, %.0f KiB and %.1f goroutines per informer, peak heap %.1f MiB (settled %.1f), peak RSS %.1f MiB",
+		im.Name, mode, d.Round(time.Millisecond), delta(settled, base)/m/1024, float64(goruntime.NumGoroutine()-g0)/m,
+		mib(delta(peak, base)), mib(delta(settled, base)), mib(float64(hwm)))
 	return nil
 }

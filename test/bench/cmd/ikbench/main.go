@@ -57,6 +57,9 @@ func main() {
 	noWarmup := flag.Bool("no-warmup", false, "skip the discarded warm-up sync after loading each size")
 	many := flag.Int("many", 100, "CRDs in the many-resources scenario (-1 skips it)")
 	manyObjects := flag.Int("many-objects", 100, "objects per CRD in the many-resources scenario")
+	manyLimits := flag.String("many-limits", "", "also run the many-resources scenario with informerkit factories whose MaxConcurrentInitialLists is each of these (-1: no bound), e.g. -1,50,4,1")
+	manyOnly := flag.Bool("many-only", false, "run only the many-resources scenario")
+	manyList := flag.Bool("many-list", false, "run the many-resources scenario over a plain LIST (WatchListClient off) too")
 	writes := flag.Int("latency-writes", 400, "writes per latency measurement")
 	rate := flag.Float64("write-rate", 50, "writes per second in the latency scenario")
 	consumers := flag.String("consumers", "1,10,100", "consumer counts K of the sharing scenario")
@@ -97,8 +100,14 @@ func main() {
 	cfg := bench.Config{
 		Sizes: ints(*sizes), Runs: *runs, ManyCRDs: *many, ManyObjects: *manyObjects,
 		LatencyWrites: *writes, WriteRate: *rate, Consumers: ints(*consumers), NoWarmup: *noWarmup, SyncCPUProfile: *syncProfile,
-		Peak: *peak, PeakOnly: *peakOnly,
+		Peak: *peak, PeakOnly: *peakOnly, ManyOnly: *manyOnly,
 		Logf: func(f string, a ...any) { log.Printf(f, a...) },
+	}
+	if *manyLimits != "" {
+		cfg.ManyLimits = ints(*manyLimits)
+	}
+	if *manyList {
+		cfg.ManyListModes = []bench.ListMode{bench.WatchList, bench.PlainList}
 	}
 	if *out != "" {
 		cfg.Progress = func(r *bench.Results) { _ = os.WriteFile(*out+".partial", []byte(r.Markdown()), 0o644) }
