@@ -14,8 +14,11 @@
 // journal) and a reserved byte, then records. A record is a 4-byte length,
 // a 4-byte CRC-32C of its payload, and the payload. The first record is a
 // header (JSON: the generation, the Identity, and for a snapshot its
-// resourceVersion and object count); the others are objects (a put: key,
-// resourceVersion, the object's encoding) or, in journals, deletes.
+// resourceVersion and object count, and whether it was folded inside a
+// list); the others are objects (a put: key, resourceVersion, the
+// object's encoding) or, in journals, deletes and list markers: Listing
+// before a list is sent, Listed (with the list's resourceVersion) once
+// everything it brought has been journaled.
 //
 // # Guarantees
 //
@@ -25,7 +28,11 @@
 // generation G holds everything of the journals before G; loading applies
 // the journals of generation G and after, in order, and stops at the first
 // record that is short or fails its checksum: the state loaded is always
-// one the informer held (a prefix of its history), never a mix. A
+// one the informer held (a prefix of its history), never a mix. A state
+// whose last list has no Listed mark loads with State.Listing: it is a
+// prefix of the history too, but one taken inside a list, which no
+// resourceVersion describes, so it is to be compared with a new list and
+// never resumed from (format 3; format 2 had no marks and is not read). A
 // snapshot that is short, fails a checksum, or is of another format
 // version or Identity is not used (ErrCorrupt, ErrMismatch) and its files
 // are removed.

@@ -13,7 +13,7 @@ import (
 
 // FormatVersion is the version of the file format this package writes
 // and reads. A file of another version is not read (ErrMismatch).
-const FormatVersion = 2
+const FormatVersion = 3
 
 const (
 	magic         = "IKCACHE\n"
@@ -25,6 +25,12 @@ const (
 	maxRecord = 64 << 20
 	opPut     = 'P'
 	opDelete  = 'D'
+	// opListing and opListed mark a list's start and its end: the records
+	// between them are the list's (and those of events around it), so
+	// the state they leave is no state at one resourceVersion. They carry
+	// no key; opListed carries the list's resourceVersion.
+	opListing = 'L'
+	opListed  = 'E'
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -88,6 +94,9 @@ type header struct {
 	Identity Identity `json:"identity"`
 	RV       string   `json:"rv,omitempty"`    // snapshot: the state's resourceVersion
 	Count    int      `json:"count,omitempty"` // snapshot: its objects
+	// Listing (snapshot): the state was folded while a list was under
+	// way (see State.Listing).
+	Listing bool `json:"listing,omitempty"`
 }
 
 // record is a decoded object record.
@@ -192,9 +201,10 @@ func appendRecord(b []byte, op byte, key, rv string, data []byte) []byte {
 
 func decodeRecord(p []byte) (record, error) {
 	bad := fmt.Errorf("%w: malformed record", ErrCorrupt)
-	if len(p) == 0 || (p[0] != opPut && p[0] != opDelete) {
+	if len(p) == 0 || (p[0] != opPut && p[0] != opDelete && p[0] != opListing && p[0] != opListed) {
 		return record{}, bad
 	}
+	marker := p[0] == opListing || p[0] == opListed
 	r := record{op: p[0]}
 	p = p[1:]
 	str := func() (string, bool) {
@@ -207,13 +217,13 @@ func decodeRecord(p []byte) (record, error) {
 		return s, true
 	}
 	var ok bool
-	if r.key, ok = str(); !ok || r.key == "" {
+	if r.key, ok = str(); !ok || (r.key == "") != marker {
 		return record{}, bad
 	}
 	if r.rv, ok = str(); !ok {
 		return record{}, bad
 	}
-	if r.op == opDelete && len(p) != 0 {
+	if r.op != opPut && len(p) != 0 {
 		return record{}, bad
 	}
 	if r.op == opPut {

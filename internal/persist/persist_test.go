@@ -142,15 +142,17 @@ func TestOtherFormatVersion(t *testing.T) {
 	}
 	for _, p := range files {
 		b, _ := os.ReadFile(p)
-		binary.LittleEndian.PutUint16(b[len(magic):], 1)
+		// Version 2 had no list markers: its states cannot say whether
+		// they were written inside a list.
+		binary.LittleEndian.PutUint16(b[len(magic):], 2)
 		os.WriteFile(p, b, 0o600)
 	}
 	_, _, err := d.Load("cm", testID)
-	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "format version 1, this program reads 2") || Reason(err) != ReasonFormat {
-		t.Fatalf("err %v, want ErrMismatch naming version 1", err)
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), fmt.Sprintf("format version 2, this program reads %d", FormatVersion)) || Reason(err) != ReasonFormat {
+		t.Fatalf("err %v, want ErrMismatch naming version 2", err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(d.Path(), "cm.*")); len(left) != 0 {
-		t.Fatalf("version-1 files left: %v", left)
+		t.Fatalf("version-2 files left: %v", left)
 	}
 }
 
@@ -325,5 +327,142 @@ func TestOtherCRDReturnsState(t *testing.T) {
 	writeHistory(t, d) // stored without a CRD
 	if st, _, err := d.Load("cm", Identity{Spec: testID.Spec, Cluster: testID.Cluster, CRD: "uid"}); Reason(err) != ReasonCRD || len(st.Objects) != 0 {
 		t.Fatalf("a state of no CRD: %d objects, %v; want none", len(st.Objects), err)
+	}
+}
+
+// TestListingMarkers: a state written between Listing and Listed loads
+// with Listing set — after a crash (the journal as synced), after a fold
+// and after Create from it — and Listed clears it and sets the list's
+// resourceVersion; a truncated Listed record leaves Listing set.
+func TestListingMarkers(t *testing.T) {
+	dir := t.TempDir()
+	d := open(t, dir)
+	writeHistory(t, d)
+	st, _, err := d.Load("cm", testID)
+	if err != nil || st.Listing {
+		t.Fatalf("before any list: listing %v, err %v", st.Listing, err)
+	}
+	w, err := d.Create("cm", testID, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.Listing())
+	// The list's first object came in at a resourceVersion later than
+	// changes it has not brought yet.
+	must(w.Put("ns/z", "40", []byte(`{"z":1}`)))
+	must(w.Sync())
+	if !w.Stats().Listing {
+		t.Fatal("Stats.Listing false after Listing")
+	}
+	// A crash now: what a new process loads.
+	crashed := t.TempDir()
+	copyDir(t, dir, crashed)
+	d2, err := Open(crashed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2, _, err := d2.Load("cm", testID)
+	d2.Close()
+	if err != nil || !st2.Listing || st2.RV != "40" {
+		t.Fatalf("crash inside a list: listing %v rv %q err %v; want true, 40", st2.Listing, st2.RV, err)
+	}
+	// A fold inside the list keeps the mark in the snapshot.
+	must(w.Fold())
+	st3, _, err := d.read("cm", testID, ^uint64(0))
+	if err != nil || !st3.Listing {
+		t.Fatalf("after a fold inside a list: listing %v err %v", st3.Listing, err)
+	}
+	must(w.Delete("ns/a", "12"))
+	must(w.Listed("45"))
+	must(w.Sync())
+	st4, _, err := d.read("cm", testID, ^uint64(0))
+	if err != nil || st4.Listing || st4.RV != "45" {
+		t.Fatalf("after Listed: listing %v rv %q err %v; want false, 45", st4.Listing, st4.RV, err)
+	}
+	if got := asMap(st4); !reflect.DeepEqual(got, map[string]string{"ns/c": `{"c":1}`, "ns/z": `{"z":1}`}) {
+		t.Fatalf("objects after the list: %v", got)
+	}
+	must(w.Close())
+
+	// Create from a state inside a list keeps the mark until Listed.
+	in := State{RV: "40", Listing: true, Objects: []Object{{"ns/z", "40", []byte(`{"z":1}`)}}}
+	w2, err := d.Create("cm2", testID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(w2.Close())
+	st5, _, err := d.Load("cm2", testID)
+	if err != nil || !st5.Listing {
+		t.Fatalf("Create from a listing state: listing %v err %v", st5.Listing, err)
+	}
+
+	// The Listed record cut short (the crash came while it was written):
+	// the state is still inside the list.
+	w3, err := d.Create("cm3", testID, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(w3.Listing())
+	must(w3.Put("ns/y", "50", []byte(`{"y":1}`)))
+	must(w3.Listed("50"))
+	must(w3.Sync())
+	j := d.journalPath("cm3", w3.gen)
+	b, err := os.ReadFile(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(os.WriteFile(j, b[:len(b)-1], 0o600))
+	st6, info, err := d.read("cm3", testID, ^uint64(0))
+	if err != nil || !st6.Listing || info.JournalErr == nil {
+		t.Fatalf("Listed cut short: listing %v journal err %v err %v; want true, an error, nil", st6.Listing, info.JournalErr, err)
+	}
+}
+
+// TestMarkerRecordsValidated: a marker with a key, or an object record
+// without one, is corrupt.
+func TestMarkerRecordsValidated(t *testing.T) {
+	for _, c := range []struct {
+		op       byte
+		key      string
+		data     string
+		wantGood bool
+	}{
+		{opListing, "", "", true},
+		{opListed, "", "", true},
+		{opListing, "ns/a", "", false},
+		{opListed, "", "x", false},
+		{opPut, "", "x", false},
+		{opDelete, "ns/a", "x", false},
+	} {
+		_, err := decodeRecord(appendRecord(nil, c.op, c.key, "7", []byte(c.data)))
+		if (err == nil) != c.wantGood {
+			t.Errorf("op %c key %q data %q: err %v, want good %v", c.op, c.key, c.data, err, c.wantGood)
+		}
+	}
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() || e.Name() == "lock" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

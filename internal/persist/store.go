@@ -50,9 +50,18 @@ type Object struct {
 
 // State is a stored informer state: its objects (sorted by key) and the
 // resourceVersion the state is at (the highest of its records).
+//
+// Listing says that a list was under way when the state was last written
+// (Writer.Listing without its Writer.Listed): its objects are then a mix
+// of what the cache held before the list and part of what the list
+// brought, deletes of objects the list lacked perhaps not yet written, so
+// RV does not say what the state holds. A watch resumed from RV would
+// never deliver the changes older than RV that the list had not yet
+// brought; such a state must be compared with a new list, not resumed.
 type State struct {
 	RV      string
 	Objects []Object
+	Listing bool
 	gen     uint64 // the highest generation of the files it came from
 }
 
@@ -210,7 +219,7 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 	if _, err := readRecord(r); err != errEnd {
 		return State{}, info, fmt.Errorf("%w: data after the last object", ErrCorrupt)
 	}
-	st := State{RV: h.RV, gen: h.Gen}
+	st := State{RV: h.RV, Listing: h.Listing, gen: h.Gen}
 	for _, g := range d.journals(name) {
 		if g < h.Gen {
 			continue // folded into the snapshot
@@ -218,7 +227,7 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 		if g > last || g != st.gen && g != st.gen+1 {
 			break
 		}
-		n, err := d.readJournal(name, g, id, objs, &st.RV)
+		n, err := d.readJournal(name, g, id, objs, &st.RV, &st.Listing)
 		info.Journaled += n
 		if fi, e := os.Stat(d.journalPath(name, g)); e == nil && n > 0 && fi.ModTime().After(info.Written) {
 			info.Written = fi.ModTime()
@@ -237,9 +246,9 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 	return st, info, otherCRD
 }
 
-// readJournal applies journal gen's records to objs and rv, in order,
-// until its end or the first bad record.
-func (d *Dir) readJournal(name string, gen uint64, id Identity, objs map[string]Object, rv *string) (int, error) {
+// readJournal applies journal gen's records to objs, rv and listing, in
+// order, until its end or the first bad record.
+func (d *Dir) readJournal(name string, gen uint64, id Identity, objs map[string]Object, rv *string, listing *bool) (int, error) {
 	f, err := os.Open(d.journalPath(name, gen))
 	if err != nil {
 		return 0, err
@@ -276,10 +285,15 @@ func (d *Dir) readJournal(name string, gen uint64, id Identity, objs map[string]
 		if err != nil {
 			return n, err
 		}
-		if rec.op == opPut {
+		switch rec.op {
+		case opPut:
 			objs[rec.key] = Object{Key: rec.key, RV: rec.rv, Data: rec.data}
-		} else {
+		case opDelete:
 			delete(objs, rec.key)
+		case opListing:
+			*listing = true
+		case opListed:
+			*listing = false
 		}
 		*rv = laterRV(*rv, rec.rv)
 		n++
@@ -303,7 +317,7 @@ func laterRV(a, b string) string {
 // writeSnapshot writes st as name's snapshot of generation gen: to a
 // temporary file, synced, renamed over the old one, the directory
 // synced. It returns the snapshot's size.
-func (d *Dir) writeSnapshot(name string, id Identity, gen uint64, rv string, objs []Object) (int64, error) {
+func (d *Dir) writeSnapshot(name string, id Identity, gen uint64, rv string, listing bool, objs []Object) (int64, error) {
 	tmp := d.snapPath(name) + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -319,7 +333,7 @@ func (d *Dir) writeSnapshot(name string, id Identity, gen uint64, rv string, obj
 		return fail(err)
 	}
 	size := int64(fileHeaderLen)
-	n, err := writeRecord(w, encodeHeader(header{Gen: gen, Identity: id, RV: rv, Count: len(objs)}))
+	n, err := writeRecord(w, encodeHeader(header{Gen: gen, Identity: id, RV: rv, Count: len(objs), Listing: listing}))
 	if err != nil {
 		return fail(err)
 	}
@@ -370,14 +384,14 @@ func (d *Dir) Create(name string, id Identity, st State) (*Writer, error) {
 	for _, g := range d.journals(name) {
 		gen = max(gen, g+1)
 	}
-	size, err := d.writeSnapshot(name, id, gen, st.RV, st.Objects)
+	size, err := d.writeSnapshot(name, id, gen, st.RV, st.Listing, st.Objects)
 	if err != nil {
 		return nil, err
 	}
 	for _, g := range d.journals(name) {
 		os.Remove(d.journalPath(name, g))
 	}
-	w := &Writer{dir: d, name: name, id: id, gen: gen, rv: st.RV, snapBytes: size, written: size}
+	w := &Writer{dir: d, name: name, id: id, gen: gen, rv: st.RV, listing: st.Listing, snapBytes: size, written: size}
 	if err := w.openJournal(); err != nil {
 		return nil, err
 	}
@@ -400,6 +414,7 @@ type Writer struct {
 	f            *os.File
 	buf          *bufio.Writer
 	rv           string
+	listing      bool  // a Listing not yet followed by Listed
 	journalBytes int64 // in the current journal
 	snapBytes    int64 // the last snapshot's size
 	written      int64 // bytes written in all, snapshots included
@@ -436,6 +451,16 @@ func (w *Writer) Put(key, rv string, data []byte) error { return w.append(opPut,
 // Delete journals that the object at key is gone, at resourceVersion rv.
 func (w *Writer) Delete(key, rv string) error { return w.append(opDelete, key, rv, nil) }
 
+// Listing journals that a list is about to be sent: until Listed, the
+// state is loaded with State.Listing set.
+func (w *Writer) Listing() error { return w.append(opListing, "", "", nil) }
+
+// Listed journals that everything the list Listing announced brought,
+// and the deletes of what it lacked, has been journaled; rv is the
+// list's resourceVersion ("" if unknown: the state's stays the highest of
+// its records).
+func (w *Writer) Listed(rv string) error { return w.append(opListed, "", rv, nil) }
+
 func (w *Writer) append(op byte, key, rv string, data []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -455,6 +480,12 @@ func (w *Writer) append(op byte, key, rv string, data []byte) error {
 	w.written += int64(n)
 	w.records++
 	w.rv = laterRV(w.rv, rv)
+	switch op {
+	case opListing:
+		w.listing = true
+	case opListed:
+		w.listing = false
+	}
 	return nil
 }
 
@@ -494,6 +525,8 @@ func (w *Writer) FoldDue() bool {
 type Stats struct {
 	// RV is the resourceVersion of the state written.
 	RV string
+	// Listing: a list is under way in what was written (State.Listing).
+	Listing bool
 	// Records counts the journal records appended; Written the bytes
 	// written (journals and snapshots).
 	Records, Written int64
@@ -505,7 +538,7 @@ type Stats struct {
 func (w *Writer) Stats() Stats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return Stats{RV: w.rv, Records: w.records, Written: w.written, Err: w.err}
+	return Stats{RV: w.rv, Listing: w.listing, Records: w.records, Written: w.written, Err: w.err}
 }
 
 // Fold writes a new snapshot holding the journals written so far, and
@@ -538,7 +571,7 @@ func (w *Writer) fold() error {
 	if err != nil {
 		return fmt.Errorf("persist: fold: %w", err) // the files stay as they are
 	}
-	size, err := w.dir.writeSnapshot(w.name, w.id, last+1, st.RV, st.Objects)
+	size, err := w.dir.writeSnapshot(w.name, w.id, last+1, st.RV, st.Listing, st.Objects)
 	if err != nil {
 		return err
 	}
