@@ -218,8 +218,24 @@ type entryDisk struct {
 	tentative   bool
 	tentativeAt time.Time
 
+	// list: the list under way, journaled as begun (Writer.Listing) and
+	// not yet as complete (nil: none); see diskListProgress. listedOnce:
+	// the informer's cache was filled before (a list completed, or a
+	// restore), so a list now is not its first sync. reg: the journal's
+	// handler.
+	list       *diskList
+	listedOnce bool
+	reg        toolscache.ResourceEventHandlerRegistration
+
 	encMu sync.Mutex // guards enc
 	enc   []byte     // scratch for the stored form of one object
+}
+
+// diskList is a list under way: its resourceVersion once the reflector
+// has all of it ("" before), and whether it is the informer's first sync.
+type diskList struct {
+	rv      string
+	initial bool
 }
 
 // cacheErr records why the disk cache is not used, logging it once.
@@ -371,6 +387,11 @@ func (e *entry) restore(ctx context.Context) {
 			cold = persist.ReasonCorrupt
 		case gone != "":
 			e.lw.SetRestoredGone(list, gone)
+		case st.Listing:
+			// Stored inside a list: no resourceVersion says what it
+			// holds, so it is compared with a new list.
+			e.lw.SetRestoredStale(list)
+			e.logger.Info("stored cache was written during a list: restored, then compared with a new list", "file", d.name, "objects", len(st.Objects))
 		default:
 			e.lw.SetRestored(list)
 		}
@@ -396,6 +417,7 @@ func (e *entry) restore(ctx context.Context) {
 		d.rvs[o.Key] = o.RV
 	}
 	d.restored = restored
+	d.listedOnce = restored > 0
 	if cold == "" && !info.Written.IsZero() {
 		d.age = max(time.Since(info.Written), 0)
 	}
@@ -405,14 +427,108 @@ func (e *entry) restore(ctx context.Context) {
 		e.diskStarted(DiskCold, cold)
 	case gone != "":
 		e.diskStarted(DiskRemoved, gone)
+	case st.Listing && restored > 0:
+		e.diskStarted(DiskDiffed, reasonInsideList)
 	}
-	if _, err := e.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	reg, err := e.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { e.journalPut(obj) },
 		UpdateFunc: func(_, obj interface{}) { e.journalPut(obj) },
 		DeleteFunc: e.journalDelete,
-	}); err != nil {
+	})
+	if err != nil {
 		e.cacheErr(err)
+		return
 	}
+	d.mu.Lock()
+	d.reg = reg
+	d.mu.Unlock()
+}
+
+// reasonInsideList is DiskStatus.Reason of a Diffed start whose stored
+// state was written while a list was under way.
+const reasonInsideList = "stored during a list"
+
+// journalSynced reports whether the journal's handler has had the
+// informer's initial list.
+func (e *entry) journalSynced() bool {
+	d := e.disk
+	d.mu.Lock()
+	reg := d.reg
+	d.mu.Unlock()
+	return reg != nil && reg.HasSynced()
+}
+
+// diskListStarted: a list is about to be sent. It is journaled as begun:
+// until it is journaled as complete, a state loaded from the journal is
+// one no resourceVersion describes (persist.State.Listing).
+func (e *entry) diskListStarted() {
+	d := e.disk
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	w := d.w
+	if w != nil {
+		d.list = &diskList{initial: !d.listedOnce}
+	}
+	d.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if err := w.Listing(); err != nil {
+		e.diskFailed(err)
+	}
+}
+
+// diskListRV: the reflector has all of the list under way, at rv.
+func (e *entry) diskListRV(rv string) {
+	d := e.disk
+	if d == nil || rv == "" {
+		return
+	}
+	d.mu.Lock()
+	if d.list != nil {
+		d.list.rv = rv
+	}
+	d.mu.Unlock()
+}
+
+// diskListProgress journals the list under way as complete once its
+// handler has journaled everything the list brought:
+//
+//   - the handler is given an event of a resourceVersion later than the
+//     list's (rv, the event's): the reflector's queue delivers in order,
+//     so every add, update and delete of the list's Replace (whose
+//     objects are at or before the list's resourceVersion) came before
+//     it; or
+//   - for the informer's first sync (synced true: the journal's handler
+//     has had the initial list, HasSynced of its registration).
+//
+// A relist of a resource that then stays quiet stays journaled as under
+// way: a restart then compares the restored state with a new list.
+func (e *entry) diskListProgress(rv string, synced bool) {
+	d := e.disk
+	d.mu.Lock()
+	l, w := d.list, d.w
+	done := l != nil && w != nil && l.rv != "" && ((synced && l.initial) || (rv != "" && rvAfter(rv, l.rv)))
+	if done {
+		d.list, d.listedOnce = nil, true
+	}
+	d.mu.Unlock()
+	if !done {
+		return
+	}
+	if err := w.Listed(l.rv); err != nil {
+		e.diskFailed(err)
+	}
+}
+
+// rvAfter reports whether resourceVersion a is later than b; false when
+// either is not a number (KEP-5504 makes them comparable as integers).
+func rvAfter(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x > y
 }
 
 // restoredList decodes st into a list of the reflector's type at st.RV.
@@ -522,6 +638,7 @@ func (e *entry) journalPut(obj interface{}) {
 		return
 	}
 	rv := m.GetResourceVersion()
+	e.diskListProgress(rv, false)
 	d.mu.Lock()
 	w, same := d.w, d.rvs[key] == rv
 	d.mu.Unlock()
@@ -550,7 +667,8 @@ func (e *entry) journalPut(obj interface{}) {
 
 func (e *entry) journalDelete(obj interface{}) {
 	d := e.disk
-	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+	t, final := obj.(toolscache.DeletedFinalStateUnknown)
+	if final {
 		obj = t.Obj
 	}
 	key, err := toolscache.MetaNamespaceKeyFunc(obj)
@@ -560,6 +678,11 @@ func (e *entry) journalDelete(obj interface{}) {
 	rv := ""
 	if m, err := meta.Accessor(obj); err == nil {
 		rv = m.GetResourceVersion()
+	}
+	if !final {
+		// (A delete a relist found carries the object's last known
+		// resourceVersion, not a later one.)
+		e.diskListProgress(rv, false)
 	}
 	d.mu.Lock()
 	w := d.w
@@ -604,6 +727,7 @@ func (e *entry) diskLoop(ctx context.Context) {
 		}
 		e.diskReport(w.Stats())
 		e.diskConfirm(false)
+		e.diskListProgress("", e.journalSynced())
 		if w.FoldDue() {
 			if err := w.Fold(); err != nil {
 				e.diskFailed(err)
@@ -635,6 +759,9 @@ func (e *entry) closeDisk() {
 	synced := e.informer.HasSynced()
 	if synced {
 		e.journalStore()
+		// The journal now holds the store; if the list under way is the
+		// first sync, the store has all of it (HasSynced).
+		e.diskListProgress("", true)
 	}
 	d.mu.Lock()
 	d.w = nil

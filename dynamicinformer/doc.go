@@ -229,7 +229,9 @@
 //     while the informer is Restored; then the events since, as ordinary
 //     adds, updates and deletes. No list is sent. Synced once the watch
 //     from the stored resourceVersion was accepted.
-//   - Diffed (the server answers 410 Expired): the same initial adds,
+//   - Diffed (the server answers 410 Expired, or the state was stored
+//     while a list was under way — a crash or a stop in the middle of
+//     it — so no resourceVersion describes it): the same initial adds,
 //     then the informer lists (Syncing) and client-go's Replace delivers
 //     an add per new object, an update per object whose resourceVersion
 //     changed and a delete per object gone. An object unchanged is not

@@ -200,6 +200,7 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 			text := diskSpec(key)
 			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text)}
 			e.lw.Hooks.Restored = e.restoredHook
+			e.lw.Hooks.ListEnded = e.diskListRV
 		} else {
 			e.logger.V(2).Info("not kept on disk", "reason", why)
 		}
@@ -574,10 +575,12 @@ func (e *entry) status() Status {
 func (e *entry) listStarted() {
 	e.diskRequest(true)
 	e.diskListing()
+	e.diskListStarted()
 	e.apply(lifecycle.Event{Kind: lifecycle.ListStarted})
 }
 
 func (e *entry) listed(rv string) {
+	e.diskListRV(rv)
 	e.apply(lifecycle.Event{Kind: lifecycle.ListAnswered, RV: rv})
 	if rv != "" {
 		// A list was handed to the reflector. (A watch-list stream calls

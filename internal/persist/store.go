@@ -165,6 +165,30 @@ func (d *Dir) Load(name string, id Identity) (State, LoadInfo, error) {
 	return st, info, err
 }
 
+// Stored returns the Identity name's snapshot was written for, without
+// loading or removing anything (for tools and tests that inspect a
+// cache directory).
+func (d *Dir) Stored(name string) (Identity, error) {
+	f, err := os.Open(d.snapPath(name))
+	if err != nil {
+		return Identity{}, err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	if err := readFileHeader(r, kindSnapshot); err != nil {
+		return Identity{}, err
+	}
+	p, err := readRecord(r)
+	if err == errEnd {
+		err = fmt.Errorf("%w: no header", ErrCorrupt)
+	}
+	if err != nil {
+		return Identity{}, err
+	}
+	h, err := decodeHeader(p)
+	return h.Identity, err
+}
+
 // read loads the snapshot and the journals of generations up to last.
 func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, error) {
 	var info LoadInfo

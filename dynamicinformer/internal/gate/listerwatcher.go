@@ -91,6 +91,10 @@ type Hooks struct {
 	// Restored: the list restored from disk (SetRestored) was handed to
 	// the reflector at rv (nil: not told).
 	Restored func(rv string)
+	// ListEnded: a watch-list stream's initial events ended at rv (the
+	// reflector has them all; nil: not told). A real list's end is
+	// Listed's rv.
+	ListEnded func(rv string)
 }
 
 // ListerWatcher is the toolscache.ListerWatcherWithContext an informer's
@@ -148,6 +152,7 @@ type ListerWatcher struct {
 	mu         sync.Mutex // guards phase, active, accessOK, listing, relistDue, switching, switchGen, relistGen, restored
 	phase      Phase
 	restored   runtime.Object // SetRestored's list, until the first list takes it
+	stale      bool           // SetRestoredStale: after restored, the reflector lists again
 	goneReason string         // SetRestoredGone's reason, until its removal stream takes it
 	goneList   runtime.Object // SetRestoredGone's list, for that stream
 	active     *activeStream  // the open stream, if any
@@ -198,7 +203,19 @@ func (lw *ListerWatcher) SetServed(open bool, reason string, authoritative bool)
 func (lw *ListerWatcher) SetRestored(list runtime.Object) {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	lw.restored, lw.goneReason, lw.goneList = list, "", nil
+	lw.restored, lw.goneReason, lw.goneList, lw.stale = list, "", nil, false
+}
+
+// SetRestoredStale is SetRestored for a list that no resourceVersion
+// describes (stored while a list was under way): it is handed over as
+// the first list, then the phase is Relisting, so the reflector's watch
+// answers "expired" and it lists from the server at once; its Replace
+// turns the difference into adds, updates and deletes. Call it before
+// the informer runs.
+func (lw *ListerWatcher) SetRestoredStale(list runtime.Object) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.restored, lw.goneReason, lw.goneList, lw.stale = list, "", nil, list != nil
 }
 
 // SetRestoredGone is SetRestored for a list whose objects are gone from
@@ -213,7 +230,7 @@ func (lw *ListerWatcher) SetRestored(list runtime.Object) {
 func (lw *ListerWatcher) SetRestoredGone(list runtime.Object, reason string) {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	lw.restored, lw.goneReason, lw.goneList = list, reason, list
+	lw.restored, lw.goneReason, lw.goneList, lw.stale = list, reason, list, false
 }
 
 // takeGone returns SetRestoredGone's reason and list once its list was
@@ -412,6 +429,9 @@ func (lw *ListerWatcher) handRestored() runtime.Object {
 	lw.restored = nil
 	if list != nil {
 		lw.phase = Serving
+		if lw.stale {
+			lw.phase, lw.stale = Relisting, false
+		}
 	}
 	lw.mu.Unlock()
 	if list == nil {
@@ -572,11 +592,17 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 		lw.Keys.beginList() // the initial events end it (KeySet.observe)
 	}
 	s, err := lw.Server.Watch(ctx, opts)
-	if initial {
-		if err != nil {
-			lw.InitialLists.Release()
-		} else {
-			s.InitialEventsEnd = lw.InitialLists.Release
+	if initial && err != nil {
+		lw.InitialLists.Release()
+	}
+	if err == nil {
+		s.InitialEventsEnd = func(rv string) {
+			if initial {
+				lw.InitialLists.Release()
+			}
+			if rv != "" && lw.Hooks.ListEnded != nil {
+				lw.Hooks.ListEnded(rv)
+			}
 		}
 	}
 	if err != nil {

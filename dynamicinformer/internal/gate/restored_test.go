@@ -95,3 +95,37 @@ func TestRestoredGoneIsDeleted(t *testing.T) {
 		t.Fatalf("server asked: %d lists, %d watches", lists, watches)
 	}
 }
+
+// A list restored as stale (SetRestoredStale: stored during a list)
+// answers the first list without the server, then the watch answers
+// "expired" without asking the server, and the next list is the
+// server's (a fresh one, which the reflector's Replace diffs against the
+// restored objects).
+func TestRestoredStaleRelists(t *testing.T) {
+	leaks(t)
+	f := newFixture(t, true, 0)
+	l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "WidgetList"}}
+	l.SetResourceVersion("7")
+	l.Items = []unstructured.Unstructured{*widget("a", "5")}
+	f.lw.SetRestoredStale(l)
+	o, err := f.lw.ListWithContext(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv, _ := listwatch.ListRV(o); rv != "7" || f.lw.Phase() != Relisting {
+		t.Fatalf("restored list at %q, phase %v; want 7, Relisting", rv, f.lw.Phase())
+	}
+	if _, err := f.lw.WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "7"}); !reflectorseam.IsExpired(err) {
+		t.Fatalf("watch from the stale list: %v, want expired", err)
+	}
+	if lists, watches := f.inner.counts(); lists != 0 || watches != 0 {
+		t.Fatalf("server asked: %d lists, %d watches", lists, watches)
+	}
+	o, err = f.lw.ListWithContext(context.Background(), metav1.ListOptions{})
+	if rv, _ := listwatch.ListRV(o); err != nil || rv != "10" || !f.hooks.has("listStarted") {
+		t.Fatalf("next list at %q (%v), hooks %v; want the server's, a list started", rv, err, f.hooks.snapshot())
+	}
+	if lists, _ := f.inner.counts(); lists != 1 {
+		t.Fatalf("server lists %d, want 1", lists)
+	}
+}

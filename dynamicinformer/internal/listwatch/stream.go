@@ -1,6 +1,7 @@
 package listwatch
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sync"
 	"time"
 
@@ -39,8 +40,9 @@ type Stream struct {
 	// InitialEventsEnd, if set, is called once, on the stream's
 	// goroutine: when the bookmark that ends a watch-list stream's initial
 	// events (annotation metav1.InitialEventsAnnotationKey) has been
-	// delivered, or when the stream ends.
-	InitialEventsEnd func()
+	// delivered, with its resourceVersion, or when the stream ends, with
+	// "".
+	InitialEventsEnd func(rv string)
 	// Then, if set, is called on the stream's goroutine once Final's
 	// events were all delivered, after the server watch was stopped. A
 	// stream it returns (built by Liveness.Watch or NewStream, configured,
@@ -94,7 +96,7 @@ func (s *Stream) Stop() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 func (s *Stream) forward() {
 	defer close(s.result)
-	defer s.initialEventsEnd()
+	defer s.initialEventsEnd("")
 	defer func() {
 		if s.Ended != nil {
 			s.Ended()
@@ -271,7 +273,11 @@ func (s *Stream) forwardServer() (interrupted bool) {
 			}
 			s.delivered(ev)
 			if s.InitialEventsEnd != nil && ev.Type == watch.Bookmark && reflectorseam.EndsInitialEvents(ev.Object) {
-				s.initialEventsEnd()
+				rv := ""
+				if m, err := meta.Accessor(ev.Object); err == nil {
+					rv = m.GetResourceVersion()
+				}
+				s.initialEventsEnd(rv)
 			}
 			if t != nil {
 				last = time.Now()
@@ -280,9 +286,9 @@ func (s *Stream) forwardServer() (interrupted bool) {
 	}
 }
 
-func (s *Stream) initialEventsEnd() {
+func (s *Stream) initialEventsEnd(rv string) {
 	if f := s.InitialEventsEnd; f != nil {
 		s.InitialEventsEnd = nil
-		f()
+		f(rv)
 	}
 }
