@@ -3,22 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/informerkit/informerkit/test/controlplane"
 )
@@ -65,8 +56,7 @@ func TestE2ECacheDirRestart(t *testing.T) {
 	create("unowned", nil)
 	create("gone", map[string]string{"owner": "c"})
 
-	var lists atomic.Int64
-	kubeconfig := listCountingKubeconfig(t, cp, "/gadgets", &lists)
+	kubeconfig, lists := cp.ListCountingProxy(t, "/namespaces/"+ns+"/gadgets")
 	dir := t.TempDir()
 	summary := func() (report, bool) {
 		cm, err := cp.Kube().CoreV1().ConfigMaps(ns).Get(ctx, "audit-summary", metav1.GetOptions{})
@@ -138,7 +128,7 @@ func TestE2ECacheDirRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lists.Store(0)
+	lists.Reset()
 	out2 := auditRun(func(rep report) bool {
 		return rep.Audited == 3 && rep.Compliant == 2 && len(rep.Findings) == 1 && rep.Findings[0].Name == "orphan"
 	})
@@ -152,44 +142,4 @@ func TestE2ECacheDirRestart(t *testing.T) {
 	if rep, _ := summary(); rep.Audited != 3 || strings.Join(names(rep), ",") != "orphan" {
 		t.Errorf("summary after the restart: %+v", rep)
 	}
-}
-
-// listCountingKubeconfig writes a kubeconfig for a plain-HTTP reverse
-// proxy to cp's API server (it adds the admin credentials) that counts
-// in lists the lists sent for paths ending in suffix: a LIST, or a
-// watch-list stream (sendInitialEvents=true); a plain watch is not one.
-func listCountingKubeconfig(t *testing.T, cp *controlplane.ControlPlane, suffix string, lists *atomic.Int64) string {
-	t.Helper()
-	cfg := cp.Config()
-	rt, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = rt
-	rp.FlushInterval = -1 // watches stream
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, suffix) {
-			q := r.URL.Query()
-			if q.Get("watch") != "true" || q.Get("sendInitialEvents") == "true" {
-				lists.Add(1)
-			}
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: srv.URL}
-	kc.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	kc.CurrentContext = "e2e"
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

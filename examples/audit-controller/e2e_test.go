@@ -13,7 +13,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,8 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/informerkit/informerkit/test/controlplane"
 )
@@ -87,24 +84,6 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-func kubeconfigFor(t *testing.T, cp *controlplane.ControlPlane) string {
-	t.Helper()
-	cfg := cp.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, InsecureSkipTLSVerify: cfg.Insecure, CertificateAuthorityData: cfg.CAData}
-	if cfg.Insecure {
-		kc.Clusters["e2e"].CertificateAuthorityData = nil
-	}
-	kc.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	kc.CurrentContext = "e2e"
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestEventsSummaryAndMetrics runs the auditor against a cluster through
 // a kubeconfig and checks, on the API server, the Events on the violating
 // objects and the summary ConfigMap, and on /metrics the gauges — before
@@ -148,7 +127,7 @@ func TestEventsSummaryAndMetrics(t *testing.T) {
 	var stdout, stderr syncBuffer
 	exit := make(chan int, 1)
 	go func() {
-		exit <- run(runCtx, []string{"--kubeconfig", kubeconfigFor(t, cp), "--category", category,
+		exit <- run(runCtx, []string{"--kubeconfig", cp.Kubeconfig(t), "--category", category,
 			"--require-label", "owner", "--rule", "small=!has(object.spec.replicas) || object.spec.replicas <= 3",
 			"--summary-namespace", ns, "--summary-interval", "200ms", "--metrics-addr", "127.0.0.1:0"}, &stdout, &stderr)
 	}()

@@ -118,7 +118,7 @@ func TestShardedAuditors(t *testing.T) {
 		}
 		uids[got.GetName()] = string(got.GetUID())
 	}
-	kc := kubeconfigFor(t, cp)
+	kc := cp.Kubeconfig(t)
 	kube := cp.Kube()
 	summary := func(name string) (report, bool) {
 		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})

@@ -4,16 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,48 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/informerkit/informerkit/test/controlplane"
 )
-
-// listCountingProxy is a plain-HTTP reverse proxy to cp's API server (it
-// adds the admin credentials) that counts the lists sent for the
-// configmaps of one namespace: a LIST, or a watch-list stream
-// (sendInitialEvents=true). A plain watch is not a list.
-type listCountingProxy struct {
-	ns    string
-	lists atomic.Int64
-	srv   *httptest.Server
-}
-
-func newListCountingProxy(t *testing.T, cp *controlplane.ControlPlane, ns string) *listCountingProxy {
-	t.Helper()
-	cfg := cp.Config()
-	rt, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &listCountingProxy{ns: ns}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = rt
-	rp.FlushInterval = -1 // watches stream
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/namespaces/"+ns+"/configmaps") {
-			q := r.URL.Query()
-			if q.Get("watch") != "true" || q.Get("sendInitialEvents") == "true" {
-				p.lists.Add(1)
-			}
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
 
 // cachedRun is one run of the watcher on --cache-dir: it waits for the
 // JSON STATUS Synced line, then until want(events) holds, then a moment
@@ -236,8 +192,7 @@ func TestE2ECacheDirRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("created %d configmaps in %v", n, time.Since(start).Round(time.Millisecond))
-	proxy := newListCountingProxy(t, cp, ns)
-	kubeconfig := kubeconfigAt(t, nil, proxy.srv.URL, "")
+	kubeconfig, lists := cp.ListCountingProxy(t, "/namespaces/"+ns+"/configmaps")
 	dir := filepath.Join(t.TempDir(), "cache")
 
 	// First run: a cold start prints the initial list.
@@ -245,7 +200,7 @@ func TestE2ECacheDirRestart(t *testing.T) {
 	if len(events) != n || len(keysOf(events, "ADDED")) != n || synced.Restored != 0 || synced.CacheError != "" {
 		t.Fatalf("cold start: %d events (%d ADDED), status %+v; want %d initial adds, nothing restored", len(events), len(keysOf(events, "ADDED")), synced, n)
 	}
-	if lists := proxy.lists.Load(); lists != 1 {
+	if lists := lists.Load(); lists != 1 {
 		t.Errorf("cold start sent %d lists, want 1", lists)
 	}
 	if snaps, _ := filepath.Glob(filepath.Join(dir, "configmaps.core.v1-*.snap")); len(snaps) != 1 {
@@ -273,14 +228,14 @@ func TestE2ECacheDirRestart(t *testing.T) {
 		}
 	}
 	added, updated, deleted := changeConfigMaps(t, ctx, kube, ns, []string{"new-0", "new-1", "new-2"}, []string{"cm-0000", "cm-0001"}, []string{"cm-0002", "cm-0003"})
-	proxy.lists.Store(0)
+	lists.Reset()
 	events, synced = cachedRun(t, kubeconfig, ns, dir, func(ev []record) bool { return len(ev) >= 7 })
-	t.Logf("resumed restart: %d events, %d lists, Synced %+v", len(events), proxy.lists.Load(), synced)
+	t.Logf("resumed restart: %d events, %d lists, Synced %+v", len(events), lists.Load(), synced)
 	check("resumed restart", events, added, updated, deleted)
 	if synced.Restored != n || synced.CacheError != "" {
 		t.Errorf("resumed restart: Synced status restored %d (cache error %q), want %d", synced.Restored, synced.CacheError, n)
 	}
-	if lists := proxy.lists.Load(); lists != 0 {
+	if lists := lists.Load(); lists != 0 {
 		t.Errorf("resumed restart sent %d lists, want 0", lists)
 	}
 
@@ -289,14 +244,14 @@ func TestE2ECacheDirRestart(t *testing.T) {
 	if _, err := cp.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
-	proxy.lists.Store(0)
+	lists.Reset()
 	events, synced = cachedRun(t, kubeconfig, ns, dir, func(ev []record) bool { return len(ev) >= 6 })
-	t.Logf("restart after compaction: %d events, %d lists, Synced %+v", len(events), proxy.lists.Load(), synced)
+	t.Logf("restart after compaction: %d events, %d lists, Synced %+v", len(events), lists.Load(), synced)
 	check("restart after compaction", events, added, updated, deleted)
 	if synced.Restored != n+1 {
 		t.Errorf("restart after compaction: restored %d, want %d", synced.Restored, n+1)
 	}
-	if lists := proxy.lists.Load(); lists != 1 {
+	if lists := lists.Load(); lists != 1 {
 		t.Errorf("restart after compaction sent %d lists, want 1", lists)
 	}
 }

@@ -118,7 +118,7 @@ func TestE2EItemsAEmptyCRSync(t *testing.T) {
 	t.Logf("watcher / client-go: %.2f", ratios)
 
 	gvr := freshCRD(t, cp, "Void")
-	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--resource", gvrString(gvr), "--resource", "namespaces", "--duration", "3s")
+	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", gvrString(gvr), "--resource", "namespaces", "--duration", "3s")
 	code, _, stderr := p.exited(t, 2*time.Minute)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -141,7 +141,7 @@ func TestE2EItemsADuplicateName(t *testing.T) {
 	}
 	gvr := controlplane.GVR(crd)
 	pinned := gvrString(gvr)
-	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "-r", short, "-r", pinned, "-n", "default", "--duration", "6s")
+	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "-r", short, "-r", pinned, "-n", "default", "--duration", "6s")
 	code, _, stderr := p.exited(t, 2*time.Minute)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -171,7 +171,7 @@ func TestE2EItemsARemovalAndNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := schema.GroupVersionResource{Group: perRun("never") + ".example.com", Version: "v1", Resource: "later"}
-	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "-o", "json", "--wait-for-crds", "-r", gvrString(gvr), "-r", gvrString(later),
+	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "-o", "json", "--wait-for-crds", "-r", gvrString(gvr), "-r", gvrString(later),
 		"--metrics-addr", "127.0.0.1:0")
 	base := metricsBase(t, p)
 	record := func(resource, state string) string {

@@ -33,7 +33,7 @@ func TestE2EItemsBCategoryWaitForCRDs(t *testing.T) {
 	if err := cp.InstallCRD(ctx, controlplane.NewCRD(known+".e2e.example.com", "Known", "knowns", controlplane.Categories(known))); err != nil {
 		t.Fatal(err)
 	}
-	kc := kubeconfigFor(t, cp)
+	kc := cp.Kubeconfig(t)
 
 	t.Run("typo beside a known category", func(t *testing.T) {
 		p := startWatcher(t, "--kubeconfig", kc, "--all", "--category", known+","+known+"x")
@@ -113,7 +113,7 @@ func TestE2EItemsBTerminating(t *testing.T) {
 			if _, err := client.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--resource", "helds", "-n", ns, "-o", mode)
+			p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", "helds", "-n", ns, "-o", mode)
 			if mode == "text" {
 				p.waitEventLine(t, "ADDED", ns+"/vault")
 			} else {
@@ -162,7 +162,7 @@ func TestE2EItemsBTerminating(t *testing.T) {
 // watcher's module ("(devel)" from a work tree), Go's and client-go's.
 func TestE2EItemsBBuildInfo(t *testing.T) {
 	cp := controlPlane(t)
-	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--resource", "namespaces", "--metrics-addr", "127.0.0.1:0")
+	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", "namespaces", "--metrics-addr", "127.0.0.1:0")
 	base := metricsBase(t, p)
 	fams := scrapeMetrics(t, base+"/metrics")
 	f := fams["informerkit_build_info"]

@@ -126,7 +126,7 @@ func TestE2EAllFinalStatusListsEveryResource(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--all", "--category", "e2e-final", "-o", "json")
+	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--all", "--category", "e2e-final", "-o", "json")
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		out, _ := p.lines()
@@ -172,7 +172,7 @@ func TestE2ENothingToWatch(t *testing.T) {
 	if err := cp.InstallCRD(context.Background(), controlplane.NewCRD("cat.e2e.example.com", "Tabby", "tabbies", controlplane.Categories("e2e-cats"))); err != nil {
 		t.Fatal(err)
 	}
-	kc := kubeconfigFor(t, cp)
+	kc := cp.Kubeconfig(t)
 	cases := []struct {
 		name string
 		args []string
@@ -248,7 +248,7 @@ func TestE2EInterruptWhileConnecting(t *testing.T) {
 // progress when the caches synced before its first interval.
 func TestE2EStartIsQuiet(t *testing.T) {
 	cp := controlPlane(t)
-	kc := kubeconfigFor(t, cp)
+	kc := cp.Kubeconfig(t)
 	t.Run("text", func(t *testing.T) {
 		p := startWatcher(t, "--kubeconfig", kc, "--resource", "namespaces", "--resource", "clusterroles", "--duration", "5s", "--progress-interval", "4s")
 		code, _, stderr := p.exited(t, 2*time.Minute)
@@ -317,7 +317,7 @@ func TestE2EDiffByKey(t *testing.T) {
 	if _, err := client.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--resource", "portals", "-n", ns)
+	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", "portals", "-n", ns)
 	p.waitEventLine(t, "ADDED", ns+"/edge")
 	update := func(edit func(obj map[string]any)) {
 		t.Helper()
@@ -407,7 +407,7 @@ func TestE2ESelectorDeleteIsNotADelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--resource", "configmaps", "-n", ns, "-l", "app=web")
+	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", "configmaps", "-n", ns, "-l", "app=web")
 	p.waitEventLine(t, "ADDED", ns+"/relabelled")
 	p.waitEventLine(t, "ADDED", ns+"/deleted")
 	cm, err := cms.Get(ctx, "relabelled", metav1.GetOptions{})
@@ -501,7 +501,7 @@ func TestE2EDidYouMean(t *testing.T) {
 	if err := cp.InstallCRD(context.Background(), controlplane.NewCRD("gw.e2e.example.com", "Gateway", "gateways", controlplane.ShortNames("gtw"))); err != nil {
 		t.Fatal(err)
 	}
-	kc := kubeconfigFor(t, cp)
+	kc := cp.Kubeconfig(t)
 	cases := []struct {
 		name string
 		args []string
@@ -589,7 +589,7 @@ func TestE2EReadiness(t *testing.T) {
 // server is back.
 func TestE2EOutageShowsStale(t *testing.T) {
 	cp := controlPlane(t)
-	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--resource", "namespaces", "-o", "json",
+	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", "namespaces", "-o", "json",
 		"--metrics-addr", "127.0.0.1:0", "--request-timeout", "3s")
 	base := metricsBase(t, p)
 	namespaces := map[string]string{"group": "", "version": "v1", "resource": "namespaces"}
@@ -699,7 +699,7 @@ func TestE2EFailuresAreReported(t *testing.T) {
 		}
 	})
 	t.Run("server gone", func(t *testing.T) {
-		p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--resource", "namespaces", "--exit-on-failure", "--request-timeout", "3s")
+		p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", "namespaces", "--exit-on-failure", "--request-timeout", "3s")
 		p.waitStderr(t, regexp.MustCompile(`STATUS  namespaces\.v1 Synced`), 2*time.Minute)
 		proxy := cp.Proxy()
 		proxy.SetRefuse(true)

@@ -116,7 +116,7 @@ func TestE2EShardGroup(t *testing.T) {
 		}
 		uid[name] = string(got.GetUID())
 	}
-	kc := kubeconfigFor(t, cp)
+	kc := cp.Kubeconfig(t)
 	args := func(id string) []string {
 		return []string{"--kubeconfig", kc, "-o", "json", "-r", gvrString(gvr), "-n", ns, "--progress-interval", "0",
 			"--shard-group", "pieces", "--shard-namespace", ns, "--shard-identity", id, "--shard-lease-duration", "3s"}

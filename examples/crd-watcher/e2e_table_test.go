@@ -119,7 +119,7 @@ func TestE2ETableOutput(t *testing.T) {
 	}
 	createGear("g1", 3, "red", "alice")
 	createDeployment("web", "nginx:1.27", 2)
-	kc := kubeconfigFor(t, cp)
+	kc := cp.Kubeconfig(t)
 
 	// -o table, all namespaces, two resources: NAMESPACE, kind/name.
 	p := startWatcher(t, "--kubeconfig", kc, "-o", "table", "--resource", "gears", "--resource", "deployments.apps")

@@ -26,8 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/informerkit/informerkit/test/controlplane"
 )
@@ -104,28 +102,6 @@ var runSeq atomic.Int64 // suffixes of perRun
 // -count=N runs every test N times against the one control plane, so the
 // objects, namespaces and CRDs a run leaves must not meet the next run's.
 func perRun(name string) string { return fmt.Sprintf("%s-%d", name, runSeq.Add(1)) }
-
-// kubeconfigFor writes a kubeconfig file for cp's admin config.
-func kubeconfigFor(t *testing.T, cp *controlplane.ControlPlane) string {
-	t.Helper()
-	cfg := cp.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, InsecureSkipTLSVerify: cfg.Insecure}
-	if !cfg.Insecure {
-		kc.Clusters["e2e"].CertificateAuthorityData = cfg.CAData
-	}
-	kc.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
-		ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile, Token: cfg.BearerToken,
-	}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	kc.CurrentContext = "e2e"
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // proc is a running crd-watcher whose output is captured line by line.
 type proc struct {
@@ -390,7 +366,7 @@ func TestE2EUnknownAndAmbiguousResource(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kc := kubeconfigFor(t, cp)
+	kc := cp.Kubeconfig(t)
 	cases := []struct {
 		name string
 		args []string
@@ -451,7 +427,7 @@ func TestE2EMetricsAndSignals(t *testing.T) {
 	// A CRD group of this run's own: the CRD must not exist yet.
 	later := schema.GroupVersionResource{Group: perRun("later") + ".e2e.example.com", Version: "v1", Resource: "sprockets"}
 
-	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "-o", "json",
+	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "-o", "json",
 		"--resource", "gd", "--resource", "configmaps", "-n", ns,
 		"--wait-for-crds", "--resource", gvrString(later),
 		"--metrics-addr", "127.0.0.1:0")
@@ -605,7 +581,7 @@ output: json
 		t.Fatal(err)
 	}
 	start := time.Now()
-	p := startWatcher(t, "--kubeconfig", kubeconfigFor(t, cp), "--config", cfgFile, "--duration", "4s")
+	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--config", cfgFile, "--duration", "4s")
 	if code := p.wait(t, 2*time.Minute); code != 0 {
 		_, errs := p.lines()
 		t.Fatalf("exit code %d, want 0 after --duration; stderr:\n%s", code, strings.Join(errs, "\n"))
