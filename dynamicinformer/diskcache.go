@@ -466,16 +466,16 @@ func (e *entry) diskListStarted() {
 	if d == nil {
 		return
 	}
+	// The mark is written under d.mu, as Listed is (diskListProgress): a
+	// Listed of the list before cannot come after it.
+	var err error
 	d.mu.Lock()
-	w := d.w
-	if w != nil {
+	if d.w != nil {
 		d.list = &diskList{initial: !d.listedOnce}
+		err = d.w.Listing()
 	}
 	d.mu.Unlock()
-	if w == nil {
-		return
-	}
-	if err := w.Listing(); err != nil {
+	if err != nil {
 		e.diskFailed(err)
 	}
 }
@@ -508,17 +508,15 @@ func (e *entry) diskListRV(rv string) {
 // way: a restart then compares the restored state with a new list.
 func (e *entry) diskListProgress(rv string, synced bool) {
 	d := e.disk
+	var err error
 	d.mu.Lock()
 	l, w := d.list, d.w
-	done := l != nil && w != nil && l.rv != "" && ((synced && l.initial) || (rv != "" && rvAfter(rv, l.rv)))
-	if done {
+	if l != nil && w != nil && l.rv != "" && ((synced && l.initial) || (rv != "" && rvAfter(rv, l.rv))) {
 		d.list, d.listedOnce = nil, true
+		err = w.Listed(l.rv)
 	}
 	d.mu.Unlock()
-	if !done {
-		return
-	}
-	if err := w.Listed(l.rv); err != nil {
+	if err != nil {
 		e.diskFailed(err)
 	}
 }
