@@ -133,8 +133,9 @@ func (d *factoryDisk) identity(ctx context.Context, gvr schema.GroupVersionResou
 
 // diskEligible says whether an informer of key may be kept on disk, and
 // why not. Informers whose identity is not a value (an unkeyed transform
-// or tweak, a shard source), that merge several namespaces, or that
-// follow the preferred version are not (yet) kept.
+// or tweak, a shard source) or that merge several namespaces are not
+// (yet) kept. One that follows the preferred version is, under the
+// version it follows (specAt).
 func diskEligible(key spec, secrets bool) (string, bool) {
 	switch {
 	case key.own != 0:
@@ -143,8 +144,6 @@ func diskEligible(key spec, secrets bool) (string, bool) {
 		return "a shard source", false
 	case key.permitted || key.candidates != "" || containsComma(key.namespaces):
 		return "several namespaces", false
-	case key.follow:
-		return "following the preferred version", false
 	case key.gvr.Group == "" && key.gvr.Resource == "secrets" && !secrets:
 		return "Secrets are kept on disk only with Options.CacheSecrets", false
 	}
@@ -178,15 +177,29 @@ func diskSpec(key spec) string {
 		key.gvr, key.namespaces, key.labelSelector, key.fieldSelector, key.projection, key.shard, key.transformKey, key.tweakKey, key.sharingKey)
 }
 
+// specAt is the spec a stored state must match when the informer reads
+// gvr: the spec, and for an informer that follows the preferred version
+// (its spec names none) the version it follows now — a state stored at
+// another version holds objects of that version.
+func (d *entryDisk) specAt(gvr schema.GroupVersionResource) string {
+	if !d.follow {
+		return d.spec
+	}
+	return d.spec + " version=" + gvr.Version
+}
+
 // diskName is the file name of key's state: readable, and unique per
 // spec.
 func diskName(key spec, text string) string {
 	sum := sha256.Sum256([]byte(text))
-	g := key.gvr.Group
+	g, v := key.gvr.Group, key.gvr.Version
 	if g == "" {
 		g = "core"
 	}
-	return key.gvr.Resource + "." + g + "." + key.gvr.Version + "-" + hex.EncodeToString(sum[:8])
+	if key.follow {
+		v = "preferred" // the version it follows is in the stored identity
+	}
+	return key.gvr.Resource + "." + g + "." + v + "-" + hex.EncodeToString(sum[:8])
 }
 
 // entryDisk keeps one informer's cache on disk: it restores it at start
@@ -195,6 +208,7 @@ type entryDisk struct {
 	factory *factoryDisk
 	name    string
 	spec    string
+	follow  bool // the informer follows the preferred version (specAt)
 
 	mu       sync.Mutex // guards w, rvs, err, restored, logged, start, reason, age, written, reported
 	w        *persist.Writer
@@ -348,7 +362,7 @@ func (e *entry) restore(ctx context.Context) {
 		e.cacheErr(err)
 		return
 	}
-	id := persist.Identity{Spec: d.spec, Cluster: cluster, CRD: crd}
+	id := persist.Identity{Spec: d.specAt(e.currentGVR()), Cluster: cluster, CRD: crd}
 	st, info, err := dir.Load(d.name, id)
 	cold, gone := "", ""
 	switch {
@@ -819,6 +833,11 @@ func (e *entry) journalStore() {
 	}
 }
 
+// diskMoved: a following informer moved to another version; the relist
+// at it first reads the identity again (diskListing), which starts a new
+// state under that version.
+func (e *entry) diskMoved() { e.diskEmptied() }
+
 // diskEmptied: the cache was emptied (the resource is no longer served);
 // the next list (the refill when it is served again) first reads the
 // identity again (diskListing).
@@ -860,7 +879,8 @@ func (e *entry) diskReidentify() {
 	d := e.disk
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cluster, crd, err := d.factory.identity(ctx, e.currentGVR())
+	gvr := e.currentGVR()
+	cluster, crd, err := d.factory.identity(ctx, gvr)
 	if err != nil {
 		e.diskFailed(err)
 		return
@@ -868,16 +888,24 @@ func (e *entry) diskReidentify() {
 	d.mu.Lock()
 	old, id := d.w, d.id
 	d.mu.Unlock()
-	if id.Cluster == cluster && id.CRD == crd {
+	spec := d.specAt(gvr)
+	if id.Cluster == cluster && id.CRD == crd && id.Spec == spec {
 		return
 	}
-	id.Cluster, id.CRD = cluster, crd
+	if id.Spec != spec {
+		// Another version: every object is written again as the relist
+		// at that version delivers it (its resourceVersion is the same).
+		d.mu.Lock()
+		d.rvs = make(map[string]string, len(d.rvs))
+		d.mu.Unlock()
+	}
+	id.Cluster, id.CRD, id.Spec = cluster, crd, spec
 	dir, err := d.factory.open()
 	if err == nil {
 		old.Close()
 		var w *persist.Writer
 		if w, err = dir.Create(d.name, id, persist.State{}); err == nil {
-			e.logger.V(2).Info("disk cache restarted for another CustomResourceDefinition", "crd", crd)
+			e.logger.V(2).Info("disk cache restarted for another CustomResourceDefinition or version", "crd", crd, "version", gvr.Version)
 			d.mu.Lock()
 			d.before += old.Stats().Written
 			d.reported -= old.Stats().Written

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,19 @@ func TestDiskSpecNames(t *testing.T) {
 		if why, ok := diskEligible(key, c.secrets); ok != c.ok {
 			t.Errorf("%+v %s secrets=%v: eligible %v (%s), want %v", c.cfg, c.gvr, c.secrets, ok, why, c.ok)
 		}
+	}
+	// An informer that follows the preferred version is kept, named
+	// "preferred", with the version it follows in the stored spec.
+	follow := resourceConfig{}.spec(configmapsGVR.GroupResource().WithVersion(""), true)
+	if why, ok := diskEligible(follow, false); !ok {
+		t.Errorf("following informer not kept on disk: %s", why)
+	}
+	if name := diskName(follow, diskSpec(follow)); !strings.HasPrefix(name, "configmaps.core.preferred-") {
+		t.Errorf("following informer's file name %q", name)
+	}
+	d := &entryDisk{spec: diskSpec(follow), follow: true}
+	if d.specAt(configmapsGVR) == d.specAt(configmapsGVR.GroupResource().WithVersion("v2")) {
+		t.Error("a following informer's stored spec does not name its version")
 	}
 }
 

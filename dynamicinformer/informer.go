@@ -198,7 +198,7 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 	if deps.disk != nil {
 		if why, ok := diskEligible(key, deps.disk.secrets); ok {
 			text := diskSpec(key)
-			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text)}
+			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text), follow: key.follow}
 			e.lw.Hooks.Restored = e.restoredHook
 			e.lw.Hooks.ListEnded = e.diskListRV
 		} else {
@@ -333,6 +333,7 @@ func (e *entry) MoveTo(v, reason string) {
 	e.gvr.Store(&gvr)
 	e.logger.Info("following the preferred version", "from", old.Version, "to", v, "reason", reason)
 	e.apply(lifecycle.Event{Kind: lifecycle.VersionSwitched, Version: v, Reason: reason})
+	e.diskMoved()
 	e.lw.Relist()
 	e.lw.SetServed(true, "", true)
 }

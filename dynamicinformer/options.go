@@ -111,8 +111,11 @@ type Options struct {
 	// why). A stored state of another cluster, CRD instance, spec or
 	// format version, or a damaged one, is removed and the informer lists.
 	// Needs a dynamic client (to read the kube-system namespace's and the
-	// CRD's UID). Informers over several namespaces, following the
-	// preferred version, with a shard source or an unkeyed transform or
+	// CRD's UID). An informer that follows the preferred version (ForName
+	// without a version) is kept under the version it follows: after it
+	// moved, or if another version is preferred at the next start, the
+	// objects stored at the old version are not restored. Informers over
+	// several namespaces, with a shard source or an unkeyed transform or
 	// tweak are not kept. Empty: nothing is written.
 	CacheDir string
 	// CacheSecrets lets CacheDir keep Secrets; without it, Secrets are

@@ -88,16 +88,7 @@ func namespaceOption(ns []string) []dynamicinformer.ResourceOption {
 func (a *audit) setup(ctx context.Context) error {
 	opts := namespaceOption(a.cfg.Namespaces)
 	for _, name := range a.cfg.Resources {
-		ref := name
-		if r := a.factory.Resolver(); a.cfg.CacheDir != "" && r != nil {
-			// An informer following the preferred version is not kept on
-			// disk: with --cache-dir the version preferred now is pinned.
-			// resource.version.group; "configmaps.v1." for the core group.
-			if res, err := r.Resolve(ctx, name); err == nil {
-				ref = res.GVR.Resource + "." + res.GVR.Version + "." + res.GVR.Group
-			}
-		}
-		h, err := a.factory.ForName(ctx, ref, opts...)
+		h, err := a.factory.ForName(ctx, name, opts...)
 		if err != nil {
 			var amb *discoveryresolver.AmbiguousError
 			if errors.Is(err, discoveryresolver.ErrNotFound) || errors.Is(err, discoveryresolver.ErrNotWatchable) ||

@@ -76,18 +76,3 @@ func TestCacheSecretsNeedsCacheDir(t *testing.T) {
 		t.Errorf("parsed %+v, %v", c, err)
 	}
 }
-
-// With --cache-dir a resource is pinned to a version (an informer that
-// follows the preferred version is not kept on disk): the name given to
-// ForName carries the version, and the group where there is one.
-func TestPinnedName(t *testing.T) {
-	for gvr, want := range map[schema.GroupVersionResource]string{
-		{Version: "v1", Resource: "configmaps"}:                                 "configmaps.v1.",
-		{Group: "apps", Version: "v1", Resource: "deployments"}:                 "deployments.v1.apps",
-		{Group: "stable.example.com", Version: "v1beta1", Resource: "crontabs"}: "crontabs.v1beta1.stable.example.com",
-	} {
-		if got := pinnedName(gvr); got != want {
-			t.Errorf("pinnedName(%v) = %q, want %q", gvr, got, want)
-		}
-	}
-}

@@ -203,7 +203,7 @@ func TestE2ECacheDirRestart(t *testing.T) {
 	if lists := lists.Load(); lists != 1 {
 		t.Errorf("cold start sent %d lists, want 1", lists)
 	}
-	if snaps, _ := filepath.Glob(filepath.Join(dir, "configmaps.core.v1-*.snap")); len(snaps) != 1 {
+	if snaps, _ := filepath.Glob(filepath.Join(dir, "configmaps.core.preferred-*.snap")); len(snaps) != 1 {
 		entries, err := os.ReadDir(dir)
 		var names []string
 		for _, e := range entries {

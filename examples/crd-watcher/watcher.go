@@ -326,12 +326,6 @@ func (w *watcher) setup(ctx context.Context) error {
 				w.out.info("note: %q and %q are the same resource (%s); watching it once", first, r.Name, gvrString(gvr))
 				continue
 			}
-			if w.cfg.CacheDir != "" {
-				// An informer that follows the preferred version is not
-				// kept on disk: with --cache-dir the version discovery
-				// prefers now is pinned.
-				name = pinnedName(gvr)
-			}
 		}
 		gi, err := w.factory.ForName(rctx, name, opts...)
 		cancel()
@@ -374,16 +368,6 @@ func (w *watcher) lookupName(ctx context.Context, name string) (schema.GroupVers
 		return parseQualifiedGVR(name)
 	}
 	return schema.GroupVersionResource{}, false
-}
-
-// pinnedName is gvr as a name ForName resolves to exactly that version:
-// resource.version.group, "configmaps.v1." for the core group (as kubectl
-// spells it: "configmaps.v1" would be the group "v1").
-func pinnedName(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource + "." + gvr.Version + "."
-	}
-	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
 }
 
 // selectionKey tells apart what two resource entries watch: the resource
