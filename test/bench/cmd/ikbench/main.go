@@ -174,8 +174,12 @@ func main() {
 	if res == nil {
 		os.Exit(1)
 	}
+	sizesText := *sizes
+	if *manyOnly {
+		sizesText = "none (-many-only)"
+	}
 	table := fmt.Sprintf("ikbench %s: GOMAXPROCS=%d, sizes=%s, runs=%d, many=%d×%d, latency %d writes at %.0f/s; took %v\n\n%s",
-		time.Now().Format("2006-01-02"), runtime.GOMAXPROCS(0), *sizes, *runs, *many, *manyObjects, *writes, *rate,
+		time.Now().Format("2006-01-02"), runtime.GOMAXPROCS(0), sizesText, *runs, *many, *manyObjects, *writes, *rate,
 		time.Since(start).Round(time.Second), res.Markdown())
 	fmt.Println(table)
 	if *out != "" {
