@@ -130,9 +130,9 @@ func TestMismatchRemoves(t *testing.T) {
 	}
 }
 
-// TestOtherFormatVersion: files of format version 1 (objects stored as
-// JSON without an encoding byte) are not read by this version: the load
-// says why and removes them, snapshot and journals.
+// TestOtherFormatVersion: files of format version 2 (no list marks, so a
+// state stored inside a list cannot be told) are not read by this
+// version: the load says why and removes them, snapshot and journals.
 func TestOtherFormatVersion(t *testing.T) {
 	d := open(t, t.TempDir())
 	writeHistory(t, d)
