@@ -204,6 +204,12 @@ func TestPermittedChangesSkipBackoff(t *testing.T) {
 			t.Fatalf("change %d took effect after %v (all: %v), want within 2 s (period %v)", i+1, d, took, period)
 		}
 	}
+	// The handler is told after the store changed: wait for it (the
+	// counts were read at once before, and missed the last add about one
+	// run in ten).
+	for deadline := time.Now().Add(5 * time.Second); (adds.Load() != 1+3 || deletes.Load() != 2) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if a, d := adds.Load(), deletes.Load(); a != 1+3 || d != 2 {
 		t.Fatalf("%d adds, %d deletes; want 4 adds (a, then b three times) and 2 deletes", a, d)
 	}
