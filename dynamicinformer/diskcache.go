@@ -418,7 +418,14 @@ func (e *entry) restore(ctx context.Context) {
 	if cold != "" {
 		restored = 0
 	}
-	w, err := dir.Create(d.name, id, st)
+	var w *persist.Writer
+	if cold == "" && gone == "" {
+		// Restored whole: journal after the files as they are (Create
+		// if a journal was read in part).
+		w, err = dir.Continue(d.name, id, st, info)
+	} else {
+		w, err = dir.Create(d.name, id, st)
+	}
 	if err != nil {
 		e.lw.SetRestored(nil) // the gone objects too: the informer lists
 		e.cacheErr(err)

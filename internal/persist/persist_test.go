@@ -466,3 +466,86 @@ func copyDir(t *testing.T, src, dst string) {
 		}
 	}
 }
+
+// TestContinue: a state loaded whole is continued in a new journal, its
+// snapshot not written again; the next load (and a fold) has the old
+// state and the new changes. A state whose journal was read in part is
+// written again (Create): appending after a lost record would be lost.
+func TestContinue(t *testing.T) {
+	d := open(t, t.TempDir())
+	states := writeHistory(t, d)
+	st, info, err := d.Load("cm", testID)
+	if err != nil || info.JournalErr != nil {
+		t.Fatal(err, info.JournalErr)
+	}
+	snap := d.snapPath("cm")
+	before, err := os.Stat(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := d.Continue("cm", testID, st, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Put("ns/d", "14", []byte(`{"d":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.Stat(snap); err != nil || !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
+		t.Fatalf("snapshot written again by Continue (%v)", err)
+	}
+	want := map[string]string{}
+	for k, v := range states[len(states)-1] {
+		want[k] = v
+	}
+	want["ns/d"] = `{"d":1}`
+	got, _, err := d.read("cm", testID, ^uint64(0))
+	if err != nil || !reflect.DeepEqual(asMap(got), want) || got.RV != "14" {
+		t.Fatalf("after Continue: %v rv %q (%v), want %v at 14", asMap(got), got.RV, err, want)
+	}
+	if err := w.Close(); err != nil { // folds
+		t.Fatal(err)
+	}
+	got, _, err = d.Load("cm", testID)
+	if err != nil || !reflect.DeepEqual(asMap(got), want) {
+		t.Fatalf("after the fold: %v (%v)", asMap(got), err)
+	}
+
+	// A journal cut short: Continue writes the state again.
+	w2, err := d.Continue("cm", testID, got, LoadInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Put("ns/e", "15", []byte(`{"e":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	j := d.journalPath("cm", w2.gen)
+	b, _ := os.ReadFile(j)
+	if err := os.WriteFile(j, b[:len(b)-2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st3, info3, err := d.Load("cm", testID)
+	if err != nil || info3.JournalErr == nil {
+		t.Fatalf("cut journal: %v %v", err, info3.JournalErr)
+	}
+	w3, err := d.Continue("cm", testID, st3, info3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w3.Put("ns/f", "16", []byte(`{"f":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w3.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, info4, err := d.Load("cm", testID)
+	if err != nil || info4.JournalErr != nil || asMap(got)["ns/f"] != `{"f":1}` || asMap(got)["ns/e"] != "" {
+		t.Fatalf("after a cut journal and Continue: %v (%v, %v); want ns/f, not the lost ns/e", asMap(got), err, info4.JournalErr)
+	}
+	w3.Close()
+}

@@ -422,6 +422,32 @@ func (d *Dir) Create(name string, id Identity, st State) (*Writer, error) {
 	return w, nil
 }
 
+// Continue returns a Writer that journals the changes after st, which
+// Load returned for id whole (info.JournalErr nil): the files stay as
+// they are and a journal of the next generation is opened, so that a
+// start that restores does not write its whole state again. If the
+// files are not exactly those st was read from (a journal read in part,
+// or one beyond it), it is Create.
+func (d *Dir) Continue(name string, id Identity, st State, info LoadInfo) (*Writer, error) {
+	if info.JournalErr != nil || st.gen == 0 {
+		return d.Create(name, id, st)
+	}
+	for _, g := range d.journals(name) {
+		if g > st.gen {
+			return d.Create(name, id, st)
+		}
+	}
+	fi, err := os.Stat(d.snapPath(name))
+	if err != nil {
+		return d.Create(name, id, st)
+	}
+	w := &Writer{dir: d, name: name, id: id, gen: st.gen + 1, rv: st.RV, listing: st.Listing, snapBytes: fi.Size()}
+	if err := w.openJournal(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
 // Writer appends an informer's changes to its journal and folds them
 // into its snapshot. Its methods are safe for concurrent use. After a
 // write fails, every method returns that error and nothing more is
