@@ -145,21 +145,9 @@ type ListerWatcher struct {
 	Access func(ctx context.Context) error
 	// Keys, if set, records what the reflector was handed (see KeySet)
 	// and lets Switch happen inside the open stream. CachedByKey returns
-	// the cached object of a key (it must be set with Keys; set without
-	// Keys, it lets removals and refills skip the deletes the reflector
-	// was already handed: see queuedDeletes).
+	// the cached object of a key (it must be set with Keys).
 	Keys        *KeySet
 	CachedByKey func(key string) (interface{}, bool)
-
-	// queuedDeletes are the keys of deletes handed to the reflector that
-	// the cache (CachedByKey) may not have taken in yet: the informer's
-	// queue lags the streams. A removal or a refill builds its deletes
-	// from the cache; a key here already has its delete on the way, and a
-	// second one would reach handlers as the delete of an object they no
-	// longer hold. Pruned of keys the cache no longer holds.
-	qmu           sync.Mutex // guards queuedDeletes, queuedLimit
-	queuedDeletes map[string]struct{}
-	queuedLimit   int
 
 	mu         sync.Mutex // guards phase, active, accessOK, listing, relistDue, switching, switchGen, relistGen, restored
 	phase      Phase
@@ -752,9 +740,7 @@ func (lw *ListerWatcher) refill(ctx context.Context, opts metav1.ListOptions) (w
 		}
 	}
 	for _, obj := range lw.Cached() {
-		// (A key whose delete is on the way — the removal's, or the
-		// server's before it — is not deleted twice.)
-		if k, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil && !listed[k] && !lw.deleteQueued(k) {
+		if k, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil && !listed[k] {
 			if o := lw.AsWatched(obj); o != nil {
 				events = append(events, watch.Event{Type: watch.Deleted, Object: o})
 			}
@@ -835,7 +821,9 @@ func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *li
 			n.Ended()
 		}
 	}
-	s.Delivered = lw.observe
+	if lw.Keys != nil {
+		s.Delivered = lw.Keys.observe
+	}
 	lw.mu.Lock()
 	lw.active = a
 	if lw.phase == Relisting {
@@ -1006,51 +994,6 @@ func (lw *ListerWatcher) gone(key string, uid types.UID, rv string) runtime.Obje
 	return o
 }
 
-// observe is every stream's Delivered: the KeySet's record, and
-// queuedDeletes.
-func (lw *ListerWatcher) observe(ev watch.Event) {
-	if lw.Keys != nil {
-		lw.Keys.observe(ev)
-	}
-	if lw.CachedByKey == nil || (ev.Type != watch.Deleted && ev.Type != watch.Added && ev.Type != watch.Modified) {
-		return
-	}
-	lw.qmu.Lock()
-	defer lw.qmu.Unlock()
-	if ev.Type != watch.Deleted && len(lw.queuedDeletes) == 0 {
-		return // the common case: no key to compute
-	}
-	key, err := toolscache.MetaNamespaceKeyFunc(ev.Object)
-	if err != nil {
-		return
-	}
-	if ev.Type != watch.Deleted {
-		delete(lw.queuedDeletes, key) // handed again after its delete
-		return
-	}
-	if lw.queuedDeletes == nil {
-		lw.queuedDeletes = make(map[string]struct{})
-	}
-	lw.queuedDeletes[key] = struct{}{}
-	if len(lw.queuedDeletes) > max(lw.queuedLimit, 256) {
-		for k := range lw.queuedDeletes {
-			if _, ok := lw.CachedByKey(k); !ok {
-				delete(lw.queuedDeletes, k) // taken in
-			}
-		}
-		lw.queuedLimit = 2 * len(lw.queuedDeletes)
-	}
-}
-
-// deleteQueued reports whether a delete of key was handed to the
-// reflector and the cache may not have taken it in yet.
-func (lw *ListerWatcher) deleteQueued(key string) bool {
-	lw.qmu.Lock()
-	defer lw.qmu.Unlock()
-	_, ok := lw.queuedDeletes[key]
-	return ok
-}
-
 // removal returns a stream that delivers a delete per cached object and a
 // bookmark at SyntheticRV, then ends (the reflector watches again at once:
 // the stream had events). If it is stopped first, the phase stays and the
@@ -1066,7 +1009,9 @@ func (lw *ListerWatcher) removalOf(reason string, cached func() []interface{}) w
 	s := listwatch.NewStream(nil, nil)
 	s.Interrupt = now
 	s.Final = func() []watch.Event { return lw.removalEvents(cached) }
-	s.Delivered = lw.observe
+	if lw.Keys != nil {
+		s.Delivered = lw.Keys.observe
+	}
 	s.Done = func(delivered bool) {
 		if delivered {
 			lw.emptied(reason)
@@ -1095,9 +1040,6 @@ func (lw *ListerWatcher) removalEvents(list func() []interface{}) []watch.Event 
 	cached := list()
 	events := make([]watch.Event, 0, len(cached)+1)
 	for _, obj := range cached {
-		if k, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil && lw.deleteQueued(k) {
-			continue // its delete is on the way
-		}
 		if o := lw.AsWatched(obj); o != nil {
 			events = append(events, watch.Event{Type: watch.Deleted, Object: o})
 		}
