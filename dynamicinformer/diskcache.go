@@ -532,7 +532,7 @@ func (e *entry) diskListProgress(rv string, synced bool) {
 	var err error
 	d.mu.Lock()
 	l, w := d.list, d.w
-	if l != nil && w != nil && l.rv != "" && ((synced && l.initial) || (rv != "" && rvAfter(rv, l.rv))) {
+	if l != nil && w != nil && l.rv != "" && ((synced && l.initial) || (rv != "" && newerRV(rv, l.rv))) {
 		d.list, d.listedOnce = nil, true
 		err = w.Listed(l.rv)
 	}
@@ -540,14 +540,6 @@ func (e *entry) diskListProgress(rv string, synced bool) {
 	if err != nil {
 		e.diskFailed(err)
 	}
-}
-
-// rvAfter reports whether resourceVersion a is later than b; false when
-// either is not a number (KEP-5504 makes them comparable as integers).
-func rvAfter(a, b string) bool {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	return errA == nil && errB == nil && x > y
 }
 
 // restoredList decodes st into a list of the reflector's type at st.RV.
