@@ -34,20 +34,11 @@ import (
 // as that user (kubectl --as).
 func kubeconfigAt(t *testing.T, cp *controlplane.ControlPlane, server, impersonate string) string {
 	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: server, InsecureSkipTLSVerify: true}
 	ai := &clientcmdapi.AuthInfo{Impersonate: impersonate}
 	if cp != nil {
 		ai.Token = cp.Config().BearerToken
 	}
-	kc.AuthInfos["e2e"] = ai
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	kc.CurrentContext = "e2e"
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return controlplane.WriteKubeconfig(t, &clientcmdapi.Cluster{Server: server, InsecureSkipTLSVerify: true}, ai)
 }
 
 // exited waits for the watcher to exit and returns its code and output.

@@ -24,7 +24,7 @@ func (cp *ControlPlane) Kubeconfig(t testing.TB) string {
 	if !cfg.Insecure {
 		cluster.CertificateAuthorityData = cfg.CAData
 	}
-	return writeKubeconfig(t, cluster, &clientcmdapi.AuthInfo{
+	return WriteKubeconfig(t, cluster, &clientcmdapi.AuthInfo{
 		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
 		ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile, Token: cfg.BearerToken,
 	})
@@ -72,10 +72,12 @@ func (cp *ControlPlane) ListCountingProxy(t testing.TB, suffix string) (kubeconf
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return writeKubeconfig(t, &clientcmdapi.Cluster{Server: srv.URL}, &clientcmdapi.AuthInfo{}), lists
+	return WriteKubeconfig(t, &clientcmdapi.Cluster{Server: srv.URL}, &clientcmdapi.AuthInfo{}), lists
 }
 
-func writeKubeconfig(t testing.TB, cluster *clientcmdapi.Cluster, auth *clientcmdapi.AuthInfo) string {
+// WriteKubeconfig writes a kubeconfig file (in a directory of t's) with
+// one context, "e2e", of cluster and auth, and returns its path.
+func WriteKubeconfig(t testing.TB, cluster *clientcmdapi.Cluster, auth *clientcmdapi.AuthInfo) string {
 	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["e2e"] = cluster
