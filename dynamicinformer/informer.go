@@ -496,18 +496,21 @@ func (e *entry) apply(ev lifecycle.Event) lifecycle.Output {
 	case lifecycle.VersionSwitched:
 		e.metrics.move(e.identity())
 	}
-	// synced is closed before the status is published: a caller told
-	// "Synced" (OnStatusChange) finds HasSynced true. Published first, a
+	// Order: metrics, synced closed, status published. A caller told
+	// "Synced" (OnStatusChange) finds HasSynced true: published first, a
 	// waiter woken by the status could see HasSynced false and wait for a
 	// change that never came (controllerruntime's GetInformer timed out
-	// with the informer Synced).
+	// with the informer Synced). A caller whose WaitForCacheSync returned
+	// finds the metrics saying Synced (TestScrape once read Syncing).
+	if publish {
+		e.metrics.state(st.State)
+	}
 	if out.Effects&lifecycle.CloseSynced != 0 {
 		close(e.synced)
 	}
 	if publish {
 		st.Objects = len(e.informer.GetStore().ListKeys())
 		e.deps.publish(st)
-		e.metrics.state(st.State)
 	}
 	if out.Effects&lifecycle.Nudge != 0 {
 		e.nudge()

@@ -37,7 +37,9 @@ type Informer interface {
 	// "Failed")
 	// or "Stopped" (released, its factory shut down, or moved to another
 	// version). The first call says the state at creation; each call
-	// differs from the one before.
+	// differs from the one before. State("Synced") returns before the
+	// informer's HasSynced turns true, so a caller whose WaitForCacheSync
+	// returned reads the state its exporter was told.
 	State(s string)
 	// Synced: the cache now holds a complete list from the server (the
 	// state became "Synced" or "Stale" other than from each other, or a
