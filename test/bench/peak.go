@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -36,6 +37,28 @@ const (
 
 // ListModes are the modes the peak scenario measures.
 var ListModes = []ListMode{WatchList, PlainList}
+
+// PeakCase is one measurement of the peak scenario: the list mode, and
+// optionally a Go memory limit (debug.SetMemoryLimit, as GOMEMLIMIT) for
+// the sync.
+type PeakCase struct {
+	Mode ListMode
+	// MemLimitFactor, if positive, sets the memory limit for the sync to
+	// MemLimitFactor × (the heap before the sync + SettledHeap): the
+	// factor times the process's heap once the cache has settled.
+	MemLimitFactor float64 `json:",omitempty"`
+	// SettledHeap is the implementation's settled heap above the pre-sync
+	// heap in this mode (bytes; the median of the runs without a limit).
+	SettledHeap uint64 `json:",omitempty"`
+}
+
+// caseName is the table's case for c at n.
+func (c PeakCase) caseName(n int) string {
+	if c.MemLimitFactor > 0 {
+		return fmt.Sprintf("N=%d, %s, GOMEMLIMIT %.3g× settled", n, c.Mode, c.MemLimitFactor)
+	}
+	return fmt.Sprintf("N=%d, %s", n, c.Mode)
+}
 
 // InformerKitNamespaces is informerkit's factory over the suite's
 // Namespaces namespaces (WithNamespaces: one list and watch per
@@ -150,24 +173,50 @@ func measurePeaks(ctx context.Context, cfg *rest.Config, c Config, res *Results,
 			break
 		}
 	}
+	measure := func(im Impl, pc PeakCase) error {
+		var samples []Sample
+		var err error
+		if c.MeasurePeak != nil {
+			samples, err = c.MeasurePeak(ctx, im, r, n, pc)
+		} else {
+			samples, err = MeasurePeakOnce(ctx, cfg, c, im, r, n, pc)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s peak: %w", im.Name, pc.caseName(n), err)
+		}
+		res.Samples = append(res.Samples, samples...)
+		c.Progress(res)
+		return nil
+	}
 	for run := 0; run < c.Runs; run++ {
 		for _, mode := range ListModes {
 			for _, im := range rotate(impls, run) {
-				var samples []Sample
-				var err error
-				if c.MeasurePeak != nil {
-					samples, err = c.MeasurePeak(ctx, im, r, n, mode)
-				} else {
-					samples, err = MeasurePeakOnce(ctx, cfg, c, im, r, n, mode)
+				if err := measure(im, PeakCase{Mode: mode}); err != nil {
+					return err
 				}
-				if err != nil {
-					return fmt.Errorf("%s N=%d %s peak: %w", im.Name, n, mode, err)
-				}
-				res.Samples = append(res.Samples, samples...)
-				c.Progress(res)
 			}
 		}
 		c.Logf("N=%d peak run %d done", n, run+1)
+	}
+	if c.PeakMemLimit <= 0 {
+		return nil
+	}
+	// The same syncs under a memory limit set from each one's settled
+	// heap (the medians just measured).
+	for run := 0; run < c.Runs; run++ {
+		for _, mode := range ListModes {
+			for _, im := range rotate(impls, run) {
+				settled, ok := res.Median(RowPeak, PeakCase{Mode: mode}.caseName(n), "settled heap", im.Name)
+				if !ok {
+					return fmt.Errorf("%s N=%d %s: no settled heap to set a memory limit from", im.Name, n, mode)
+				}
+				pc := PeakCase{Mode: mode, MemLimitFactor: c.PeakMemLimit, SettledHeap: uint64(max(0, settled) * (1 << 20))}
+				if err := measure(im, pc); err != nil {
+					return err
+				}
+			}
+		}
+		c.Logf("N=%d peak run %d under GOMEMLIMIT done", n, run+1)
 	}
 	return nil
 }
@@ -182,9 +231,12 @@ func measurePeaks(ctx context.Context, cfg *rest.Config, c Config, res *Results,
 // fresh process (ikbench -isolate) for figures no earlier measurement
 // shaped. It counts the sync's list requests (a LIST sync without one is
 // an ErrSanity; a WatchList sync may list where the implementation cannot
-// stream, as informerkit's WithNamespaces informers).
-func MeasurePeakOnce(ctx context.Context, cfg *rest.Config, c Config, im Impl, r Resource, n int, mode ListMode) ([]Sample, error) {
+// stream, as informerkit's WithNamespaces informers). With
+// pc.MemLimitFactor the sync runs under that memory limit (taken away
+// after it), and the limit is recorded beside the figures.
+func MeasurePeakOnce(ctx context.Context, cfg *rest.Config, c Config, im Impl, r Resource, n int, pc PeakCase) ([]Sample, error) {
 	c = c.Defaults()
+	mode := pc.Mode
 	SetListMode(mode)
 	defer SetListMode(WatchList)
 	counted, counter := controlplane.CountRequests(cfg)
@@ -197,13 +249,24 @@ func MeasurePeakOnce(ctx context.Context, cfg *rest.Config, c Config, im Impl, r
 		return nil, err
 	}
 	base := heap()
+	var limit int64
+	if pc.MemLimitFactor > 0 {
+		limit = int64(pc.MemLimitFactor * float64(base+pc.SettledHeap))
+	}
 	debug.FreeOSMemory()
 	resetHWM := resetPeakRSS()
 	rssBase := procStatus("VmRSS")
+	if limit > 0 {
+		prev := debug.SetMemoryLimit(limit)
+		defer debug.SetMemoryLimit(prev)
+	}
 	sampler := startHeapSampler(time.Millisecond)
 	d, err := startSynced(ctx, inst)
 	peak := sampler.stop()
 	hwm := procStatus("VmHWM")
+	if limit > 0 {
+		debug.SetMemoryLimit(math.MaxInt64)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +287,7 @@ func MeasurePeakOnce(ctx context.Context, cfg *rest.Config, c Config, im Impl, r
 	settled := heap()
 	debug.FreeOSMemory()
 	rss := procStatus("VmRSS")
-	cs := fmt.Sprintf("N=%d, %s", n, mode)
+	cs := pc.caseName(n)
 	res := &Results{}
 	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
 	res.add(RowPeak, cs, "peak heap", "MiB", im.Name, delta(peak, base)/(1<<20))
@@ -236,8 +299,11 @@ func MeasurePeakOnce(ctx context.Context, cfg *rest.Config, c Config, im Impl, r
 	res.add(RowPeak, cs, "settled RSS", "MiB", im.Name, mib(rss))
 	res.add(RowPeak, cs, "sync", "ms", im.Name, float64(d.Microseconds())/1000)
 	res.add(RowPeak, cs, "list requests", "count", im.Name, float64(lists))
-	c.Logf("%-28s N=%-6d %-9s peak heap %6.1f MiB settled %6.1f MiB (×%.2f) RSS before %6.1f peak %6.1f (reset %v) settled %6.1f MiB sync %v",
-		im.Name, n, mode, delta(peak, base)/(1<<20), delta(settled, base)/(1<<20), delta(peak, base)/max(1, delta(settled, base)),
+	if limit > 0 {
+		res.add(RowPeak, cs, "memory limit", "MiB", im.Name, mib(uint64(limit)))
+	}
+	c.Logf("%-28s %-40s limit %6.1f MiB peak heap %6.1f MiB settled %6.1f MiB (×%.2f) RSS before %6.1f peak %6.1f (reset %v) settled %6.1f MiB sync %v",
+		im.Name, cs, mib(uint64(max(0, limit))), delta(peak, base)/(1<<20), delta(settled, base)/(1<<20), delta(peak, base)/max(1, delta(settled, base)),
 		mib(rssBase), mib(hwm), resetHWM, mib(rss), d.Round(time.Millisecond))
 	return res.Samples, nil
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ func TestPeakShort(t *testing.T) {
 	defer cp.Stop()
 
 	const n = 500
-	cfg := Config{Sizes: []int{n}, Runs: 1, PeakOnly: true, ManyCRDs: -1, Logf: t.Logf}
+	cfg := Config{Sizes: []int{n}, Runs: 1, PeakOnly: true, ManyCRDs: -1, PeakMemLimit: 1.5, Logf: t.Logf}
 	res, err := Run(ctx, cp.Config(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +66,17 @@ func TestPeakShort(t *testing.T) {
 			}
 		}
 	}
+	// Under the memory limit every sync completes and says its limit.
+	for _, mode := range ListModes {
+		cs := PeakCase{Mode: mode, MemLimitFactor: 1.5}.caseName(n)
+		for _, im := range impls {
+			for _, m := range []string{"memory limit", "sync", "peak heap"} {
+				if v, ok := res.Median(RowPeak, cs, m, im.Name); !ok || !(v > 0) {
+					t.Errorf("%s %s: %s = %v (%v), want > 0", im.Name, cs, m, v, ok)
+				}
+			}
+		}
+	}
 	t.Log("\n" + res.Markdown())
 	checkNoLeftovers(t)
 }
@@ -75,18 +85,39 @@ func TestPeakShort(t *testing.T) {
 // (InformerKitNamespaces, after informerkit's) and every sample
 // MeasurePeak returns, run after run, in both list modes.
 func TestPeakTableRows(t *testing.T) {
-	c := Config{Runs: 2, Impls: DefaultImpls()}.Defaults()
+	c := Config{Runs: 2, Impls: DefaultImpls(), PeakMemLimit: 1.5}.Defaults()
 	var calls []string
-	c.MeasurePeak = func(_ context.Context, im Impl, _ Resource, n int, mode ListMode) ([]Sample, error) {
-		calls = append(calls, im.Name+" "+string(mode))
-		return []Sample{{Row: RowPeak, Case: fmt.Sprintf("N=%d, %s", n, mode), Metric: "peak heap", Unit: "MiB", Impl: im.Name, Value: 1}}, nil
+	type implMode struct {
+		impl string
+		mode ListMode
+	}
+	limited := map[implMode]uint64{}
+	c.MeasurePeak = func(_ context.Context, im Impl, _ Resource, n int, pc PeakCase) ([]Sample, error) {
+		calls = append(calls, im.Name+" "+pc.caseName(n))
+		if pc.MemLimitFactor > 0 {
+			limited[implMode{im.Name, pc.Mode}] = pc.SettledHeap
+		}
+		return []Sample{
+			{Row: RowPeak, Case: pc.caseName(n), Metric: "peak heap", Unit: "MiB", Impl: im.Name, Value: 1},
+			{Row: RowPeak, Case: pc.caseName(n), Metric: "settled heap", Unit: "MiB", Impl: im.Name, Value: float64(len(calls))},
+		}, nil
 	}
 	res := &Results{Impls: c.Impls}
 	if err := measurePeaks(context.Background(), nil, c, res, Resource{}, 10); err != nil {
 		t.Fatal(err)
 	}
-	if want := 2 * 2 * 7; len(calls) != want {
+	// Two runs in two modes without a limit, then the same under one.
+	if want := 2 * 2 * 2 * 7; len(calls) != want {
 		t.Errorf("%d measurements, want %d: %v", len(calls), want, calls)
+	}
+	if len(limited) != 2*7 {
+		t.Errorf("%d implementations and modes measured under a limit, want 14: %v", len(limited), limited)
+	}
+	for k, settled := range limited {
+		want, _ := res.Median(RowPeak, PeakCase{Mode: k.mode}.caseName(10), "settled heap", k.impl)
+		if settled != uint64(want*(1<<20)) {
+			t.Errorf("%v under a limit: settled heap %d, want the median without one, %v MiB", k, settled, want)
+		}
 	}
 	if len(res.Impls) < 2 || res.Impls[0].Name != InformerKit || res.Impls[1].Name != InformerKitNamespaces {
 		t.Errorf("implementations %v: want %s right after %s", res.Impls, InformerKitNamespaces, InformerKit)

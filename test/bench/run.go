@@ -82,7 +82,12 @@ type Config struct {
 	Peak, PeakOnly bool
 	// MeasurePeak, if set, takes the peak scenario's measurements instead
 	// of this process (ikbench -isolate: MeasurePeakOnce in a fresh one).
-	MeasurePeak func(ctx context.Context, im Impl, r Resource, n int, mode ListMode) ([]Sample, error)
+	MeasurePeak func(ctx context.Context, im Impl, r Resource, n int, pc PeakCase) ([]Sample, error)
+	// PeakMemLimit, if positive, adds to the peak scenario the same
+	// syncs, Runs times, each under a Go memory limit of PeakMemLimit ×
+	// its settled heap (PeakCase.MemLimitFactor): does the sync complete,
+	// at what peak, in how long.
+	PeakMemLimit float64
 	// Logf receives progress lines. Nil discards them.
 	Logf func(format string, args ...any)
 	// Progress, if set, is called with the results so far after every

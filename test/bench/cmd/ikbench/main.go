@@ -78,6 +78,7 @@ func main() {
 	persistWrite := flag.String("persist-write", "", "internal: send the persistence measurement's writes (JSON) from this process")
 	peak := flag.Bool("peak", false, "add the peak-memory scenario (each implementation's initial sync over WatchList and over LIST: heap and RSS high-water marks beside the settled cache)")
 	peakOnly := flag.Bool("peak-only", false, "run only the peak-memory scenario")
+	peakMemLimit := flag.Float64("peak-memlimit", 0, "with -peak or -peak-only: also measure each sync under a Go memory limit (GOMEMLIMIT) of this factor × its settled heap, e.g. 1.5")
 	flag.Parse()
 	if *serve {
 		runServer(*cbor, *restart)
@@ -100,7 +101,7 @@ func main() {
 	cfg := bench.Config{
 		Sizes: ints(*sizes), Runs: *runs, ManyCRDs: *many, ManyObjects: *manyObjects,
 		LatencyWrites: *writes, WriteRate: *rate, Consumers: ints(*consumers), NoWarmup: *noWarmup, SyncCPUProfile: *syncProfile,
-		Peak: *peak, PeakOnly: *peakOnly, ManyOnly: *manyOnly,
+		Peak: *peak, PeakOnly: *peakOnly, PeakMemLimit: *peakMemLimit, ManyOnly: *manyOnly,
 		Logf: func(f string, a ...any) { log.Printf(f, a...) },
 	}
 	if *manyLimits != "" {
@@ -351,9 +352,9 @@ type oneMeasurement struct {
 	SyncProfile string `json:",omitempty"`
 	// DisableCompression is the parent's rest.Config.DisableCompression.
 	DisableCompression bool `json:",omitempty"`
-	// Mode, if set, makes the measurement the peak scenario's in this
-	// list mode (bench.MeasurePeakOnce).
-	Mode bench.ListMode `json:",omitempty"`
+	// Peak, if set, makes the measurement the peak scenario's
+	// (bench.MeasurePeakOnce).
+	Peak *bench.PeakCase `json:",omitempty"`
 }
 
 // isolated returns a Config.MeasureCache that runs each measurement in a
@@ -366,9 +367,9 @@ func isolated(rc *rest.Config, syncProfile string) func(ctx context.Context, im 
 
 // isolatedPeak returns a Config.MeasurePeak that runs each measurement in
 // a child process of this binary.
-func isolatedPeak(rc *rest.Config) func(ctx context.Context, im bench.Impl, r bench.Resource, n int, mode bench.ListMode) ([]bench.Sample, error) {
-	return func(ctx context.Context, im bench.Impl, r bench.Resource, n int, mode bench.ListMode) ([]bench.Sample, error) {
-		return measureInChild(ctx, oneMeasurement{Host: rc.Host, Token: rc.BearerToken, Impl: im.Name, Resource: r, N: n, DisableCompression: rc.DisableCompression, Mode: mode})
+func isolatedPeak(rc *rest.Config) func(ctx context.Context, im bench.Impl, r bench.Resource, n int, pc bench.PeakCase) ([]bench.Sample, error) {
+	return func(ctx context.Context, im bench.Impl, r bench.Resource, n int, pc bench.PeakCase) ([]bench.Sample, error) {
+		return measureInChild(ctx, oneMeasurement{Host: rc.Host, Token: rc.BearerToken, Impl: im.Name, Resource: r, N: n, DisableCompression: rc.DisableCompression, Peak: &pc})
 	}
 }
 
@@ -412,8 +413,8 @@ func measureOneAndPrint(arg string) {
 	c := bench.Config{SyncCPUProfile: m.SyncProfile, Logf: func(f string, a ...any) { log.Printf(f, a...) }}
 	var samples []bench.Sample
 	var err error
-	if m.Mode != "" {
-		samples, err = bench.MeasurePeakOnce(context.Background(), rc, c, im, m.Resource, m.N, m.Mode)
+	if m.Peak != nil {
+		samples, err = bench.MeasurePeakOnce(context.Background(), rc, c, im, m.Resource, m.N, *m.Peak)
 	} else {
 		samples, err = bench.MeasureCacheOnce(context.Background(), rc, c, im, m.Resource, m.N)
 	}
