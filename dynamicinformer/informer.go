@@ -190,10 +190,10 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 		// namespaces, inside the open stream; the gate keeps the keys it
 		// handed the reflector for that.
 		e.lw.Keys = &gate.KeySet{}
-		e.lw.CachedByKey = func(key string) (interface{}, bool) {
-			o, ok, err := e.informer.GetStore().GetByKey(key)
-			return o, ok && err == nil
-		}
+	}
+	e.lw.CachedByKey = func(key string) (interface{}, bool) {
+		o, ok, err := e.informer.GetStore().GetByKey(key)
+		return o, ok && err == nil
 	}
 	if deps.disk != nil {
 		if why, ok := diskEligible(key, deps.disk.secrets); ok {

@@ -290,3 +290,11 @@ func notReturned(t *testing.T, done <-chan result, d time.Duration) {
 func notFound() error { return apierrors.NewNotFound(widgets.GroupResource(), "") }
 
 func truePtr() *bool { b := true; return &b }
+
+// deliver has k observe ev and records it as taken by the reader (what a
+// stream does around its send).
+func deliver(k *KeySet, ev watch.Event) {
+	if taken := k.observe(ev); taken != nil {
+		taken()
+	}
+}

@@ -77,35 +77,59 @@ func (k *KeySet) endList() {
 	k.keys, k.next, k.valid = k.next, nil, true
 }
 
-// observe records an event the reader took.
-func (k *KeySet) observe(ev watch.Event) {
-	switch ev.Type {
-	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
-	default:
-		return
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	set := k.keys
-	if k.next != nil {
-		set = k.next // a watch-list stream's initial events
-	}
+// observe reads what the set needs of ev (before it is offered to the
+// reader: see listwatch.Stream.Observe) and returns the func that records
+// it once the reader took it (nil for an event it does not record).
+func (k *KeySet) observe(ev watch.Event) (taken func()) {
 	switch ev.Type {
 	case watch.Added, watch.Modified:
-		if set == nil {
-			set = map[string]types.UID{}
-			k.keys = set
+		m, err := meta.Accessor(ev.Object)
+		if err != nil {
+			return nil
 		}
-		k.putLocked(set, ev.Object)
+		key, uid := toolscache.MetaObjectToName(m).String(), m.GetUID()
+		return func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			set := k.receiving()
+			if set == nil {
+				set = map[string]types.UID{}
+				k.keys = set
+			}
+			set[key] = uid
+		}
 	case watch.Deleted:
-		if key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(ev.Object); err == nil {
-			delete(set, key)
+		key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(ev.Object)
+		if err != nil {
+			return nil
+		}
+		return func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			delete(k.receiving(), key)
 		}
 	case watch.Bookmark:
-		if k.next != nil && reflectorseam.EndsInitialEvents(ev.Object) {
-			k.keys, k.next, k.valid = k.next, nil, true
+		if !reflectorseam.EndsInitialEvents(ev.Object) {
+			return nil
+		}
+		return func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			if k.next != nil {
+				k.keys, k.next, k.valid = k.next, nil, true
+			}
 		}
 	}
+	return nil
+}
+
+// receiving is the set events go to: a watch-list stream's initial
+// events while they arrive, else the keys. k.mu must be held.
+func (k *KeySet) receiving() map[string]types.UID {
+	if k.next != nil {
+		return k.next
+	}
+	return k.keys
 }
 
 func (k *KeySet) putLocked(set map[string]types.UID, obj interface{}) {

@@ -145,9 +145,21 @@ type ListerWatcher struct {
 	Access func(ctx context.Context) error
 	// Keys, if set, records what the reflector was handed (see KeySet)
 	// and lets Switch happen inside the open stream. CachedByKey returns
-	// the cached object of a key (it must be set with Keys).
+	// the cached object of a key (it must be set with Keys; set without
+	// Keys, it lets removals and refills skip the deletes the reflector
+	// was already handed: see queuedDeletes).
 	Keys        *KeySet
 	CachedByKey func(key string) (interface{}, bool)
+
+	// queuedDeletes are the keys of deletes handed to the reflector that
+	// the cache (CachedByKey) may not have taken in yet: the informer's
+	// queue lags the streams. A removal or a refill builds its deletes
+	// from the cache; a key here already has its delete on the way, and a
+	// second one would reach handlers as the delete of an object they no
+	// longer hold. Pruned of keys the cache no longer holds.
+	qmu           sync.Mutex // guards queuedDeletes, queuedLimit
+	queuedDeletes map[string]struct{}
+	queuedLimit   int
 
 	mu         sync.Mutex // guards phase, active, accessOK, listing, relistDue, switching, switchGen, relistGen, restored
 	phase      Phase
@@ -740,7 +752,9 @@ func (lw *ListerWatcher) refill(ctx context.Context, opts metav1.ListOptions) (w
 		}
 	}
 	for _, obj := range lw.Cached() {
-		if k, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil && !listed[k] {
+		// (A key whose delete is on the way — the removal's, or the
+		// server's before it — is not deleted twice.)
+		if k, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil && !listed[k] && !lw.deleteQueued(k) {
 			if o := lw.AsWatched(obj); o != nil {
 				events = append(events, watch.Event{Type: watch.Deleted, Object: o})
 			}
@@ -821,9 +835,7 @@ func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *li
 			n.Ended()
 		}
 	}
-	if lw.Keys != nil {
-		s.Delivered = lw.Keys.observe
-	}
+	s.Observe = lw.observe
 	lw.mu.Lock()
 	lw.active = a
 	if lw.phase == Relisting {
@@ -994,6 +1006,75 @@ func (lw *ListerWatcher) gone(key string, uid types.UID, rv string) runtime.Obje
 	return o
 }
 
+// observe is every stream's Observe: the KeySet's record, and
+// queuedDeletes. What it needs of the event it reads here, before the
+// send; it records it once the reader took the event.
+func (lw *ListerWatcher) observe(ev watch.Event) (taken func()) {
+	var keys func()
+	if lw.Keys != nil {
+		keys = lw.Keys.observe(ev)
+	}
+	queued := lw.observeDelete(ev)
+	switch {
+	case queued == nil:
+		return keys
+	case keys == nil:
+		return queued
+	}
+	return func() { keys(); queued() }
+}
+
+// observeDelete is observe's part for queuedDeletes: a delete's key goes
+// in, an add or update of a key in it takes it out (handed again after
+// its delete).
+func (lw *ListerWatcher) observeDelete(ev watch.Event) (taken func()) {
+	if lw.CachedByKey == nil || (ev.Type != watch.Deleted && ev.Type != watch.Added && ev.Type != watch.Modified) {
+		return nil
+	}
+	if ev.Type != watch.Deleted {
+		lw.qmu.Lock()
+		none := len(lw.queuedDeletes) == 0
+		lw.qmu.Unlock()
+		if none {
+			return nil // the common case: no key to compute
+		}
+	}
+	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(ev.Object)
+	if err != nil {
+		return nil
+	}
+	deleted := ev.Type == watch.Deleted
+	return func() {
+		lw.qmu.Lock()
+		defer lw.qmu.Unlock()
+		if !deleted {
+			delete(lw.queuedDeletes, key)
+			return
+		}
+		if lw.queuedDeletes == nil {
+			lw.queuedDeletes = make(map[string]struct{})
+		}
+		lw.queuedDeletes[key] = struct{}{}
+		if len(lw.queuedDeletes) > max(lw.queuedLimit, 256) {
+			for k := range lw.queuedDeletes {
+				if _, ok := lw.CachedByKey(k); !ok {
+					delete(lw.queuedDeletes, k) // taken in
+				}
+			}
+			lw.queuedLimit = 2 * len(lw.queuedDeletes)
+		}
+	}
+}
+
+// deleteQueued reports whether a delete of key was handed to the
+// reflector and the cache may not have taken it in yet.
+func (lw *ListerWatcher) deleteQueued(key string) bool {
+	lw.qmu.Lock()
+	defer lw.qmu.Unlock()
+	_, ok := lw.queuedDeletes[key]
+	return ok
+}
+
 // removal returns a stream that delivers a delete per cached object and a
 // bookmark at SyntheticRV, then ends (the reflector watches again at once:
 // the stream had events). If it is stopped first, the phase stays and the
@@ -1009,9 +1090,7 @@ func (lw *ListerWatcher) removalOf(reason string, cached func() []interface{}) w
 	s := listwatch.NewStream(nil, nil)
 	s.Interrupt = now
 	s.Final = func() []watch.Event { return lw.removalEvents(cached) }
-	if lw.Keys != nil {
-		s.Delivered = lw.Keys.observe
-	}
+	s.Observe = lw.observe
 	s.Done = func(delivered bool) {
 		if delivered {
 			lw.emptied(reason)
@@ -1040,6 +1119,9 @@ func (lw *ListerWatcher) removalEvents(list func() []interface{}) []watch.Event 
 	cached := list()
 	events := make([]watch.Event, 0, len(cached)+1)
 	for _, obj := range cached {
+		if k, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil && lw.deleteQueued(k) {
+			continue // its delete is on the way
+		}
 		if o := lw.AsWatched(obj); o != nil {
 			events = append(events, watch.Event{Type: watch.Deleted, Object: o})
 		}

@@ -314,15 +314,15 @@ func TestSwitchThenGateCloses(t *testing.T) {
 func TestKeySetWatchList(t *testing.T) {
 	k := &KeySet{}
 	k.beginList()
-	k.observe(watch.Event{Type: watch.Added, Object: uidWidget("w1", "5")})
+	deliver(k, watch.Event{Type: watch.Added, Object: uidWidget("w1", "5")})
 	if k.Valid() || k.Len() != 0 {
 		t.Fatalf("valid %v len %d during the initial events", k.Valid(), k.Len())
 	}
 	end := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	end.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-	k.observe(watch.Event{Type: watch.Bookmark, Object: end})
-	k.observe(watch.Event{Type: watch.Added, Object: uidWidget("w2", "6")})
-	k.observe(watch.Event{Type: watch.Deleted, Object: uidWidget("w1", "7")})
+	deliver(k, watch.Event{Type: watch.Bookmark, Object: end})
+	deliver(k, watch.Event{Type: watch.Added, Object: uidWidget("w2", "6")})
+	deliver(k, watch.Event{Type: watch.Deleted, Object: uidWidget("w1", "7")})
 	if !k.Valid() || k.Len() != 1 {
 		t.Fatalf("valid %v len %d after the initial events", k.Valid(), k.Len())
 	}
@@ -345,7 +345,7 @@ func TestKeySetKeysAreStoreKeys(t *testing.T) {
 	k.beginList()
 	k.listPage(list)
 	k.endList()
-	k.observe(watch.Event{Type: watch.Deleted, Object: gone})
+	deliver(k, watch.Event{Type: watch.Deleted, Object: gone})
 
 	want := map[string]types.UID{}
 	for _, o := range []*unstructured.Unstructured{namespaced, cluster} {

@@ -48,16 +48,21 @@ type Stream struct {
 	// stream it returns (built by Liveness.Watch or NewStream, configured,
 	// not started) continues this one on the same result channel: its
 	// Prefix, then its server watch, with its own Interrupt, Interrupted,
-	// Final, Done, Then, PrefixDelivered, Delivered and Ended (the
+	// Final, Done, Then, PrefixDelivered, Observe and Ended (the
 	// reader sees one watch). nil: the stream ends.
 	Then func() *Stream
 	// PrefixDelivered, if set, is called on the stream's goroutine once
 	// all of Prefix was taken by the reader (not if the stream ended or
 	// was interrupted first).
 	PrefixDelivered func()
-	// Delivered, if set, is called on the stream's goroutine with every
-	// event (prefix, server, final) once the reader took it.
-	Delivered func(watch.Event)
+	// Observe, if set, is called on the stream's goroutine with every
+	// event (prefix, server, final) before it is offered to the reader,
+	// while its object is still the stream's alone: once the reader took
+	// it, the reflector and the informer's transforms may edit it in
+	// place, so nothing may read it after. The func Observe returns, if
+	// not nil, is called once the reader took the event, and never if it
+	// did not (the stream ended first).
+	Observe func(watch.Event) (taken func())
 	// Ended, if set, is called on the stream's goroutine when the stream
 	// ends (not when it continues with Then's stream).
 	Ended func()
@@ -115,10 +120,11 @@ func (s *Stream) run() (next bool) {
 		}
 	}()
 	for i, ev := range s.Prefix {
+		taken := s.observe(ev)
 		select {
 		case s.result <- ev:
 			s.Prefix[i] = watch.Event{} // let the object go
-			s.delivered(ev)
+			taken()
 		case <-s.stop:
 			s.interrupted()
 			return false
@@ -159,7 +165,7 @@ func (s *Stream) final() bool {
 		return false
 	}
 	s.Prefix, s.Interrupted, s.Interrupt, s.Final, s.Done = n.Prefix, n.Interrupted, n.Interrupt, n.Final, n.Done
-	s.Then, s.PrefixDelivered, s.Delivered, s.Ended = n.Then, n.PrefixDelivered, n.Delivered, n.Ended
+	s.Then, s.PrefixDelivered, s.Observe, s.Ended = n.Then, n.PrefixDelivered, n.Observe, n.Ended
 	s.inner, s.release, s.idle, s.onIdle, s.onEvent, s.firstEvent = n.inner, n.release, n.idle, n.onIdle, n.onEvent, n.firstEvent
 	return true
 }
@@ -179,11 +185,18 @@ func (s *Stream) closeInner() {
 // Discard stops the server watch of a stream that was never started.
 func (s *Stream) Discard() { s.closeInner() }
 
-func (s *Stream) delivered(ev watch.Event) {
-	if s.Delivered != nil {
-		s.Delivered(ev)
+// observe is Observe's call for ev; it returns what to call once the
+// reader took ev (never nil).
+func (s *Stream) observe(ev watch.Event) (taken func()) {
+	if s.Observe != nil {
+		if f := s.Observe(ev); f != nil {
+			return f
+		}
 	}
+	return noop
 }
+
+func noop() {}
 
 func (s *Stream) interrupted() {
 	if s.Interrupted != nil {
@@ -200,9 +213,10 @@ func (s *Stream) deliverFinal() bool {
 	}
 	delivered := true
 	for _, ev := range events {
+		taken := s.observe(ev)
 		select {
 		case s.result <- ev:
-			s.delivered(ev)
+			taken()
 		case <-s.stop:
 			delivered = false
 		}
@@ -264,6 +278,16 @@ func (s *Stream) forwardServer() (interrupted bool) {
 				s.firstEvent()
 				s.firstEvent = nil
 			}
+			taken := s.observe(ev)
+			// (Read before the send, like Observe's: the object is the
+			// reader's after it.)
+			endRV, ends := "", false
+			if s.InitialEventsEnd != nil && ev.Type == watch.Bookmark && reflectorseam.EndsInitialEvents(ev.Object) {
+				ends = true
+				if m, err := meta.Accessor(ev.Object); err == nil {
+					endRV = m.GetResourceVersion()
+				}
+			}
 			select {
 			case s.result <- ev:
 			case <-s.stop:
@@ -271,13 +295,9 @@ func (s *Stream) forwardServer() (interrupted bool) {
 			case <-s.Interrupt:
 				return true
 			}
-			s.delivered(ev)
-			if s.InitialEventsEnd != nil && ev.Type == watch.Bookmark && reflectorseam.EndsInitialEvents(ev.Object) {
-				rv := ""
-				if m, err := meta.Accessor(ev.Object); err == nil {
-					rv = m.GetResourceVersion()
-				}
-				s.initialEventsEnd(rv)
+			taken()
+			if ends {
+				s.initialEventsEnd(endRV)
 			}
 			if t != nil {
 				last = time.Now()

@@ -2,11 +2,13 @@ package listwatch
 
 import (
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -214,5 +216,65 @@ func TestStreamIdleRearm(t *testing.T) {
 	drain(t, w)
 	if lastEvent.Load() == 0 {
 		t.Fatal("the last event's time was not reported")
+	}
+}
+
+// Observe sees each event (prefix, server, final) before the reader can
+// take it — the reader then owns the object and may edit it in place —
+// and its taken func runs only for events the reader took: an event
+// offered when the stream stops was observed, never taken.
+func TestStreamObserveBeforeTheReader(t *testing.T) {
+	leaks(t)
+	server := watch.NewRaceFreeFake()
+	s := NewStream(server, nil)
+	s.Prefix = []watch.Event{{Type: watch.Added, Object: widget("a", "p1", "")}}
+	var mu sync.Mutex
+	var observed, taken []string
+	s.Observe = func(ev watch.Event) func() {
+		// Reading the object here must not race with the reader's
+		// edit below (-race).
+		name := names([]watch.Event{ev})[0]
+		mu.Lock()
+		observed = append(observed, name)
+		mu.Unlock()
+		return func() {
+			mu.Lock()
+			taken = append(taken, name)
+			mu.Unlock()
+		}
+	}
+	w := s.Start()
+	for _, want := range []string{"ADDED:p1", "ADDED:s1"} {
+		if want == "ADDED:s1" {
+			server.Add(widget("a", "s1", "11"))
+		}
+		ev := mustNext(t, w)
+		ev.Object.(*unstructured.Unstructured).SetLabels(map[string]string{"edited": "in place"}) // the reader's now
+		if got := names([]watch.Event{ev})[0]; got != want {
+			t.Fatalf("event %s, want %s", got, want)
+		}
+	}
+	server.Add(widget("a", "s2", "12")) // offered, never read
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		n := len(observed)
+		mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events observed, want 3", n)
+		}
+	}
+	w.Stop()
+	drain(t, w)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"ADDED:p1", "ADDED:s1", "ADDED:s2"}; !slices.Equal(observed, want) {
+		t.Errorf("observed %v, want %v", observed, want)
+	}
+	// s1's taken may run just after the reader got it; by the stop it has.
+	if want := []string{"ADDED:p1", "ADDED:s1"}; !slices.Equal(taken, want) {
+		t.Errorf("taken %v, want %v (s2 was never read)", taken, want)
 	}
 }
