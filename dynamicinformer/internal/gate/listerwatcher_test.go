@@ -688,6 +688,7 @@ func TestWatchListRefused429FallsBackToList(t *testing.T) {
 		t.Fatalf("watch-list answered 500: %v, want the server's error", err)
 	}
 }
+
 // The informer's queue lags the streams: a delete the server sent may not
 // be in the cache yet when the gate closes, nor the removal's deletes
 // when the resource returns. Neither the removal nor the refill hands
