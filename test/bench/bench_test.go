@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -195,4 +196,48 @@ func TestRunRatios(t *testing.T) {
 	if !strings.Contains(md, "run by run") || !strings.Contains(md, "| ik | 0.25× (0.20–0.50) |") {
 		t.Errorf("no run-by-run table:\n%s", md)
 	}
+}
+
+// TestLatencyOnlyEverySize runs the latency-only mode (ikbench
+// -latency-only) at two sizes against a real API server: each
+// implementation has p50 and p99 at each size, and no other scenario ran.
+func TestLatencyOnlyEverySize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	var impls []Impl
+	for _, im := range DefaultImpls() {
+		if im.Name == InformerKit || im.Name == ClientGo {
+			impls = append(impls, im)
+		}
+	}
+	cfg := Config{Sizes: []int{50, 200}, Runs: 1, LatencyOnly: true, LatencyWrites: 10, WriteRate: 40, Handlers: []int{1},
+		Impls: impls, NoWarmup: true, Logf: t.Logf}
+	res, err := Run(ctx, cp.Config(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cfg.Sizes {
+		cs := fmt.Sprintf("1 handler(s), N=%d", n)
+		for _, im := range impls {
+			for _, m := range []string{"p50", "p99"} {
+				if v, ok := res.Median(RowLatency, cs, m, im.Name); !ok || !(v > 0) {
+					t.Errorf("%s %s %s latency = %v (recorded %v), want > 0", im.Name, cs, m, v, ok)
+				}
+			}
+		}
+	}
+	for _, s := range res.Samples {
+		if s.Row != RowLatency {
+			t.Errorf("a sample of another scenario: %+v", s)
+		}
+	}
+	checkNoLeftovers(t)
 }

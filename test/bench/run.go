@@ -76,6 +76,11 @@ type Config struct {
 	// measureCache times writes a CPU profile of just that sync to
 	// <prefix>-<implementation>-N<n>-<pid>.prof.
 	SyncCPUProfile string
+	// LatencyOnly runs only the event-latency scenario (RowLatency), at
+	// every size (Run otherwise measures latency at the first size
+	// only), for every implementation that is not SyncOnly, with each
+	// count of Handlers, Runs times.
+	LatencyOnly bool
 	// Peak adds the peak-memory scenario (RowPeak, peak.go) at every size:
 	// PeakImpls(Impls) in each ListMode, Runs times. PeakOnly runs only
 	// it (and the warm-up).
@@ -188,7 +193,21 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 				return nil, fmt.Errorf("warm-up: %w", err)
 			}
 		}
-		for run := 0; run < c.Runs && !c.PeakOnly; run++ {
+		for run := 0; run < c.Runs && c.LatencyOnly; run++ {
+			for _, im := range rotate(c.Impls, run) {
+				if im.SyncOnly {
+					continue
+				}
+				for _, h := range c.Handlers {
+					if err := measureLatency(ctx, cfg, c, res, im, r, n, h); err != nil {
+						return res, fmt.Errorf("%s N=%d latency with %d handlers: %w", im.Name, n, h, err)
+					}
+				}
+				c.Progress(res)
+			}
+			c.Logf("N=%d latency run %d done", n, run+1)
+		}
+		for run := 0; run < c.Runs && !c.PeakOnly && !c.LatencyOnly; run++ {
 			for _, im := range rotate(c.Impls, run) {
 				if c.MeasureCache != nil {
 					samples, err := c.MeasureCache(ctx, im, r, n)
@@ -223,7 +242,7 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 			}
 		}
 	}
-	if c.ManyCRDs < 0 || c.PeakOnly {
+	if c.ManyCRDs < 0 || c.PeakOnly || c.LatencyOnly {
 		return res, nil
 	}
 	start := time.Now()
