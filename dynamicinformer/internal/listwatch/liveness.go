@@ -140,9 +140,25 @@ func ProbeError(watchList bool) error {
 	return reflectorseam.Expired("no sign of life from the server; relisting")
 }
 
+// PagedAtAnyVersion reports whether opts ask for the first page of a
+// list at any resourceVersion ("0", what a reflector's first list sends
+// with its page size). The API server answers such a list from its watch
+// cache whole, ignoring the limit: one body of every object, which the
+// client holds entire while it decodes it (a LIST sync's peak: the body
+// beside the objects it becomes). List asks for it as a consistent list
+// instead, which the server paginates — from its watch cache since
+// Kubernetes 1.34 (ConsistentListFromCache, ListFromCacheSnapshot), from
+// etcd before — so the client holds one page's body at a time. A
+// consistent list is never older than one at "0".
+func PagedAtAnyVersion(opts metav1.ListOptions) bool {
+	return opts.Limit > 0 && opts.Continue == "" && opts.ResourceVersion == "0" &&
+		(opts.ResourceVersionMatch == "" || opts.ResourceVersionMatch == metav1.ResourceVersionMatchNotOlderThan)
+}
+
 // List lists through Inner. fresh asks for a consistent list (no
 // resourceVersion), as a relist after a removal does; a due probe is
-// consistent and paginated.
+// consistent and paginated; so is the first page of a list at any
+// resourceVersion (PagedAtAnyVersion).
 func (l *Liveness) List(ctx context.Context, opts metav1.ListOptions, fresh bool) (runtime.Object, error) {
 	if opts.Continue != "" {
 		// A later page of a paginated list: sent as it is.
@@ -155,7 +171,7 @@ func (l *Liveness) List(ctx context.Context, opts metav1.ListOptions, fresh bool
 		return obj, err
 	}
 	probe := l.ProbeDue()
-	if fresh || probe {
+	if fresh || probe || PagedAtAnyVersion(opts) {
 		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 	}
 	if probe && opts.Limit == 0 {

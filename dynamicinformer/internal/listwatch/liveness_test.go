@@ -123,6 +123,31 @@ func TestLivenessFreshList(t *testing.T) {
 	}
 }
 
+// The first page of a list at any resourceVersion (a reflector's first
+// LIST: "0" with its page size) is sent as a consistent list, which the
+// server paginates; every other list keeps its resourceVersion.
+func TestLivenessPagesListsAtAnyVersion(t *testing.T) {
+	l, inner, _ := newLiveness(time.Hour)
+	for _, c := range []struct {
+		in     metav1.ListOptions
+		wantRV string
+	}{
+		{metav1.ListOptions{ResourceVersion: "0", Limit: 500}, ""},
+		{metav1.ListOptions{ResourceVersion: "0", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 500}, ""},
+		{metav1.ListOptions{ResourceVersion: "0"}, "0"},               // no page size: the whole list, as asked
+		{metav1.ListOptions{ResourceVersion: "12", Limit: 500}, "12"}, // an exact page, as asked
+		{metav1.ListOptions{ResourceVersion: "0", Limit: 500, Continue: "c"}, "0"},
+	} {
+		if _, err := l.List(context.Background(), c.in, false); err != nil {
+			t.Fatal(err)
+		}
+		if o := inner.lastList(); o.ResourceVersion != c.wantRV || o.Limit != c.in.Limit || o.Continue != c.in.Continue ||
+			(c.wantRV == "" && o.ResourceVersionMatch != "") {
+			t.Errorf("%+v sent as %+v, want resourceVersion %q", c.in, o, c.wantRV)
+		}
+	}
+}
+
 // Events and bookmarks keep a quiet stream alive; time spent waiting for
 // the consumer does not count as silence.
 func TestLivenessBookmarksKeepStreamAlive(t *testing.T) {
