@@ -203,7 +203,11 @@ func measurePeaks(ctx context.Context, cfg *rest.Config, c Config, res *Results,
 	}
 	// The same syncs under a memory limit set from each one's settled
 	// heap (the medians just measured).
-	for run := 0; run < c.Runs; run++ {
+	limitRuns := c.PeakMemLimitRuns
+	if limitRuns <= 0 {
+		limitRuns = c.Runs
+	}
+	for run := 0; run < limitRuns; run++ {
 		for _, mode := range ListModes {
 			for _, im := range rotate(impls, run) {
 				settled, ok := res.Median(RowPeak, PeakCase{Mode: mode}.caseName(n), "settled heap", im.Name)

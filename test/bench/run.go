@@ -93,6 +93,9 @@ type Config struct {
 	// its settled heap (PeakCase.MemLimitFactor): does the sync complete,
 	// at what peak, in how long.
 	PeakMemLimit float64
+	// PeakMemLimitRuns is how many times the syncs under the memory
+	// limit are measured (0: Runs).
+	PeakMemLimitRuns int
 	// Logf receives progress lines. Nil discards them.
 	Logf func(format string, args ...any)
 	// Progress, if set, is called with the results so far after every
