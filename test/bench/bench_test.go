@@ -20,16 +20,7 @@ import (
 // per GVR however many consumers, latencies recorded, every ratio computed,
 // and no goroutine of the suite left behind.
 func TestBenchShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Stop()
+	ctx, cp := startServer(t, 30*time.Minute)
 
 	const n = 2000
 	// Scaled down to stay near four minutes under -race on a quiet
@@ -202,16 +193,7 @@ func TestRunRatios(t *testing.T) {
 // -latency-only) at two sizes against a real API server: each
 // implementation has p50 and p99 at each size, and no other scenario ran.
 func TestLatencyOnlyEverySize(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Stop()
+	ctx, cp := startServer(t, 15*time.Minute)
 	var impls []Impl
 	for _, im := range DefaultImpls() {
 		if im.Name == InformerKit || im.Name == ClientGo {
@@ -240,4 +222,22 @@ func TestLatencyOnlyEverySize(t *testing.T) {
 		}
 	}
 	checkNoLeftovers(t)
+}
+
+// startServer starts a real API server for the test (skipped with
+// -short); it and the returned context (which ends after timeout) end
+// with the test.
+func startServer(t *testing.T, timeout time.Duration) (context.Context, *controlplane.ControlPlane) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	return ctx, cp
 }

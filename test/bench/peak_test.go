@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/informerkit/informerkit/test/controlplane"
 )
 
 // TestPeakShort runs the peak-memory scenario at N=500, once, against a
@@ -18,16 +16,7 @@ import (
 // metric was recorded with a ratio to every peer, the heap's high-water
 // mark is above zero, and no goroutine of the suite is left behind.
 func TestPeakShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Stop()
+	ctx, cp := startServer(t, 15*time.Minute)
 
 	const n = 500
 	cfg := Config{Sizes: []int{n}, Runs: 1, PeakOnly: true, ManyCRDs: -1, PeakMemLimit: 1.5, Logf: t.Logf}
