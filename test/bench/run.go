@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"runtime"
 	goruntime "runtime"
 	"runtime/debug"
 	"sort"
@@ -81,6 +82,9 @@ type Config struct {
 	// only), for every implementation that is not SyncOnly, with each
 	// count of Handlers, Runs times.
 	LatencyOnly bool
+	// LatencySettleGC makes the latency scenario collect garbage once
+	// the handlers have seen the initial list, before the first write.
+	LatencySettleGC bool
 	// Peak adds the peak-memory scenario (RowPeak, peak.go) at every size:
 	// PeakImpls(Impls) in each ListMode, Runs times. PeakOnly runs only
 	// it (and the warm-up).
@@ -580,6 +584,11 @@ func measureLatency(ctx context.Context, cfg *rest.Config, c Config, res *Result
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+	}
+	if c.LatencySettleGC {
+		// The initial list's garbage (a decoding handler's above all) is
+		// collected before the first write, not during the writes.
+		runtime.GC()
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {

@@ -80,6 +80,7 @@ func main() {
 	peakOnly := flag.Bool("peak-only", false, "run only the peak-memory scenario")
 	peakMemLimitRuns := flag.Int("peak-memlimit-runs", 0, "runs of the syncs under -peak-memlimit (0: -runs)")
 	latencyOnly := flag.Bool("latency-only", false, "run only the event-latency scenario, at every one of -sizes (otherwise latency is measured at the first size only)")
+	settleGC := flag.Bool("latency-settle-gc", false, "in the event-latency scenario, collect garbage once the handlers have seen the initial list, before the first write")
 	handlers := flag.String("handlers", "1,10", "handler counts of the event-latency scenario")
 	peakMemLimit := flag.Float64("peak-memlimit", 0, "with -peak or -peak-only: also measure each sync under a Go memory limit (GOMEMLIMIT) of this factor × its settled heap, e.g. 1.5")
 	flag.Parse()
@@ -104,7 +105,7 @@ func main() {
 	cfg := bench.Config{
 		Sizes: ints(*sizes), Runs: *runs, ManyCRDs: *many, ManyObjects: *manyObjects,
 		LatencyWrites: *writes, WriteRate: *rate, Handlers: ints(*handlers), Consumers: ints(*consumers), NoWarmup: *noWarmup, SyncCPUProfile: *syncProfile,
-		Peak: *peak, PeakOnly: *peakOnly, PeakMemLimit: *peakMemLimit, PeakMemLimitRuns: *peakMemLimitRuns, ManyOnly: *manyOnly, LatencyOnly: *latencyOnly,
+		Peak: *peak, PeakOnly: *peakOnly, PeakMemLimit: *peakMemLimit, PeakMemLimitRuns: *peakMemLimitRuns, ManyOnly: *manyOnly, LatencyOnly: *latencyOnly, LatencySettleGC: *settleGC,
 		Logf: func(f string, a ...any) { log.Printf(f, a...) },
 	}
 	if *manyLimits != "" {
