@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,14 @@ func TestPeakTableRows(t *testing.T) {
 	res := &Results{Impls: c.Impls}
 	if err := measurePeaks(context.Background(), nil, c, res, Resource{}, 10); err != nil {
 		t.Fatal(err)
+	}
+	calls = calls[:0]
+	clear(limited)
+	if err := measurePeaks(context.Background(), nil, c, res, Resource{}, 10); err != nil { // a second size
+		t.Fatal(err)
+	}
+	if n := slices.IndexFunc(res.Impls[2:], func(im Impl) bool { return im.Name == InformerKitNamespaces }); n >= 0 {
+		t.Errorf("%s listed twice after two sizes: %v", InformerKitNamespaces, res.Impls)
 	}
 	// Two runs in two modes without a limit, then the same under one.
 	if want := 2 * 2 * 2 * 7; len(calls) != want {
