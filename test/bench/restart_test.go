@@ -57,10 +57,16 @@ func TestRestartShort(t *testing.T) {
 		}
 	}
 	pcs := "100 events, N=300"
-	on, ok1 := persist.Median(RowPersist, pcs, "written", PersistOn)
-	off, ok2 := persist.Median(RowPersist, pcs, "written", PersistOff)
-	if !ok1 || !ok2 || !(on > off+100) {
-		t.Errorf("bytes written per event with CacheDir %v (%v), without %v (%v); want more with (a journal record per event)", on, ok1, off, ok2)
+	// (Bytes passed to write(2) are recorded too, but this process also
+	// runs the API server and etcd, whose writes swamp the journal's:
+	// the directory's growth is the check here.)
+	on, ok1 := persist.Median(RowPersist, pcs, "stored", PersistOn)
+	off, ok2 := persist.Median(RowPersist, pcs, "stored", PersistOff)
+	if !ok1 || !ok2 || !(on > 100) || off != 0 {
+		t.Errorf("bytes stored per event with CacheDir %v (%v), without %v (%v); want more than 100 with (a journal record per event), none without", on, ok1, off, ok2)
+	}
+	if _, ok := persist.Median(RowPersist, pcs, "written", PersistOn); !ok {
+		t.Error("no write(2) sample")
 	}
 	if _, ok := persist.Ratio(RowPersist, pcs, "client CPU", PersistOn, PersistOff); !ok {
 		// CPU minus the writer's may come out ≤ 0 on a tiny run; the
