@@ -83,11 +83,10 @@ func (k *KeySet) endList() {
 func (k *KeySet) observe(ev watch.Event) (taken func()) {
 	switch ev.Type {
 	case watch.Added, watch.Modified:
-		m, err := meta.Accessor(ev.Object)
-		if err != nil {
+		key, uid, ok := keyUID(ev.Object)
+		if !ok {
 			return nil
 		}
-		key, uid := toolscache.MetaObjectToName(m).String(), m.GetUID()
 		return func() {
 			k.mu.Lock()
 			defer k.mu.Unlock()
@@ -133,13 +132,19 @@ func (k *KeySet) receiving() map[string]types.UID {
 }
 
 func (k *KeySet) putLocked(set map[string]types.UID, obj interface{}) {
+	if key, uid, ok := keyUID(obj); ok {
+		set[key] = uid
+	}
+}
+
+// keyUID is obj's key as MetaNamespaceKeyFunc gives it ("namespace/name",
+// or "name" for a cluster-scoped object) and its UID.
+func keyUID(obj interface{}) (string, types.UID, bool) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return
+		return "", "", false
 	}
-	// The key MetaNamespaceKeyFunc gives: "namespace/name", or "name" for
-	// a cluster-scoped object.
-	set[toolscache.MetaObjectToName(m).String()] = m.GetUID()
+	return toolscache.MetaObjectToName(m).String(), m.GetUID(), true
 }
 
 // missing returns the keys (and UIDs) of the set that listed lacks.

@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -160,6 +161,7 @@ type ListerWatcher struct {
 	qmu           sync.Mutex // guards queuedDeletes, queuedLimit
 	queuedDeletes map[string]struct{}
 	queuedLimit   int
+	queuedAny     atomic.Bool // len(queuedDeletes) > 0, read per event without qmu
 
 	mu         sync.Mutex // guards phase, active, accessOK, listing, relistDue, switching, switchGen, relistGen, restored
 	phase      Phase
@@ -1032,11 +1034,8 @@ func (lw *ListerWatcher) observeDelete(ev watch.Event) (taken func()) {
 		return nil
 	}
 	if ev.Type != watch.Deleted {
-		lw.qmu.Lock()
-		none := len(lw.queuedDeletes) == 0
-		lw.qmu.Unlock()
-		if none {
-			return nil // the common case: no key to compute
+		if !lw.queuedAny.Load() {
+			return nil // the common case: no key to compute, no lock
 		}
 	}
 	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(ev.Object)
@@ -1047,6 +1046,7 @@ func (lw *ListerWatcher) observeDelete(ev watch.Event) (taken func()) {
 	return func() {
 		lw.qmu.Lock()
 		defer lw.qmu.Unlock()
+		defer func() { lw.queuedAny.Store(len(lw.queuedDeletes) > 0) }()
 		if !deleted {
 			delete(lw.queuedDeletes, key)
 			return
