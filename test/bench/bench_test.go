@@ -200,7 +200,7 @@ func TestLatencyOnlyEverySize(t *testing.T) {
 			impls = append(impls, im)
 		}
 	}
-	cfg := Config{Sizes: []int{50, 200}, Runs: 1, LatencyOnly: true, LatencyWrites: 10, WriteRate: 40, Handlers: []int{1},
+	cfg := Config{Sizes: []int{50, 200}, Runs: 1, LatencyOnly: true, LatencySettleGC: true, LatencyWrites: 10, WriteRate: 40, Handlers: []int{1},
 		Impls: impls, NoWarmup: true, Logf: t.Logf}
 	res, err := Run(ctx, cp.Config(), cfg)
 	if err != nil {

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -260,16 +259,16 @@ func MeasurePeakOnce(ctx context.Context, cfg *rest.Config, c Config, im Impl, r
 	debug.FreeOSMemory()
 	resetHWM := resetPeakRSS()
 	rssBase := procStatus("VmRSS")
+	prevLimit := int64(-1)
 	if limit > 0 {
-		prev := debug.SetMemoryLimit(limit)
-		defer debug.SetMemoryLimit(prev)
+		prevLimit = debug.SetMemoryLimit(limit)
 	}
 	sampler := startHeapSampler(time.Millisecond)
 	d, err := startSynced(ctx, inst)
 	peak := sampler.stop()
 	hwm := procStatus("VmHWM")
-	if limit > 0 {
-		debug.SetMemoryLimit(math.MaxInt64)
+	if prevLimit >= 0 {
+		debug.SetMemoryLimit(prevLimit) // the settled figures are taken without it
 	}
 	if err != nil {
 		return nil, err

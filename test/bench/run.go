@@ -200,15 +200,21 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 				return nil, fmt.Errorf("warm-up: %w", err)
 			}
 		}
+		latency := func(im Impl) error {
+			for _, h := range c.Handlers {
+				if err := measureLatency(ctx, cfg, c, res, im, r, n, h); err != nil {
+					return fmt.Errorf("%s latency with %d handlers: %w", im.Name, h, err)
+				}
+			}
+			return nil
+		}
 		for run := 0; run < c.Runs && c.LatencyOnly; run++ {
 			for _, im := range rotate(c.Impls, run) {
 				if im.SyncOnly {
 					continue
 				}
-				for _, h := range c.Handlers {
-					if err := measureLatency(ctx, cfg, c, res, im, r, n, h); err != nil {
-						return res, fmt.Errorf("%s N=%d latency with %d handlers: %w", im.Name, n, h, err)
-					}
+				if err := latency(im); err != nil {
+					return res, fmt.Errorf("N=%d: %w", n, err)
 				}
 				c.Progress(res)
 			}
@@ -229,10 +235,8 @@ func Run(ctx context.Context, cfg *rest.Config, c Config) (*Results, error) {
 					c.Progress(res)
 					continue
 				}
-				for _, h := range c.Handlers {
-					if err := measureLatency(ctx, cfg, c, res, im, r, n, h); err != nil {
-						return res, fmt.Errorf("%s latency with %d handlers: %w", im.Name, h, err)
-					}
+				if err := latency(im); err != nil {
+					return res, err
 				}
 				for _, k := range c.Consumers {
 					if err := measureSharing(ctx, cfg, c, res, im, r, n, k); err != nil {
