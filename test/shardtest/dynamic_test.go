@@ -65,6 +65,43 @@ func (r *replica) held() map[types.UID]bool {
 	return out
 }
 
+// waitHandlersCaughtUp waits until, for every replica, the objects its
+// handlers were told of (adds minus deletes) are the objects its indexer
+// holds, and fails the test if that does not happen within a minute.
+func waitHandlersCaughtUp(t *testing.T, rs ...*replica) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		behind := ""
+		for _, r := range rs {
+			held := r.held()
+			adds, deletes := r.events()
+			told := 0
+			for uid, n := range adds {
+				if n > deletes[uid] {
+					told++
+					if !held[uid] {
+						behind = fmt.Sprintf("%s's handlers hold %s, its indexer does not", r.name, uid)
+					}
+				}
+			}
+			if behind == "" && told != len(held) {
+				behind = fmt.Sprintf("%s's handlers were told of %d objects, its indexer holds %d", r.name, told, len(held))
+			}
+			if behind != "" {
+				break
+			}
+		}
+		if behind == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("handlers did not catch up with their indexers: %s", behind)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (r *replica) events() (adds, deletes map[types.UID]int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -163,7 +200,11 @@ func TestDynamicMembership(t *testing.T) {
 	took := waitPartition(t, want, a, b, c)
 	t.Logf("3 members: partitioned %d objects %v after joining", len(want), took)
 	// The first member held everything until the others took their part:
-	// count handler events from here on.
+	// count handler events from here on, once every member's handlers
+	// have heard of what its indexer holds (client-go's processor
+	// delivers after the indexer is updated, so a's deletes for what b
+	// and c took may still be on their way when the partition is seen).
+	waitHandlersCaughtUp(t, a, b, c)
 	for _, r := range []*replica{a, b, c} {
 		r.mu.Lock()
 		r.adds, r.deletes = map[types.UID]int{}, map[types.UID]int{}
