@@ -59,14 +59,18 @@ func startSyncProfile(prefix, impl string, n int) (stop func(), err error) {
 	if prefix == "" {
 		return func() {}, nil
 	}
-	name := fmt.Sprintf("%s-%s-N%d-%d.prof", prefix, strings.NewReplacer(" ", "_", ":", "", "/", "_").Replace(impl), n, os.Getpid())
-	f, err := os.Create(name)
+	return startCPUProfile(fmt.Sprintf("%s-%s-N%d-%d.prof", prefix, strings.NewReplacer(" ", "_", ":", "", "/", "_").Replace(impl), n, os.Getpid()))
+}
+
+// startCPUProfile starts a CPU profile written to path; stop ends it.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("sync CPU profile: %w", err)
+		return nil, fmt.Errorf("CPU profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -79,6 +79,10 @@ type RestartConfig struct {
 	Writer func(ctx context.Context, tag string, m, n int, rate float64) error
 	// SkipRestart measures only the persistence cost.
 	SkipRestart bool
+	// PersistCPUProfile, if set, is a prefix: each persistence phase's
+	// window (the writes and the settle after them) is CPU-profiled to
+	// PREFIX-on-rN.prof and PREFIX-off-rN.prof.
+	PersistCPUProfile string
 	// LoadWorkers: parallel writers for the load. Default 16.
 	LoadWorkers int
 	// Logf receives progress lines; nil discards them.
@@ -555,6 +559,13 @@ func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res 
 		}
 		quiesce() // the first list's journal flushed and folded before the window
 		size0 := dirSize(cacheDir)
+		if c.PersistCPUProfile != "" {
+			stop, err := startCPUProfile(fmt.Sprintf("%s-%s-r%d.prof", c.PersistCPUProfile, name, run))
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			defer stop()
+		}
 		w0, u0 := processIO(), processUsage()
 		if err := writer(tag(name)); err != nil {
 			return 0, 0, 0, err
