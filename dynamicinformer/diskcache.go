@@ -133,22 +133,34 @@ func (d *factoryDisk) identity(ctx context.Context, gvr schema.GroupVersionResou
 
 // diskEligible says whether an informer of key may be kept on disk, and
 // why not. Informers whose identity is not a value (an unkeyed transform
-// or tweak, a shard source) or that merge several namespaces are not
-// (yet) kept. One that follows the preferred version is, under the
-// version it follows (specAt).
+// or tweak, a shard source) or whose namespaces are chosen while they run
+// (WithPermittedNamespaces) are not (yet) kept. One that follows the
+// preferred version is, under the version it follows (specAt); one over
+// several namespaces given is, and is always diffed (diskSeveral).
 func diskEligible(key spec, secrets bool) (string, bool) {
 	switch {
 	case key.own != 0:
 		return "a transform or tweak without a sharing key", false
 	case key.shardSource != nil:
 		return "a shard source", false
-	case key.permitted || key.candidates != "" || containsComma(key.namespaces):
-		return "several namespaces", false
+	case key.permitted || key.candidates != "":
+		return "namespaces chosen while it runs", false
 	case key.gvr.Group == "" && key.gvr.Resource == "secrets" && !secrets:
 		return "Secrets are kept on disk only with Options.CacheSecrets", false
 	}
 	return "", true
 }
+
+// diskSeveral: an informer over several namespaces merges one watch per
+// namespace and resumes by relisting (listwatch.MultiNamespace), so its
+// restored state is always compared with a new list (DiskDiffed,
+// reasonSeveral): handlers see only what changed, at the cost of a list
+// per namespace.
+func diskSeveral(key spec) bool { return containsComma(key.namespaces) }
+
+// reasonSeveral is DiskStatus.Reason of a Diffed start of an informer
+// over several namespaces.
+const reasonSeveral = "several namespaces resume by relisting"
 
 func containsComma(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -209,6 +221,7 @@ type entryDisk struct {
 	name    string
 	spec    string
 	follow  bool // the informer follows the preferred version (specAt)
+	several bool // over several namespaces: always diffed (diskSeveral)
 
 	mu       sync.Mutex // guards w, rvs, err, restored, logged, start, reason, age, written, reported
 	w        *persist.Writer
@@ -406,6 +419,8 @@ func (e *entry) restore(ctx context.Context) {
 			// holds, so it is compared with a new list.
 			e.lw.SetRestoredStale(list)
 			e.logger.Info("stored cache was written during a list: restored, then compared with a new list", "file", d.name, "objects", len(st.Objects))
+		case d.several:
+			e.lw.SetRestoredStale(list)
 		default:
 			e.lw.SetRestored(list)
 		}
@@ -450,6 +465,8 @@ func (e *entry) restore(ctx context.Context) {
 		e.diskStarted(DiskRemoved, gone)
 	case st.Listing && restored > 0:
 		e.diskStarted(DiskDiffed, reasonInsideList)
+	case d.several && restored > 0:
+		e.diskStarted(DiskDiffed, reasonSeveral)
 	}
 	reg, err := e.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { e.journalPut(obj) },

@@ -58,7 +58,8 @@ func TestDiskSpecNames(t *testing.T) {
 		ok      bool
 	}{
 		{resourceConfig{}, "configmaps", false, true},
-		{resourceConfig{namespaces: []string{"a", "b"}}, "configmaps", false, false},
+		{resourceConfig{namespaces: []string{"a", "b"}}, "configmaps", false, true},
+		{resourceConfig{permitted: true}, "configmaps", false, false},
 		{resourceConfig{}, "secrets", false, false},
 		{resourceConfig{}, "secrets", true, true},
 		{resourceConfig{own: 1}, "configmaps", false, false},

@@ -231,7 +231,9 @@
 //     from the stored resourceVersion was accepted.
 //   - Diffed (the server answers 410 Expired, or the state was stored
 //     while a list was under way — a crash or a stop in the middle of
-//     it — so no resourceVersion describes it): the same initial adds,
+//     it — so no resourceVersion describes it, or the informer is over
+//     several namespaces, whose merged watch resumes only by relisting
+//     — one list per namespace): the same initial adds,
 //     then the informer lists (Syncing) and client-go's Replace delivers
 //     an add per new object, an update per object whose resourceVersion
 //     changed and a delete per object gone. An object unchanged is not

@@ -198,7 +198,7 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 	if deps.disk != nil {
 		if why, ok := diskEligible(key, deps.disk.secrets); ok {
 			text := diskSpec(key)
-			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text), follow: key.follow}
+			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text), follow: key.follow, several: diskSeveral(key)}
 			e.lw.Hooks.Restored = e.restoredHook
 			e.lw.Hooks.ListEnded = e.diskListRV
 		} else {

@@ -130,9 +130,11 @@ type Options struct {
 	// CRD's UID). An informer that follows the preferred version (ForName
 	// without a version) is kept under the version it follows: after it
 	// moved, or if another version is preferred at the next start, the
-	// objects stored at the old version are not restored. Informers over
-	// several namespaces, with a shard source or an unkeyed transform or
-	// tweak are not kept. Empty: nothing is written.
+	// objects stored at the old version are not restored. An informer
+	// over several namespaces is kept but always diffed: restored, then
+	// each namespace listed, handlers given only the difference.
+	// Informers with WithPermittedNamespaces, a shard source or an
+	// unkeyed transform or tweak are not kept. Empty: nothing is written.
 	CacheDir string
 	// CacheSecrets lets CacheDir keep Secrets; without it, Secrets are
 	// never written to disk.

@@ -502,3 +502,110 @@ func TestRestartAfterCRDDeleted(t *testing.T) {
 	f3.Shutdown()
 	leaks.VerifyNoLeaks(t)
 }
+
+// TestRestartSeveralNamespacesDiffs: an informer over two namespaces is
+// kept on disk too. Its merged watch cannot be resumed from one
+// resourceVersion, so a restart restores the 40 stored objects (initial
+// adds), lists each namespace once, and its handlers see only the 14
+// changes made while it was down (Disk.Start Diffed, with the reason).
+func TestRestartSeveralNamespacesDiffs(t *testing.T) {
+	ctx := ctxT(t, 4*time.Minute)
+	nss := []string{unique("diskmany"), unique("diskmany")}
+	kube := cp.Kube()
+	for _, ns := range nss {
+		seedConfigMaps(t, ctx, kube, ns)
+	}
+	dir := t.TempDir()
+	leaks := controlplane.SnapshotGoroutines()
+	run := func() (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder, func() int) {
+		cfg := cp.Config()
+		var counters []*collectionRequests
+		for _, ns := range nss {
+			c := &collectionRequests{ns: ns}
+			cfg.Wrap(c.wrap)
+			counters = append(counters, c)
+		}
+		f := newFactory(t, cfg, dynamicinformer.Options{CacheDir: dir})
+		h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(nss...))
+		rec := newInitialRecorder()
+		reg, err := h.Informer().AddEventHandler(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start(ctx)
+		if !f.WaitForCacheSync(ctx)[configmaps] {
+			t.Fatalf("not synced: status %+v", h.Status())
+		}
+		eventually(t, ctx, "handler synced", reg.HasSynced)
+		lists := func() int {
+			n := 0
+			for _, c := range counters {
+				l, _ := c.counts()
+				n += l
+			}
+			return n
+		}
+		return f, h, rec, lists
+	}
+
+	f1, h1, rec1, lists1 := run()
+	if st := h1.Status(); st.Objects != 40 || st.CacheErr != nil || st.Disk.Start != dynamicinformer.DiskCold {
+		t.Fatalf("first run: %+v", st)
+	}
+	if initial, _, _, _, _ := rec1.seen(); initial != 40 || lists1() != 2 {
+		t.Fatalf("first run: %d initial adds, %d lists; want 40, 2", initial, lists1())
+	}
+	f1.Shutdown()
+
+	var added, updated, deleted []string
+	for _, ns := range nss {
+		a, u, d := changeWhileDown(t, ctx, kube, ns)
+		added, updated, deleted = append(added, a...), append(updated, u...), append(deleted, d...)
+	}
+	sort.Strings(added)
+	sort.Strings(updated)
+	sort.Strings(deleted)
+
+	f2, h2, rec2, lists2 := run()
+	defer f2.Shutdown()
+	waitSeen(t, ctx, rec2, 6, 4, 4)
+	// The cache is the server's state of both namespaces.
+	var server []string
+	for _, ns := range nss {
+		l, err := kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range l.Items {
+			server = append(server, o.Namespace+"/"+o.Name+"@"+o.ResourceVersion)
+		}
+	}
+	sort.Strings(server)
+	eventually(t, ctx, "the cache equals the server", func() bool {
+		var cache []string
+		for _, o := range h2.Informer().GetStore().List() {
+			k, rv := key(o)
+			cache = append(cache, k+"@"+rv)
+		}
+		sort.Strings(cache)
+		return fmt.Sprint(cache) == fmt.Sprint(server)
+	})
+	initial, a, u, d, noChange := rec2.seen()
+	st := h2.Status()
+	t.Logf("restart over two namespaces: %d restored, %d lists; handler: %d initial, adds %v, updates %v, deletes %v; disk %+v",
+		st.Restored, lists2(), initial, a, u, d, st.Disk)
+	if lists2() != 2 {
+		t.Errorf("restart sent %d lists, want one per namespace (2)", lists2())
+	}
+	if st.Restored != 40 || initial != 40 || st.CacheErr != nil {
+		t.Errorf("restored %d, initial adds %d, cache err %v; want 40, 40, nil", st.Restored, initial, st.CacheErr)
+	}
+	if st.Disk.Start != dynamicinformer.DiskDiffed || st.Disk.Reason == "" {
+		t.Errorf("disk status %+v; want Diffed with a reason", st.Disk)
+	}
+	if fmt.Sprint(a) != fmt.Sprint(added) || fmt.Sprint(u) != fmt.Sprint(updated) || fmt.Sprint(d) != fmt.Sprint(deleted) || noChange != 0 {
+		t.Errorf("handler saw adds %v updates %v (%d unchanged) deletes %v; want %v %v %v", a, u, noChange, d, added, updated, deleted)
+	}
+	f2.Shutdown()
+	leaks.VerifyNoLeaks(t)
+}
