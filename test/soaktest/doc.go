@@ -11,7 +11,10 @@
 // of the shard group together hold every object exactly once; and every
 // informer's Status is Synced (with the forbidden namespace named in Err
 // for the informer over several namespaces). How long that took after the
-// last fault healed is recorded per fault kind.
+// last fault healed is recorded per fault kind. Informers kept on disk
+// (Options.CacheDir) are among them: the disk-restart fault stops their
+// factory as a process exit would and starts a new one on the same
+// directory, whose new handlers must replay to the server's state too.
 //
 // The schedule comes from math/rand/v2 seeded with a printed seed: the
 // same seed gives the same faults, offsets, durations and writer choices

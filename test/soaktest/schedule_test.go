@@ -31,7 +31,7 @@ const (
 )
 
 var allFaults = []string{faultCompact, faultCut, faultStall, faultRefuse, faultRestart, faultCRD, faultRBAC, faultShard,
-	faultCRDVersion, faultCRDRecreate, faultCorrupt}
+	faultCRDVersion, faultCRDRecreate, faultCorrupt, faultDiskRestart}
 
 // fault is one scheduled fault: it starts At into the writers' window and
 // lasts For (where a duration means something); Pick chooses among

@@ -80,6 +80,7 @@ type harness struct {
 	user       string
 
 	admin, userF *dynamicinformer.Factory
+	disk         *diskProc // nil in minimal runs
 
 	mu       sync.Mutex // guards subjects, group, memberN
 	subjects []*subject
@@ -240,6 +241,9 @@ func newHarness(t *testing.T, ctx context.Context, cfg config) *harness {
 			h.userF.ForResource(h.configmaps.gvr, dynamicinformer.WithNamespaces(h.namespaces...)), dynamicinformer.ErrForbidden)
 		add("access-check", scope{res: h.gadgets},
 			h.userF.ForResource(h.gadgets.gvr, dynamicinformer.WithAccessCheck(true)), nil)
+		if err := h.startDisk(ctx, t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if cfg.extra != nil {
 		h.subjects = append(h.subjects, cfg.extra(ctx, h)...)
@@ -335,6 +339,9 @@ func (h *harness) shutdown() {
 	h.mu.Unlock()
 	for _, s := range group {
 		s.member.Stop()
+	}
+	if h.disk != nil {
+		h.disk.shutdown()
 	}
 }
 
@@ -546,6 +553,11 @@ func (h *harness) inject(ctx context.Context, f fault) error {
 		p.CutAll() // open watches were authorized when they opened
 		sleep(ctx, f.For)
 		return retry(ctx, "grant", h.grant)
+	case faultDiskRestart:
+		if h.disk == nil {
+			return nil
+		}
+		return h.disk.restart(ctx, f.For)
 	case faultShard:
 		h.mu.Lock()
 		if len(h.group) == 0 {
@@ -720,6 +732,9 @@ func (h *harness) runIteration(ctx context.Context, it iteration) (time.Duration
 	fwg.Wait()
 	// Quiet: writers stopped, every fault healed.
 	took, divs, lagging := h.check(ctx, h.cfg.quiet)
+	if h.disk != nil && len(divs) == 0 {
+		h.disk.tally()
+	}
 	h.stats.mu.Lock()
 	defer h.stats.mu.Unlock()
 	h.stats.iterations++
@@ -849,6 +864,9 @@ func (h *harness) report(elapsed time.Duration) string {
 	}
 	if len(s.faultErrs) > 0 {
 		fmt.Fprintf(&b, "\nfault errors: %s\n", strings.Join(s.faultErrs, "; "))
+	}
+	if h.disk != nil {
+		fmt.Fprintf(&b, "\n%s\n", h.disk.summary())
 	}
 	h.mu.Lock()
 	all := append(append([]*subject(nil), h.subjects...), h.group...)
