@@ -409,8 +409,9 @@ func (e *entry) run(ctx context.Context) {
 }
 
 // monitorSync feeds the state machine what it cannot be told: whether
-// client-go's informer has synced, its reflector's last-synced
-// resourceVersion and, while a removal drains, whether the cache is empty
+// client-go's informer has synced, the resourceVersion its cache has
+// applied (storeRV: client-go's store's, so a relist counts once its
+// Replace is applied, not once the reflector queued it) and, while a removal drains, whether the cache is empty
 // (lifecycle.CacheChecked). It checks when nudged, on client-go's first
 // sync (waited for, not polled), and every syncPoll while the machine
 // polls.
@@ -423,7 +424,7 @@ func (e *entry) monitorSync(ctx context.Context) {
 		removal := e.lc.Removal()
 		e.mu.Unlock()
 		ev := lifecycle.Event{Kind: lifecycle.CacheChecked, Removal: removal,
-			InformerSynced: e.informer.HasSynced(), LastRV: e.informer.LastSyncResourceVersion()}
+			InformerSynced: e.informer.HasSynced(), LastRV: e.storeRV()}
 		if removal != 0 {
 			ev.CacheEmpty = e.cacheEmpty()
 		}

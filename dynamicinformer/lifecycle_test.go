@@ -363,21 +363,18 @@ func TestForNameFollowsCRDVersions(t *testing.T) {
 	}
 	waitUntil(t, "moved to v2", 10*time.Second, func() bool { return h.GVR() == widgetsV2 })
 	waitUntil(t, "synced at v2", 10*time.Second, func() bool { st := h.Status(); return st.State == Synced && st.GVR == widgetsV2 })
-	// Synced after a version switch is published once the reflector's
-	// resourceVersion reached the relist's; the relist's Replace may
-	// still be in the informer's queue for a moment (docs/DESIGN.md, "Not
-	// done yet"), so the cache is checked to get there, never to pass
-	// through another state.
-	var objs []interface{}
-	waitUntil(t, "only v2 objects cached", 10*time.Second, func() bool {
-		objs = h.Informer().GetStore().List()
-		for _, o := range objs {
-			if o.(*unstructured.Unstructured).GetAPIVersion() != "example.com/v2" {
-				return false
-			}
+	// Synced after a version switch is published once the relist's
+	// Replace is applied (the store's resourceVersion reached the
+	// relist's), so the cache holds v2's objects, and only them, at once.
+	objs := h.Informer().GetStore().List()
+	for _, o := range objs {
+		if v := o.(*unstructured.Unstructured).GetAPIVersion(); v != "example.com/v2" {
+			t.Errorf("Synced at v2, the cache holds %s of %s", o.(*unstructured.Unstructured).GetName(), v)
 		}
-		return len(objs) == 2
-	})
+	}
+	if len(objs) != 2 {
+		t.Errorf("Synced at v2, the cache holds %d objects, want 2", len(objs))
+	}
 	if pinned.GVR() != widgets {
 		t.Fatalf("the pinned informer moved to %v", pinned.GVR())
 	}

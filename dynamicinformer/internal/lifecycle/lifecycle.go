@@ -103,8 +103,10 @@ type Event struct {
 	Open bool
 	// Version: the version a VersionSwitched informer follows now.
 	Version string
-	// CacheChecked's observations: client-go's informer has synced, its
-	// reflector's last-synced resourceVersion, whether the cache is empty
+	// CacheChecked's observations: client-go's informer has synced, the
+	// resourceVersion its cache has applied (with client-go's AtomicFIFO,
+	// the store's: a relist's Replace counts once applied; without it,
+	// the reflector's last-synced one), whether the cache is empty
 	// (only looked at while a removal drains), and the Removal id that
 	// was current when the observation began (Machine.Removal).
 	InformerSynced bool

@@ -151,7 +151,7 @@ var Rules = []Rule{
 	{ID: "removal-published", On: CacheChecked, When: "the removal observed is pending and the cache is empty or RemovalGrace has passed",
 		To: Removed, Effects: Publish, Also: "Err ErrNotServed, reason the removal's"},
 	{ID: "synced", On: CacheChecked, From: []State{Restored, Syncing},
-		When: "client-go's informer has synced, a watch is open and, after a removal or version switch, the relist returned and the reflector's resourceVersion reached it",
+		When: "client-go's informer has synced, a watch is open and, after a removal or version switch, the relist returned and the cache applied it (the store's resourceVersion reached it)",
 		To:   Synced, Effects: Publish | CloseSynced, Also: "the first time, the synced channel is closed"},
 	{ID: "synced-stale", On: CacheChecked, From: []State{Restored, Syncing}, When: "as synced, while contact is lost",
 		To: Stale, Effects: Publish | CloseSynced, Also: "as synced; reason the lost contact's"},
