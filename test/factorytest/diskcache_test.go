@@ -116,12 +116,25 @@ func (r *initialRecorder) seen() (initial int, added, updated, deleted []string,
 // configmaps, and waits for Synced.
 func diskRun(t *testing.T, ctx context.Context, dir, ns string, opts dynamicinformer.Options) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder, *collectionRequests) {
 	t.Helper()
+	counters := []*collectionRequests{{ns: ns}}
+	f, h, rec := diskStart(t, ctx, dir, opts, counters)
+	return f, h, rec, counters[0]
+}
+
+// diskStart starts a factory on dir, whose transport counts the requests
+// of each counter's namespace, with a recorder on the configmaps of those
+// namespaces, and waits for Synced.
+func diskStart(t *testing.T, ctx context.Context, dir string, opts dynamicinformer.Options, counters []*collectionRequests) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder) {
+	t.Helper()
 	cfg := cp.Config()
-	counter := &collectionRequests{ns: ns}
-	cfg.Wrap(counter.wrap)
+	var nss []string
+	for _, c := range counters {
+		cfg.Wrap(c.wrap)
+		nss = append(nss, c.ns)
+	}
 	opts.CacheDir = dir
 	f := newFactory(t, cfg, opts)
-	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
+	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(nss...))
 	rec := newInitialRecorder()
 	reg, err := h.Informer().AddEventHandler(rec)
 	if err != nil {
@@ -133,7 +146,7 @@ func diskRun(t *testing.T, ctx context.Context, dir, ns string, opts dynamicinfo
 	}
 	// The handler has had the initial list.
 	eventually(t, ctx, "handler synced", reg.HasSynced)
-	return f, h, rec, counter
+	return f, h, rec
 }
 
 // changeWhileDown creates 3 configmaps, updates 2 and deletes 2 of the
@@ -518,25 +531,11 @@ func TestRestartSeveralNamespacesDiffs(t *testing.T) {
 	dir := t.TempDir()
 	leaks := controlplane.SnapshotGoroutines()
 	run := func() (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder, func() int) {
-		cfg := cp.Config()
 		var counters []*collectionRequests
 		for _, ns := range nss {
-			c := &collectionRequests{ns: ns}
-			cfg.Wrap(c.wrap)
-			counters = append(counters, c)
+			counters = append(counters, &collectionRequests{ns: ns})
 		}
-		f := newFactory(t, cfg, dynamicinformer.Options{CacheDir: dir})
-		h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(nss...))
-		rec := newInitialRecorder()
-		reg, err := h.Informer().AddEventHandler(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Start(ctx)
-		if !f.WaitForCacheSync(ctx)[configmaps] {
-			t.Fatalf("not synced: status %+v", h.Status())
-		}
-		eventually(t, ctx, "handler synced", reg.HasSynced)
+		f, h, rec := diskStart(t, ctx, dir, dynamicinformer.Options{}, counters)
 		lists := func() int {
 			n := 0
 			for _, c := range counters {
