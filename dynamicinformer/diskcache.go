@@ -22,6 +22,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
+	"github.com/informerkit/informerkit/internal/diskcost"
 	"github.com/informerkit/informerkit/internal/persist"
 	"github.com/informerkit/informerkit/internal/treecodec"
 )
@@ -656,6 +657,9 @@ func decodeFromDisk(data []byte, metadataOnly bool) (runtime.Object, error) {
 // An object already written at its resourceVersion (a restored one) is
 // not written again.
 func (e *entry) journalPut(obj interface{}) {
+	if stop := diskcost.Start(); stop != nil {
+		defer stop()
+	}
 	d := e.disk
 	key, err := toolscache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
@@ -694,6 +698,9 @@ func (e *entry) journalPut(obj interface{}) {
 }
 
 func (e *entry) journalDelete(obj interface{}) {
+	if stop := diskcost.Start(); stop != nil {
+		defer stop()
+	}
 	d := e.disk
 	t, final := obj.(toolscache.DeletedFinalStateUnknown)
 	if final {
