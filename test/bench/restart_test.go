@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/informerkit/informerkit/internal/diskcost"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
@@ -64,6 +65,13 @@ func TestRestartShort(t *testing.T) {
 	off, ok2 := persist.Median(RowPersist, pcs, "stored", PersistOff)
 	if !ok1 || !ok2 || !(on > 100) || off != 0 {
 		t.Errorf("bytes stored per event with CacheDir %v (%v), without %v (%v); want more than 100 with (a journal record per event), none without", on, ok1, off, ok2)
+	}
+	// The journal's own CPU (thread CPU time, Linux): some with CacheDir,
+	// none without.
+	jOn, ok1 := persist.Median(RowPersist, pcs, "journal CPU", PersistOn)
+	jOff, ok2 := persist.Median(RowPersist, pcs, "journal CPU", PersistOff)
+	if !ok1 || !ok2 || jOff != 0 || diskcost.Supported && !(jOn > 0) {
+		t.Errorf("journal CPU per event with CacheDir %v (%v), without %v (%v); want more than 0 with, none without", jOn, ok1, jOff, ok2)
 	}
 	if _, ok := persist.Median(RowPersist, pcs, "written", PersistOn); !ok {
 		t.Error("no write(2) sample")
