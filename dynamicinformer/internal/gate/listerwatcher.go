@@ -157,7 +157,9 @@ type ListerWatcher struct {
 	// queue lags the streams. A removal or a refill builds its deletes
 	// from the cache; a key here already has its delete on the way, and a
 	// second one would reach handlers as the delete of an object they no
-	// longer hold. Pruned of keys the cache no longer holds.
+	// longer hold. A key leaves when an add or update of it is handed
+	// after its delete, or a list page holding it (forgetListed); pruned
+	// of keys the cache no longer holds.
 	qmu           sync.Mutex // guards queuedDeletes, queuedLimit
 	queuedDeletes map[string]struct{}
 	queuedLimit   int
@@ -664,8 +666,10 @@ func (lw *ListerWatcher) awaitReturn(ctx context.Context, opts metav1.ListOption
 	}
 }
 
-// keysPage records a list page in Keys (the last page ends the list).
+// keysPage records a list page handed to the reflector: in Keys (the
+// last page ends the list), and in queuedDeletes (forgetListed).
 func (lw *ListerWatcher) keysPage(list runtime.Object) {
+	lw.forgetListed(list)
 	if lw.Keys == nil {
 		return
 	}
@@ -1064,6 +1068,27 @@ func (lw *ListerWatcher) observeDelete(ev watch.Event) (taken func()) {
 			lw.queuedLimit = 2 * len(lw.queuedDeletes)
 		}
 	}
+}
+
+// forgetListed takes the keys of a list page handed to the reflector out
+// of queuedDeletes: the list's Replace comes after any delete handed
+// before it and puts its objects in the cache, where no watch event the
+// gate sees would take them out (an object deleted, created again and
+// brought back by a relist). Kept, such a key would be skipped by every
+// later removal and refill, and its object stay cached.
+func (lw *ListerWatcher) forgetListed(list runtime.Object) {
+	if !lw.queuedAny.Load() {
+		return
+	}
+	lw.qmu.Lock()
+	defer lw.qmu.Unlock()
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		if k, err := toolscache.MetaNamespaceKeyFunc(o); err == nil {
+			delete(lw.queuedDeletes, k)
+		}
+		return nil
+	})
+	lw.queuedAny.Store(len(lw.queuedDeletes) > 0)
 }
 
 // deleteQueued reports whether a delete of key was handed to the

@@ -740,3 +740,45 @@ func TestRemovalAndRefillSkipQueuedDeletes(t *testing.T) {
 		t.Fatalf("second removal %v, want %v", got, want)
 	}
 }
+
+// TestQueuedDeleteForgottenWhenListed: a key whose delete was handed to
+// the reflector and then listed again — created anew and brought back by
+// a relist, whose Replace puts it in the cache without any watch event
+// the gate sees — is deleted by the next removal. (It used to count as
+// "delete on the way" for ever: the object stayed cached after its
+// resource was removed and after it came back; the soak saw it as extra
+// objects after a CRD was deleted and re-created.)
+func TestQueuedDeleteForgottenWhenListed(t *testing.T) {
+	leaks(t)
+	f := newFixture(t, true, 0)
+	f.cache.set(widget("w1", "5"), widget("w2", "6"))
+	f.lw.CachedByKey = func(key string) (interface{}, bool) {
+		for _, o := range f.cache.list() {
+			if k, _ := toolscache.MetaNamespaceKeyFunc(o); k == key {
+				return o, true
+			}
+		}
+		return nil, false
+	}
+	f.inner.set(func(s *stubLW) { s.items = []*unstructured.Unstructured{widget("w1", "5"), widget("w2", "6")} })
+	w := listAndWatch(t, f.lw)
+	_, server := f.inner.lastWatch()
+	server.Delete(widget("w2", "7"))
+	if got := summary(drain(t, w, 1)); !slices.Equal(got, []string{"DELETED:w2@7"}) {
+		t.Fatalf("server's delete: %v", got)
+	}
+	f.cache.set(widget("w1", "5")) // taken in
+	w.Stop()
+	// w2 is created again; the watch ends and the reflector relists:
+	// the list brings w2 back, its Replace puts it in the cache.
+	f.inner.set(func(s *stubLW) { s.items = []*unstructured.Unstructured{widget("w1", "5"), widget("w2", "8")} })
+	w = listAndWatch(t, f.lw)
+	defer w.Stop()
+	f.cache.set(widget("w1", "5"), widget("w2", "8"))
+	f.lw.SetServed(false, "CRD deleted", true)
+	got := summary(drain(t, w, -1))
+	slices.Sort(got)
+	if want := []string{"BOOKMARK:@" + SyntheticRV, "DELETED:w1@5", "DELETED:w2@8"}; !slices.Equal(got, want) {
+		t.Fatalf("removal %v, want %v (w2 listed after its delete is cached: it is deleted too)", got, want)
+	}
+}
