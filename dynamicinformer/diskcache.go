@@ -254,6 +254,8 @@ type entryDisk struct {
 	list       *diskList
 	listedOnce bool
 	reg        toolscache.ResourceEventHandlerRegistration
+	// quietRV: the cache's resourceVersion at the last diskProgress.
+	quietRV string
 
 	encMu sync.Mutex // guards enc
 	enc   []byte     // scratch for the stored form of one object
@@ -763,6 +765,7 @@ func (e *entry) diskLoop(ctx context.Context) {
 		e.diskReport(w.Stats())
 		e.diskConfirm(false)
 		e.diskListProgress("", e.journalSynced())
+		e.diskProgress()
 		if w.FoldDue() {
 			if err := w.Fold(); err != nil {
 				e.diskFailed(err)
@@ -770,6 +773,59 @@ func (e *entry) diskLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// diskProgress journals the cache's resourceVersion when it moved past
+// the journal's without a change — a bookmark — so that a resource quiet
+// for longer than the server's history window still resumes after a
+// restart instead of listing. Only when that is provably the journaled
+// state: client-go's store reports the resourceVersion it has applied
+// (AtomicFIFO; the reflector's would run ahead of the cache), it did not
+// move since the last call (quiet for a diskSyncPeriod), no list is under
+// way, and the journal holds exactly what the cache holds (every key at
+// its resourceVersion: the journal's handler has nothing left to write),
+// the cache still at that resourceVersion after the comparison.
+func (e *entry) diskProgress() {
+	if w, rv := e.diskQuietAt(); w != nil {
+		// (Outside d.mu: a record journaled meanwhile is of a later
+		// resourceVersion, and Progress writes nothing inside a list.)
+		if err := w.Progress(rv); err != nil {
+			e.diskFailed(err)
+		}
+	}
+}
+
+// diskQuietAt is diskProgress's check: the writer and the resourceVersion
+// to journal, or nil.
+func (e *entry) diskQuietAt() (*persist.Writer, string) {
+	d := e.disk
+	store := e.informer.GetStore()
+	rv := store.LastStoreSyncResourceVersion()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	quiet := rv != "" && rv == d.quietRV
+	d.quietRV = rv
+	if !quiet || d.w == nil || d.list != nil || !newerRV(rv, d.w.Stats().RV) {
+		return nil, ""
+	}
+	objs := store.List()
+	if len(objs) != len(d.rvs) {
+		return nil, ""
+	}
+	for _, obj := range objs {
+		key, err := toolscache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return nil, ""
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil || d.rvs[key] != m.GetResourceVersion() {
+			return nil, ""
+		}
+	}
+	if store.LastStoreSyncResourceVersion() != rv {
+		return nil, ""
+	}
+	return d.w, rv
 }
 
 // closeDisk folds and closes the journal once the informer has stopped

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -326,5 +328,75 @@ func TestDiskNeverBackInTime(t *testing.T) {
 	st := run("5")
 	if st.Restored != 0 || st.Disk.Start != DiskCold || st.Disk.Reason != reasonNewer || st.State != Synced || st.Objects != 1 {
 		t.Fatalf("the server earlier than the stored state: restored %d, disk %+v, %s with %d objects; want a cold start (%q)", st.Restored, st.Disk, st.State, st.Objects, reasonNewer)
+	}
+}
+
+// TestDiskProgressFromBookmark: a quiet resource's stored resourceVersion
+// follows the bookmarks its cache applies, so a restart resumes from the
+// last bookmark (a watch from "50"), not from the last object change
+// ("7", which the server's history may no longer hold).
+func TestDiskProgressFromBookmark(t *testing.T) {
+	dir := t.TempDir()
+	run := func(bookmark string) (Status, []string) {
+		ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace",
+			"metadata": map[string]interface{}{"name": "kube-system", "uid": "cluster-a"}}}
+		cm := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]interface{}{"name": "settings", "namespace": "team-a", "resourceVersion": "7"}}}
+		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{
+			configmapsGVR: "ConfigMapList", namespacesGVR: "NamespaceList",
+		}, ns, cm)
+		client.PrependReactor("list", "namespaces", func(clienttesting.Action) (bool, kruntime.Object, error) {
+			l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "NamespaceList"}}
+			l.SetResourceVersion("100")
+			return true, l, nil
+		})
+		var mu sync.Mutex
+		var watches []string
+		w := watch.NewRaceFreeFake()
+		client.PrependWatchReactor("configmaps", func(a clienttesting.Action) (bool, watch.Interface, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			watches = append(watches, a.(clienttesting.WatchActionImpl).WatchRestrictions.ResourceVersion)
+			return true, w, nil
+		})
+		f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, CacheDir: dir})
+		defer f.Shutdown()
+		h := f.ForResource(configmapsGVR, WithNamespaces("team-a"))
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		f.Start(ctx)
+		f.WaitForCacheSync(ctx)
+		if bookmark != "" {
+			// First the initial list's records (written after Synced, by
+			// the journal's handler and its once-a-second sync): wait
+			// until nothing is written for more than a sync period.
+			before := h.Status().Disk.Written
+			for stable := time.Now(); time.Since(stable) < diskSyncPeriod+500*time.Millisecond; time.Sleep(50 * time.Millisecond) {
+				if now := h.Status().Disk.Written; now != before {
+					before, stable = now, time.Now()
+				}
+			}
+			b := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
+			b.SetResourceVersion(bookmark)
+			w.Action(watch.Bookmark, b)
+			// Journaled once the cache has applied it and stayed there
+			// for a sync period: a record is written.
+			for h.Status().Disk.Written == before {
+				if ctx.Err() != nil {
+					t.Fatalf("the bookmark at %s was never journaled: %+v", bookmark, h.Status().Disk)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return h.Status(), append([]string(nil), watches...)
+	}
+	if st, _ := run("50"); st.State != Synced || st.Disk.Start != DiskCold {
+		t.Fatalf("first run: %+v", st)
+	}
+	st, watches := run("")
+	if st.Restored != 1 || len(watches) == 0 || watches[0] != "50" {
+		t.Fatalf("restart: restored %d, watches from %q; want 1 restored, the first watch from the bookmark's 50", st.Restored, watches)
 	}
 }

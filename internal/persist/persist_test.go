@@ -549,3 +549,41 @@ func TestContinue(t *testing.T) {
 	}
 	w3.Close()
 }
+
+// TestProgress: outside a list, Progress makes the state load at its
+// resourceVersion (later than every record's); inside one it writes
+// nothing, so it cannot end the list's mark.
+func TestProgress(t *testing.T) {
+	dir := t.TempDir()
+	d := open(t, dir)
+	w, err := d.Create("cm", testID, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.Put("ns/a", "7", []byte(`{"a":1}`)))
+	must(w.Progress("50"))
+	if got := w.Stats().RV; got != "50" {
+		t.Fatalf("writer at %q after Progress(50)", got)
+	}
+	must(w.Listing())
+	records := w.Stats().Records
+	must(w.Progress("60"))
+	if st := w.Stats(); st.Records != records || !st.Listing || st.RV != "50" {
+		t.Fatalf("Progress inside a list: %d records (had %d), listing %v, rv %q; want nothing written", st.Records, records, st.Listing, st.RV)
+	}
+	must(w.Listed("55"))
+	must(w.Close())
+	d.Close()
+	d = open(t, dir)
+	defer d.Close()
+	st, _, err := d.Load("cm", testID)
+	if err != nil || st.Listing || st.RV != "55" || len(st.Objects) != 1 {
+		t.Fatalf("loaded: rv %q, listing %v, %d objects, err %v; want 55, false, 1", st.RV, st.Listing, len(st.Objects), err)
+	}
+}

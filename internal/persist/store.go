@@ -511,6 +511,21 @@ func (w *Writer) Listing() error { return w.append(opListing, "", "", nil) }
 // its records).
 func (w *Writer) Listed(rv string) error { return w.append(opListed, "", rv, nil) }
 
+// Progress journals that what was journaled is the state at rv, a
+// resourceVersion later than its records' (a bookmark the informer's
+// cache applied, nothing changed since): the state loads at rv, so a
+// watch resumes from there. It is the record Listed writes; outside a
+// list only (a writer inside one writes nothing and returns nil).
+func (w *Writer) Progress(rv string) error {
+	w.mu.Lock()
+	listing := w.listing
+	w.mu.Unlock()
+	if listing {
+		return nil
+	}
+	return w.append(opListed, "", rv, nil)
+}
+
 func (w *Writer) append(op byte, key, rv string, data []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
