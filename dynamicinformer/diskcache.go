@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -256,6 +257,11 @@ type entryDisk struct {
 	reg        toolscache.ResourceEventHandlerRegistration
 	// quietRV: the cache's resourceVersion at the last diskProgress.
 	quietRV string
+	// catchUpRV: after a restore, the server's resourceVersion as the
+	// informer started ("" if unknown or nothing restored); caughtUp:
+	// the cache reached it (DiskStatus.CaughtUp).
+	catchUpRV string
+	caughtUp  bool
 
 	encMu sync.Mutex // guards enc
 	enc   []byte     // scratch for the stored form of one object
@@ -289,7 +295,7 @@ func (d *entryDisk) status() (DiskStatus, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ds := DiskStatus{Start: d.start, Reason: d.reason, Restored: d.restored, Age: d.age, Written: d.before + d.written}
+	ds := DiskStatus{Start: d.start, Reason: d.reason, Restored: d.restored, Age: d.age, Written: d.before + d.written, CaughtUp: d.caughtUp}
 	if d.w != nil {
 		ds.Written = d.before + d.w.Stats().Written
 	}
@@ -457,6 +463,9 @@ func (e *entry) restore(ctx context.Context) {
 	}
 	d.restored = restored
 	d.listedOnce = restored > 0
+	if cold == "" && gone == "" && restored > 0 {
+		d.catchUpRV = d.factory.currentRV(ctx)
+	}
 	if cold == "" && !info.Written.IsZero() {
 		d.age = max(time.Since(info.Written), 0)
 	}
@@ -765,6 +774,7 @@ func (e *entry) diskLoop(ctx context.Context) {
 		e.diskReport(w.Stats())
 		e.diskConfirm(false)
 		e.diskListProgress("", e.journalSynced())
+		e.diskCatchUp()
 		e.diskProgress()
 		if w.FoldDue() {
 			if err := w.Fold(); err != nil {
@@ -793,6 +803,29 @@ func (e *entry) diskProgress() {
 			e.diskFailed(err)
 		}
 	}
+}
+
+// diskCatchUp sets DiskStatus.CaughtUp once the cache has applied the
+// server's resourceVersion read when the informer restored its state.
+func (e *entry) diskCatchUp() {
+	d := e.disk
+	d.mu.Lock()
+	target, done := d.catchUpRV, d.caughtUp
+	d.mu.Unlock()
+	if done || target == "" {
+		return
+	}
+	rv := e.informer.GetStore().LastStoreSyncResourceVersion()
+	if rv == "" {
+		return
+	}
+	if c, err := resourceversion.CompareResourceVersion(rv, target); err != nil || c < 0 {
+		return
+	}
+	d.mu.Lock()
+	d.caughtUp = true
+	d.mu.Unlock()
+	e.logger.V(2).Info("restored cache caught up with the server", "resourceVersion", rv, "target", target)
 }
 
 // diskQuietAt is diskProgress's check: the writer and the resourceVersion

@@ -399,4 +399,13 @@ func TestDiskProgressFromBookmark(t *testing.T) {
 	if st.Restored != 1 || len(watches) == 0 || watches[0] != "50" {
 		t.Fatalf("restart: restored %d, watches from %q; want 1 restored, the first watch from the bookmark's 50", st.Restored, watches)
 	}
+	// The server was at 100 as it restarted: caught up with a bookmark
+	// there (checked before the bookmark is journaled, which the run
+	// waits for).
+	if st.Disk.CaughtUp {
+		t.Fatalf("caught up before reaching the server's 100: %+v", st.Disk)
+	}
+	if st, _ := run("100"); !st.Disk.CaughtUp || st.Disk.Start != DiskResumed {
+		t.Fatalf("after a bookmark at the server's resourceVersion: %+v; want Resumed, caught up", st.Disk)
+	}
 }

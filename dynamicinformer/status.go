@@ -103,6 +103,17 @@ type DiskStatus struct {
 	// Written counts the bytes written to the cache directory for the
 	// informer since it started (snapshots and journals).
 	Written int64
+	// CaughtUp: after a restore (Start DiskResumed or DiskDiffed), the
+	// cache has reached the server's resourceVersion read as it started
+	// (an event or a bookmark at or past it, or the diff's list applied):
+	// what changed while the process was down is in the cache. Synced
+	// comes first (a resumed informer is Synced once the server accepted
+	// its watch; the changes since follow as ordinary events), and a
+	// quiet resource reaches CaughtUp only with its first bookmark (the
+	// API server sends one about every minute). False otherwise, and when
+	// the server's resourceVersion could not be read (no list of
+	// namespaces allowed) or client-go's AtomicFIFO is off.
+	CaughtUp bool
 }
 
 // Status is a snapshot of one informer's state.
