@@ -228,7 +228,10 @@
 //     resourceVersion): an add per restored object, isInInitialList true,
 //     while the informer is Restored; then the events since, as ordinary
 //     adds, updates and deletes. No list is sent. Synced once the watch
-//     from the stored resourceVersion was accepted.
+//     from the stored resourceVersion was accepted; Status.Disk.CaughtUp
+//     once the cache has reached the server's resourceVersion of the
+//     start (for a quiet resource, at its first bookmark: about a
+//     minute).
 //   - Diffed (the server answers 410 Expired, or the state was stored
 //     while a list was under way — a crash or a stop in the middle of
 //     it — so no resourceVersion describes it, or the informer is over
