@@ -298,18 +298,7 @@ func TestSkipUnchanged(t *testing.T) {
 func TestDiskNeverBackInTime(t *testing.T) {
 	dir := t.TempDir()
 	run := func(serverRV string) Status {
-		ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace",
-			"metadata": map[string]interface{}{"name": "kube-system", "uid": "cluster-a"}}}
-		cm := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]interface{}{"name": "settings", "namespace": "team-a", "resourceVersion": "7"}}}
-		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{
-			configmapsGVR: "ConfigMapList", namespacesGVR: "NamespaceList",
-		}, ns, cm)
-		client.PrependReactor("list", "namespaces", func(clienttesting.Action) (bool, kruntime.Object, error) {
-			l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "NamespaceList"}}
-			l.SetResourceVersion(serverRV)
-			return true, l, nil
-		})
+		client := diskFakeClient(serverRV)
 		f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, CacheDir: dir})
 		defer f.Shutdown()
 		h := f.ForResource(configmapsGVR, WithNamespaces("team-a"))
@@ -338,18 +327,7 @@ func TestDiskNeverBackInTime(t *testing.T) {
 func TestDiskProgressFromBookmark(t *testing.T) {
 	dir := t.TempDir()
 	run := func(bookmark string) (Status, []string) {
-		ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace",
-			"metadata": map[string]interface{}{"name": "kube-system", "uid": "cluster-a"}}}
-		cm := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]interface{}{"name": "settings", "namespace": "team-a", "resourceVersion": "7"}}}
-		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{
-			configmapsGVR: "ConfigMapList", namespacesGVR: "NamespaceList",
-		}, ns, cm)
-		client.PrependReactor("list", "namespaces", func(clienttesting.Action) (bool, kruntime.Object, error) {
-			l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "NamespaceList"}}
-			l.SetResourceVersion("100")
-			return true, l, nil
-		})
+		client := diskFakeClient("100")
 		var mu sync.Mutex
 		var watches []string
 		w := watch.NewRaceFreeFake()
@@ -408,4 +386,23 @@ func TestDiskProgressFromBookmark(t *testing.T) {
 	if st, _ := run("100"); !st.Disk.CaughtUp || st.Disk.Start != DiskResumed {
 		t.Fatalf("after a bookmark at the server's resourceVersion: %+v; want Resumed, caught up", st.Disk)
 	}
+}
+
+// diskFakeClient is a fake cluster (kube-system's UID "cluster-a") with
+// one configmap, team-a/settings at resourceVersion 7, whose namespace
+// lists answer at serverRV (the server's resourceVersion).
+func diskFakeClient(serverRV string) *dynamicfake.FakeDynamicClient {
+	ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]interface{}{"name": "kube-system", "uid": "cluster-a"}}}
+	cm := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]interface{}{"name": "settings", "namespace": "team-a", "resourceVersion": "7"}}}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{
+		configmapsGVR: "ConfigMapList", namespacesGVR: "NamespaceList",
+	}, ns, cm)
+	client.PrependReactor("list", "namespaces", func(clienttesting.Action) (bool, kruntime.Object, error) {
+		l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "NamespaceList"}}
+		l.SetResourceVersion(serverRV)
+		return true, l, nil
+	})
+	return client
 }

@@ -34,11 +34,7 @@ func writeHistory(t *testing.T, d *Dir) []map[string]string {
 		t.Fatal(err)
 	}
 	states := []map[string]string{{"ns/a": `{"a":1}`, "ns/b": `{"b":1}`}}
-	must := func(err error) {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	must(w.Put("ns/c", "11", []byte(`{"c":1}`)))
 	states = append(states, map[string]string{"ns/a": `{"a":1}`, "ns/b": `{"b":1}`, "ns/c": `{"c":1}`})
 	must(w.Put("ns/a", "12", []byte(`{"a":2}`)))
@@ -346,12 +342,7 @@ func TestListingMarkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	must(w.Listing())
 	// The list's first object came in at a resourceVersion later than
 	// changes it has not brought yet.
@@ -560,12 +551,7 @@ func TestProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	must(w.Put("ns/a", "7", []byte(`{"a":1}`)))
 	must(w.Progress("50"))
 	if got := w.Stats().RV; got != "50" {
@@ -585,5 +571,15 @@ func TestProgress(t *testing.T) {
 	st, _, err := d.Load("cm", testID)
 	if err != nil || st.Listing || st.RV != "55" || len(st.Objects) != 1 {
 		t.Fatalf("loaded: rv %q, listing %v, %d objects, err %v; want 55, false, 1", st.RV, st.Listing, len(st.Objects), err)
+	}
+}
+
+// mustFor returns a check that fails t on an error.
+func mustFor(t *testing.T) func(error) {
+	return func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -699,14 +699,7 @@ func TestRemovalAndRefillSkipQueuedDeletes(t *testing.T) {
 	leaks(t)
 	f := newFixture(t, true, 0)
 	f.cache.set(widget("w1", "5"), widget("w2", "6"))
-	f.lw.CachedByKey = func(key string) (interface{}, bool) {
-		for _, o := range f.cache.list() {
-			if k, _ := toolscache.MetaNamespaceKeyFunc(o); k == key {
-				return o, true
-			}
-		}
-		return nil, false
-	}
+	f.lw.CachedByKey = f.cachedByKey
 	w := listAndWatch(t, f.lw)
 	_, server := f.inner.lastWatch()
 	server.Delete(widget("w2", "7"))
@@ -752,14 +745,7 @@ func TestQueuedDeleteForgottenWhenListed(t *testing.T) {
 	leaks(t)
 	f := newFixture(t, true, 0)
 	f.cache.set(widget("w1", "5"), widget("w2", "6"))
-	f.lw.CachedByKey = func(key string) (interface{}, bool) {
-		for _, o := range f.cache.list() {
-			if k, _ := toolscache.MetaNamespaceKeyFunc(o); k == key {
-				return o, true
-			}
-		}
-		return nil, false
-	}
+	f.lw.CachedByKey = f.cachedByKey
 	f.inner.set(func(s *stubLW) { s.items = []*unstructured.Unstructured{widget("w1", "5"), widget("w2", "6")} })
 	w := listAndWatch(t, f.lw)
 	_, server := f.inner.lastWatch()
@@ -781,4 +767,14 @@ func TestQueuedDeleteForgottenWhenListed(t *testing.T) {
 	if want := []string{"BOOKMARK:@" + SyntheticRV, "DELETED:w1@5", "DELETED:w2@8"}; !slices.Equal(got, want) {
 		t.Fatalf("removal %v, want %v (w2 listed after its delete is cached: it is deleted too)", got, want)
 	}
+}
+
+// cachedByKey is CachedByKey over the fixture's cache.
+func (f *fixture) cachedByKey(key string) (interface{}, bool) {
+	for _, o := range f.cache.list() {
+		if k, _ := toolscache.MetaNamespaceKeyFunc(o); k == key {
+			return o, true
+		}
+	}
+	return nil, false
 }
