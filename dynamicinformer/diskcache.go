@@ -255,8 +255,11 @@ type entryDisk struct {
 	list       *diskList
 	listedOnce bool
 	reg        toolscache.ResourceEventHandlerRegistration
-	// quietRV: the cache's resourceVersion at the last diskProgress.
+	// quietRV: the cache's resourceVersion at the last diskProgress;
+	// unequal counts the comparisons at it that found the journal and
+	// the cache apart (bounded: each costs a walk of the cache).
 	quietRV string
+	unequal int
 	// catchUpRV: after a restore, the server's resourceVersion as the
 	// informer started ("" if unknown or nothing restored); caughtUp:
 	// the cache reached it (DiskStatus.CaughtUp).
@@ -828,6 +831,29 @@ func (e *entry) diskCatchUp() {
 	e.logger.V(2).Info("restored cache caught up with the server", "resourceVersion", rv, "target", target)
 }
 
+// diskProgressTries bounds the comparisons of the journal with the cache
+// at one resourceVersion (the journal's handler may still be writing).
+const diskProgressTries = 3
+
+// journalIsCache reports whether the journal holds exactly objs (the
+// cache's objects): every key, at its resourceVersion. d.mu must be held.
+func (d *entryDisk) journalIsCache(objs []interface{}) bool {
+	if len(objs) != len(d.rvs) {
+		return false
+	}
+	for _, obj := range objs {
+		key, err := toolscache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return false
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil || d.rvs[key] != m.GetResourceVersion() {
+			return false
+		}
+	}
+	return true
+}
+
 // diskQuietAt is diskProgress's check: the writer and the resourceVersion
 // to journal, or nil.
 func (e *entry) diskQuietAt() (*persist.Writer, string) {
@@ -837,23 +863,15 @@ func (e *entry) diskQuietAt() (*persist.Writer, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	quiet := rv != "" && rv == d.quietRV
-	d.quietRV = rv
-	if !quiet || d.w == nil || d.list != nil || !newerRV(rv, d.w.Stats().RV) {
+	if !quiet {
+		d.quietRV, d.unequal = rv, 0
+	}
+	if !quiet || d.unequal >= diskProgressTries || d.w == nil || d.list != nil || !newerRV(rv, d.w.Stats().RV) {
 		return nil, ""
 	}
-	objs := store.List()
-	if len(objs) != len(d.rvs) {
+	if !d.journalIsCache(store.List()) {
+		d.unequal++
 		return nil, ""
-	}
-	for _, obj := range objs {
-		key, err := toolscache.MetaNamespaceKeyFunc(obj)
-		if err != nil {
-			return nil, ""
-		}
-		m, err := meta.Accessor(obj)
-		if err != nil || d.rvs[key] != m.GetResourceVersion() {
-			return nil, ""
-		}
 	}
 	if store.LastStoreSyncResourceVersion() != rv {
 		return nil, ""

@@ -406,3 +406,32 @@ func diskFakeClient(serverRV string) *dynamicfake.FakeDynamicClient {
 	})
 	return client
 }
+
+// TestJournalIsCache: a bookmark's resourceVersion is journaled only when
+// the journal holds exactly the cache: every key at its resourceVersion,
+// no key more or less.
+func TestJournalIsCache(t *testing.T) {
+	obj := func(name, rv string) interface{} {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
+		u.SetNamespace("a")
+		u.SetName(name)
+		u.SetResourceVersion(rv)
+		return u
+	}
+	d := &entryDisk{rvs: map[string]string{"a/x": "5", "a/y": "6"}}
+	for _, c := range []struct {
+		what string
+		objs []interface{}
+		want bool
+	}{
+		{"the same", []interface{}{obj("x", "5"), obj("y", "6")}, true},
+		{"an update not journaled yet", []interface{}{obj("x", "5"), obj("y", "7")}, false},
+		{"an add not journaled yet", []interface{}{obj("x", "5"), obj("y", "6"), obj("z", "8")}, false},
+		{"a delete not journaled yet", []interface{}{obj("x", "5")}, false},
+		{"a delete and an add not journaled yet", []interface{}{obj("x", "5"), obj("z", "8")}, false},
+	} {
+		if got := d.journalIsCache(c.objs); got != c.want {
+			t.Errorf("%s: %v, want %v", c.what, got, c.want)
+		}
+	}
+}
