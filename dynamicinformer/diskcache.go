@@ -703,7 +703,7 @@ func (e *entry) journalPut(obj interface{}) {
 	}
 	d.encMu.Unlock()
 	if err != nil {
-		e.diskFailed(err)
+		e.diskWriteFailed(w, err)
 		return
 	}
 	d.mu.Lock()
@@ -742,8 +742,24 @@ func (e *entry) journalDelete(obj interface{}) {
 		return
 	}
 	if err := w.Delete(key, rv); err != nil {
-		e.diskFailed(err)
+		e.diskWriteFailed(w, err)
 	}
+}
+
+// diskWriteFailed is diskFailed for a write to w, unless w was closed
+// because a new state replaced it (diskReidentify): what was being
+// written belonged to the old state.
+func (e *entry) diskWriteFailed(w *persist.Writer, err error) {
+	if errors.Is(err, persist.ErrClosed) {
+		d := e.disk
+		d.mu.Lock()
+		replaced := d.w != nil && d.w != w
+		d.mu.Unlock()
+		if replaced {
+			return
+		}
+	}
+	e.diskFailed(err)
 }
 
 // diskFailed: a write failed (a full disk, a read-only directory). What
@@ -803,7 +819,7 @@ func (e *entry) diskProgress() {
 		// (Outside d.mu: a record journaled meanwhile is of a later
 		// resourceVersion, and Progress writes nothing inside a list.)
 		if err := w.Progress(rv); err != nil {
-			e.diskFailed(err)
+			e.diskWriteFailed(w, err)
 		}
 	}
 }
@@ -1022,13 +1038,14 @@ func (e *entry) diskReidentify() {
 	if id.Cluster == cluster && id.CRD == crd && id.Spec == spec {
 		return
 	}
-	if id.Spec != spec {
-		// Another version: every object is written again as the relist
-		// at that version delivers it (its resourceVersion is the same).
-		d.mu.Lock()
-		d.rvs = make(map[string]string, len(d.rvs))
-		d.mu.Unlock()
-	}
+	// A new state starts empty, so what it holds starts empty too: every
+	// object is written again as the relist delivers it (at another
+	// version its resourceVersion is the same; of another CRD instance
+	// it is another object), and a delete of an object of the old state
+	// is not written (the new one does not hold it).
+	d.mu.Lock()
+	d.rvs = make(map[string]string, len(d.rvs))
+	d.mu.Unlock()
 	id.Cluster, id.CRD, id.Spec = cluster, crd, spec
 	dir, err := d.factory.open()
 	if err == nil {

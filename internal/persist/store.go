@@ -533,7 +533,7 @@ func (w *Writer) append(op byte, key, rv string, data []byte) error {
 		return w.err
 	}
 	if w.closed {
-		return errClosed
+		return ErrClosed
 	}
 	w.rec = appendRecord(w.rec[:0], op, key, rv, data)
 	n, err := writeRecord(w.buf, w.rec)
@@ -554,7 +554,8 @@ func (w *Writer) append(op byte, key, rv string, data []byte) error {
 	return nil
 }
 
-var errClosed = errors.New("persist: writer closed")
+// ErrClosed is what a Writer's methods return once it is closed.
+var ErrClosed = errors.New("persist: writer closed")
 
 // Sync makes what was journaled durable (flush, fsync).
 func (w *Writer) Sync() error {
