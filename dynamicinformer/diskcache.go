@@ -1017,10 +1017,9 @@ func (e *entry) diskListing() {
 // before the list that refills it: if the resource's CRD is another one
 // now (deleted and created again), a new state is started under the new
 // identity, so that a restart compares its objects with the CRD they
-// belong to. The keys written are kept: the deletes of the old objects
-// the handler has not yet been given still reach the new journal (a
-// delete of a key it does not hold is harmless), and the new objects
-// come from the list, after.
+// belong to. The new state starts empty and so does the record of what
+// it holds: the new objects come from the list, after, and the deletes
+// of old objects the handler has not yet been given are not written.
 func (e *entry) diskReidentify() {
 	d := e.disk
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
