@@ -6,7 +6,9 @@
 // directly instead of as the difference of two process-wide figures,
 // whose run-to-run spread (garbage collection of a large cache) is wider
 // than the cost. Off, a call costs one atomic load. Where thread CPU time
-// cannot be read, Supported is false and nothing is counted.
+// cannot be read, Supported is false and nothing is counted. Every
+// function is safe for concurrent use; the counts are process-wide (one
+// measurement at a time).
 package diskcost
 
 import (
