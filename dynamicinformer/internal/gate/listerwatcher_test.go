@@ -753,6 +753,12 @@ func TestQueuedDeleteForgottenWhenListed(t *testing.T) {
 	if got := summary(drain(t, w, 1)); !slices.Equal(got, []string{"DELETED:w2@7"}) {
 		t.Fatalf("server's delete: %v", got)
 	}
+	// (The stream records the delete just after the reader took it.)
+	for deadline := time.Now().Add(5 * time.Second); !f.lw.deleteQueued("a/w2"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the server's delete of w2 was never recorded as queued")
+		}
+	}
 	f.cache.set(widget("w1", "5")) // taken in
 	w.Stop()
 	// w2 is created again; the watch ends and the reflector relists:
