@@ -706,6 +706,7 @@ func TestRemovalAndRefillSkipQueuedDeletes(t *testing.T) {
 	if got := summary(drain(t, w, 1)); !slices.Equal(got, []string{"DELETED:w2@7"}) {
 		t.Fatalf("server's delete: %v", got)
 	}
+	waitDeleteQueued(t, f.lw, "a/w2")
 	// The cache still holds w2 (its delete is queued) when the gate closes.
 	f.lw.SetServed(false, "CRD deleted", true)
 	if got, want := summary(drain(t, w, -1)), []string{"DELETED:w1@5", "BOOKMARK:@" + SyntheticRV}; !slices.Equal(got, want) {
@@ -753,12 +754,7 @@ func TestQueuedDeleteForgottenWhenListed(t *testing.T) {
 	if got := summary(drain(t, w, 1)); !slices.Equal(got, []string{"DELETED:w2@7"}) {
 		t.Fatalf("server's delete: %v", got)
 	}
-	// (The stream records the delete just after the reader took it.)
-	for deadline := time.Now().Add(5 * time.Second); !f.lw.deleteQueued("a/w2"); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the server's delete of w2 was never recorded as queued")
-		}
-	}
+	waitDeleteQueued(t, f.lw, "a/w2")
 	f.cache.set(widget("w1", "5")) // taken in
 	w.Stop()
 	// w2 is created again; the watch ends and the reflector relists:
@@ -783,4 +779,15 @@ func (f *fixture) cachedByKey(key string) (interface{}, bool) {
 		}
 	}
 	return nil, false
+}
+
+// waitDeleteQueued waits until the delete of key a reader took is
+// recorded as queued (the stream records it just after the reader took it).
+func waitDeleteQueued(t *testing.T, lw *ListerWatcher, key string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !lw.deleteQueued(key); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the delete of %s was never recorded as queued", key)
+		}
+	}
 }
