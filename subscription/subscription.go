@@ -161,6 +161,8 @@ func (s *Subscription) poke() {
 }
 
 // Resources lists the GVRs the subscription currently watches, sorted.
+// A GVR that stopped matching leaves the list only after the handler has
+// been called with a Deleted event for every object it was told of.
 func (s *Subscription) Resources() []schema.GroupVersionResource {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,11 +213,10 @@ func (s *Subscription) reconcile(ctx context.Context) error {
 		want[r.GVR] = true
 	}
 	s.mu.Lock()
-	var gone []*member
-	for gvr, m := range s.members {
+	var gone []schema.GroupVersionResource
+	for gvr := range s.members {
 		if !want[gvr] {
-			gone = append(gone, m)
-			delete(s.members, gvr)
+			gone = append(gone, gvr)
 		}
 	}
 	var add []schema.GroupVersionResource
@@ -225,8 +226,16 @@ func (s *Subscription) reconcile(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
-	for _, m := range gone {
+	// A member leaves s.members (Resources) only once the handler has
+	// been told that its objects are gone.
+	for _, gvr := range gone {
+		s.mu.Lock()
+		m := s.members[gvr]
+		s.mu.Unlock()
 		s.drop(m)
+		s.mu.Lock()
+		delete(s.members, gvr)
+		s.mu.Unlock()
 	}
 	for _, gvr := range add {
 		h := s.f.ForResource(gvr, s.opts...)
