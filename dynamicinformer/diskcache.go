@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -52,7 +53,8 @@ type factoryDisk struct {
 	secrets bool
 	client  dynamic.Interface
 
-	mu      sync.Mutex // guards dir, err, opened, cluster
+	mu      sync.Mutex // guards dir, err, opened, cluster, claims
+	claims  map[string]*diskClaim // the names informers write, by name
 	dir     *persist.Dir
 	err     error // why the directory cannot be used (sticky)
 	opened  bool
@@ -102,6 +104,61 @@ func (d *factoryDisk) close() {
 	}
 }
 
+// diskClaim: an informer writes a name (claim).
+type diskClaim struct {
+	stopping <-chan struct{} // closed when the claiming informer stops
+	released chan struct{}   // closed when it has closed its files
+}
+
+// claimWait is how long a claim waits for an informer holding the name
+// to be told to stop (a released informer is, just after it leaves the
+// factory) before it gives up.
+const claimWait = time.Second
+
+// errClaimed: another informer of the factory writes the same name.
+var errClaimed = errors.New("another informer of this factory keeps the same stored cache (an equal spec: two shard sources, or two own transforms, of the same resource?)")
+
+// claim makes the calling informer (running until ctx ends) the only one
+// writing name, until release is called. An informer that holds it and
+// is stopping (released, and one with an equal spec created since) is
+// waited for; one that runs on is errClaimed.
+func (d *factoryDisk) claim(ctx context.Context, name string) (release func(), err error) {
+	for {
+		d.mu.Lock()
+		c, held := d.claims[name]
+		if !held {
+			if d.claims == nil {
+				d.claims = map[string]*diskClaim{}
+			}
+			c = &diskClaim{stopping: ctx.Done(), released: make(chan struct{})}
+			d.claims[name] = c
+			d.mu.Unlock()
+			return func() {
+				d.mu.Lock()
+				delete(d.claims, name)
+				d.mu.Unlock()
+				close(c.released)
+			}, nil
+		}
+		d.mu.Unlock()
+		t := time.NewTimer(claimWait)
+		select {
+		case <-c.stopping:
+			t.Stop()
+		case <-t.C:
+			return nil, errClaimed
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		select {
+		case <-c.released:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // identity returns what a stored state of gvr must match: the cluster
 // (kube-system's UID, asked once per factory) and gvr's CRD UID ("" when
 // no CRD serves it).
@@ -135,34 +192,49 @@ func (d *factoryDisk) identity(ctx context.Context, gvr schema.GroupVersionResou
 
 // diskEligible says whether an informer of key may be kept on disk, and
 // why not. Informers whose identity is not a value (an unkeyed transform
-// or tweak, a shard source) or whose namespaces are chosen while they run
-// (WithPermittedNamespaces) are not (yet) kept. One that follows the
-// preferred version is, under the version it follows (specAt); one over
-// several namespaces given is, and is always diffed (diskSeveral).
+// or tweak) are not kept. One that follows the preferred version is,
+// under the version it follows (specAt); one over several namespaces
+// given, whose namespaces are chosen while it runs
+// (WithPermittedNamespaces) or whose shard is (WithShardSource) is, and
+// is always diffed (diskDiffedWhy).
 func diskEligible(key spec, secrets bool) (string, bool) {
 	switch {
 	case key.own != 0:
 		return "a transform or tweak without a sharing key", false
-	case key.shardSource != nil:
-		return "a shard source", false
-	case key.permitted || key.candidates != "":
-		return "namespaces chosen while it runs", false
 	case key.gvr.Group == "" && key.gvr.Resource == "secrets" && !secrets:
 		return "Secrets are kept on disk only with Options.CacheSecrets", false
 	}
 	return "", true
 }
 
-// diskSeveral: an informer over several namespaces merges one watch per
-// namespace and resumes by relisting (listwatch.MultiNamespace), so its
-// restored state is always compared with a new list (DiskDiffed,
-// reasonSeveral): handlers see only what changed, at the cost of a list
-// per namespace.
-func diskSeveral(key spec) bool { return containsComma(key.namespaces) }
+// diskDiffedWhy is why an informer of key always compares its restored
+// state with a new list (DiskDiffed with that reason; "" if it resumes
+// when it can): handlers see only what changed, at the cost of a list.
+//
+//   - Over several namespaces: it merges one watch per namespace and
+//     resumes by relisting (listwatch.MultiNamespace); a list per
+//     namespace.
+//   - Namespaces chosen while it runs (WithPermittedNamespaces): those
+//     permitted now may not be those stored.
+//   - A shard source: its shard now may not be the shard stored.
+func diskDiffedWhy(key spec) string {
+	switch {
+	case key.permitted:
+		return reasonPermitted
+	case containsComma(key.namespaces):
+		return reasonSeveral
+	case key.shardSource != nil:
+		return reasonShardSource
+	}
+	return ""
+}
 
-// reasonSeveral is DiskStatus.Reason of a Diffed start of an informer
-// over several namespaces.
-const reasonSeveral = "several namespaces resume by relisting"
+// DiskStatus.Reason of a Diffed start, by diskDiffedWhy.
+const (
+	reasonSeveral     = "several namespaces resume by relisting"
+	reasonPermitted   = "the permitted namespaces are decided at start"
+	reasonShardSource = "the shard source's shard is decided at start"
+)
 
 func containsComma(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -186,9 +258,19 @@ func newerRV(stored, server string) bool {
 }
 
 // diskSpec is key as text: what a stored state's spec must equal.
+// A shard source is written as "shard-source": two informers of one
+// factory that differ only by their source share a name, which claim
+// refuses to the second.
 func diskSpec(key spec) string {
-	return fmt.Sprintf("gvr=%s ns=%q label=%q field=%q projection=%+v shard=%q transform=%q tweak=%q sharing=%q",
+	text := fmt.Sprintf("gvr=%s ns=%q label=%q field=%q projection=%+v shard=%q transform=%q tweak=%q sharing=%q",
 		key.gvr, key.namespaces, key.labelSelector, key.fieldSelector, key.projection, key.shard, key.transformKey, key.tweakKey, key.sharingKey)
+	if key.permitted {
+		text += fmt.Sprintf(" permitted=%q", key.candidates)
+	}
+	if key.shardSource != nil {
+		text += " shard-source"
+	}
+	return text
 }
 
 // specAt is the spec a stored state must match when the informer reads
@@ -223,9 +305,10 @@ type entryDisk struct {
 	name    string
 	spec    string
 	follow  bool // the informer follows the preferred version (specAt)
-	several bool // over several namespaces: always diffed (diskSeveral)
+	diffed  string // why it is always diffed (diskDiffedWhy); "" if not
+	release func() // its claim of name (nil: none)
 
-	mu       sync.Mutex // guards w, rvs, err, restored, logged, start, reason, age, written, reported
+	mu       sync.Mutex // guards w, release, rvs, err, restored, logged, start, reason, age, written, reported
 	w        *persist.Writer
 	rvs      map[string]string // key -> resourceVersion written
 	err      error             // *InformerError of kind ErrCache, nil while all is well
@@ -265,6 +348,9 @@ type entryDisk struct {
 	// the cache reached it (DiskStatus.CaughtUp).
 	catchUpRV string
 	caughtUp  bool
+	// shortWatches counts the watches asked to end soon to bring a
+	// bookmark (catchUpWatch).
+	shortWatches int
 
 	encMu sync.Mutex // guards enc
 	enc   []byte     // scratch for the stored form of one object
@@ -382,6 +468,21 @@ func (e *entry) restore(ctx context.Context) {
 		e.cacheErr(err)
 		return
 	}
+	release, err := d.factory.claim(ctx, d.name)
+	if err != nil {
+		e.cacheErr(err)
+		return
+	}
+	kept := false
+	defer func() {
+		if kept {
+			d.mu.Lock()
+			d.release = release
+			d.mu.Unlock()
+		} else {
+			release()
+		}
+	}()
 	cluster, crd, err := d.factory.identity(ctx, e.currentGVR())
 	if err != nil {
 		e.cacheErr(err)
@@ -431,7 +532,7 @@ func (e *entry) restore(ctx context.Context) {
 			// holds, so it is compared with a new list.
 			e.lw.SetRestoredStale(list)
 			e.logger.Info("stored cache was written during a list: restored, then compared with a new list", "file", d.name, "objects", len(st.Objects))
-		case d.several:
+		case d.diffed != "":
 			e.lw.SetRestoredStale(list)
 		default:
 			e.lw.SetRestored(list)
@@ -458,6 +559,7 @@ func (e *entry) restore(ctx context.Context) {
 		e.cacheErr(err)
 		return
 	}
+	kept = true
 	d.mu.Lock()
 	d.w, d.id = w, id
 	d.rvs = make(map[string]string, len(st.Objects))
@@ -480,8 +582,8 @@ func (e *entry) restore(ctx context.Context) {
 		e.diskStarted(DiskRemoved, gone)
 	case st.Listing && restored > 0:
 		e.diskStarted(DiskDiffed, reasonInsideList)
-	case d.several && restored > 0:
-		e.diskStarted(DiskDiffed, reasonSeveral)
+	case d.diffed != "" && restored > 0:
+		e.diskStarted(DiskDiffed, d.diffed)
 	}
 	reg, err := e.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { e.journalPut(obj) },
@@ -847,6 +949,50 @@ func (e *entry) diskCatchUp() {
 	e.logger.V(2).Info("restored cache caught up with the server", "resourceVersion", rv, "target", target)
 }
 
+// catchUpWatchSeconds is the timeoutSeconds of a restored informer's
+// watches until it has caught up (DiskStatus.CaughtUp), for at most
+// catchUpWatches watches. The API server's watch cache sends a watch a
+// bookmark 2 s before the watch's end, and otherwise about once a
+// minute: a resource quiet while the process was down would learn that
+// nothing changed only after that minute. A watch that ends after 3 s
+// brings the bookmark within seconds; the reflector then watches again
+// from its resourceVersion (no list). The bookmark's resourceVersion is
+// the watch cache's, which can lag the server's: hence several.
+const (
+	catchUpWatchSeconds = 3
+	catchUpWatches      = 10
+)
+
+// catchUpWatch wraps a watch function: a watch of a restored informer
+// not yet caught up asks the server to end it after catchUpWatchSeconds
+// (a watch-list stream excepted: it brings a whole list).
+func (e *entry) catchUpWatch(watchFn func(context.Context, string, metav1.ListOptions) (watch.Interface, error)) func(context.Context, string, metav1.ListOptions) (watch.Interface, error) {
+	return func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+		if opts.SendInitialEvents == nil && e.catchUpShort() {
+			t := int64(catchUpWatchSeconds)
+			opts.TimeoutSeconds = &t
+		}
+		return watchFn(ctx, ns, opts)
+	}
+}
+
+// catchUpShort reports whether the next watch should be short (and
+// counts it).
+func (e *entry) catchUpShort() bool {
+	d := e.disk
+	if d == nil {
+		return false
+	}
+	e.diskCatchUp()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.catchUpRV == "" || d.caughtUp || d.start == DiskDiffed || d.shortWatches >= catchUpWatches {
+		return false
+	}
+	d.shortWatches++
+	return true
+}
+
 // diskProgressTries bounds the comparisons of the journal with the cache
 // at one resourceVersion (the journal's handler may still be writing).
 const diskProgressTries = 3
@@ -909,8 +1055,12 @@ func (e *entry) diskQuietAt() (*persist.Writer, string) {
 func (e *entry) closeDisk() {
 	d := e.disk
 	d.mu.Lock()
-	w, restored := d.w, d.restored
+	w, restored, release := d.w, d.restored, d.release
+	d.release = nil
 	d.mu.Unlock()
+	if release != nil {
+		defer release()
+	}
 	if w == nil {
 		return
 	}

@@ -2,6 +2,7 @@ package dynamicinformer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -23,6 +24,7 @@ import (
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/internal/decode"
 	"github.com/informerkit/informerkit/internal/persist"
+	"github.com/informerkit/informerkit/shard"
 )
 
 var configmapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -61,7 +63,8 @@ func TestDiskSpecNames(t *testing.T) {
 	}{
 		{resourceConfig{}, "configmaps", false, true},
 		{resourceConfig{namespaces: []string{"a", "b"}}, "configmaps", false, true},
-		{resourceConfig{permitted: true}, "configmaps", false, false},
+		{resourceConfig{permitted: true}, "configmaps", false, true},
+		{resourceConfig{shardSource: newTestSource(shard.Shard{})}, "configmaps", false, true},
 		{resourceConfig{}, "secrets", false, false},
 		{resourceConfig{}, "secrets", true, true},
 		{resourceConfig{own: 1}, "configmaps", false, false},
@@ -69,6 +72,31 @@ func TestDiskSpecNames(t *testing.T) {
 		key := c.cfg.spec(configmapsGVR.GroupVersion().WithResource(c.gvr), false)
 		if why, ok := diskEligible(key, c.secrets); ok != c.ok {
 			t.Errorf("%+v %s secrets=%v: eligible %v (%s), want %v", c.cfg, c.gvr, c.secrets, ok, why, c.ok)
+		}
+	}
+	// Always diffed, and why: the informers whose namespaces or shard
+	// are decided at start.
+	for _, c := range []struct {
+		cfg  resourceConfig
+		want string
+	}{
+		{resourceConfig{}, ""},
+		{resourceConfig{namespaces: []string{"a"}}, ""},
+		{resourceConfig{shard: shard.Shard{}}, ""},
+		{resourceConfig{namespaces: []string{"a", "b"}}, reasonSeveral},
+		{resourceConfig{permitted: true, candidates: []string{"a"}}, reasonPermitted},
+		{resourceConfig{shardSource: newTestSource(shard.Shard{})}, reasonShardSource},
+	} {
+		if got := diskDiffedWhy(c.cfg.spec(configmapsGVR, false)); got != c.want {
+			t.Errorf("%+v: always diffed because %q, want %q", c.cfg, got, c.want)
+		}
+	}
+	// A permitted informer's candidates and a shard source are part of
+	// the stored spec.
+	plain := resourceConfig{}.spec(configmapsGVR, false)
+	for _, cfg := range []resourceConfig{{permitted: true}, {permitted: true, candidates: []string{"a"}}, {shardSource: newTestSource(shard.Shard{})}} {
+		if k := cfg.spec(configmapsGVR, false); diskSpec(k) == diskSpec(plain) {
+			t.Errorf("%+v is stored under the spec of an informer of everything", cfg)
 		}
 	}
 	// An informer that follows the preferred version is kept, named
@@ -433,5 +461,53 @@ func TestJournalIsCache(t *testing.T) {
 		if got := d.journalIsCache(c.objs); got != c.want {
 			t.Errorf("%s: %v, want %v", c.what, got, c.want)
 		}
+	}
+}
+
+// Two informers of one factory never write the same stored cache: one
+// with an equal spec created while a released one is still closing its
+// files waits for it; one beside a running one is refused.
+func TestDiskClaim(t *testing.T) {
+	d := &factoryDisk{}
+	ctx1, stop1 := context.WithCancel(context.Background())
+	defer stop1()
+	release1, err := d.claim(ctx1, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.claim(context.Background(), "n"); !errors.Is(err, errClaimed) {
+		t.Fatalf("second claim beside a running informer: %v, want errClaimed", err)
+	}
+	other, err := d.claim(context.Background(), "other")
+	if err != nil {
+		t.Fatalf("another name: %v", err)
+	}
+	other()
+
+	stop1() // released: still closing its files
+	got := make(chan error, 1)
+	var release2 func()
+	go func() {
+		var err error
+		release2, err = d.claim(context.Background(), "n")
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("claimed (%v) while the stopping informer still writes", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release1()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the claim did not follow the release")
+	}
+	release2()
+	if len(d.claims) != 0 {
+		t.Fatalf("claims left: %v", d.claims)
 	}
 }

@@ -162,6 +162,9 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 		if len(cfg.namespaces) == 1 {
 			ns = cfg.namespaces[0]
 		}
+		// (Only here: an informer over several namespaces is always
+		// diffed, so it catches up by listing.)
+		funcs.Watch = e.catchUpWatch(funcs.Watch)
 		inner = &listwatch.Single{Funcs: funcs, Namespace: ns, Selectors: sel}
 	}
 	e.server = &listwatch.Liveness{Inner: inner, Idle: max(idle, 0), Hooks: listwatch.LivenessHooks{
@@ -198,7 +201,7 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 	if deps.disk != nil {
 		if why, ok := diskEligible(key, deps.disk.secrets); ok {
 			text := diskSpec(key)
-			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text), follow: key.follow, several: diskSeveral(key)}
+			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text), follow: key.follow, diffed: diskDiffedWhy(key)}
 			e.lw.Hooks.Restored = e.restoredHook
 			e.lw.Hooks.ListEnded = e.diskListRV
 		} else {

@@ -131,10 +131,13 @@ type Options struct {
 	// without a version) is kept under the version it follows: after it
 	// moved, or if another version is preferred at the next start, the
 	// objects stored at the old version are not restored. An informer
-	// over several namespaces is kept but always diffed: restored, then
-	// each namespace listed, handlers given only the difference.
-	// Informers with WithPermittedNamespaces, a shard source or an
-	// unkeyed transform or tweak are not kept. Empty: nothing is written.
+	// over several namespaces, with WithPermittedNamespaces or with a
+	// shard source (WithShardSource) is kept but always diffed: restored,
+	// then what it watches now listed (each namespace), handlers given
+	// only the difference. Two informers of a factory whose specs differ
+	// only by their shard source share a stored state: the second is not
+	// kept (Status.CacheErr). Informers with an unkeyed transform or tweak
+	// are not kept. Empty: nothing is written.
 	CacheDir string
 	// CacheSecrets lets CacheDir keep Secrets; without it, Secrets are
 	// never written to disk.

@@ -17,22 +17,33 @@ import (
 )
 
 // watchRVs records the resourceVersion of every watch request for a
-// resource.
+// resource, and counts its lists.
 type watchRVs struct {
 	resource string
 	mu       sync.Mutex
 	rvs      []string
+	lists    int
 }
 
 func (w *watchRVs) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		if q := req.URL.Query(); q.Get("watch") == "true" && strings.HasSuffix(req.URL.Path, "/"+w.resource) {
+		if q := req.URL.Query(); strings.HasSuffix(req.URL.Path, "/"+w.resource) {
 			w.mu.Lock()
-			w.rvs = append(w.rvs, q.Get("resourceVersion"))
+			if q.Get("watch") == "true" {
+				w.rvs = append(w.rvs, q.Get("resourceVersion"))
+			} else {
+				w.lists++
+			}
 			w.mu.Unlock()
 		}
 		return rt.RoundTrip(req)
 	})
+}
+
+func (w *watchRVs) listed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lists
 }
 
 func (w *watchRVs) list() []string {
@@ -43,10 +54,12 @@ func (w *watchRVs) list() []string {
 
 // TestRestartCatchesUpWithBookmark: on the real server (a CRD, served
 // from the watch cache, which sends each watch a bookmark about every
-// minute), a restored informer of a quiet resource reports
-// Disk.CaughtUp once it has applied a bookmark at or past the server's
-// resourceVersion at its start, and journals that bookmark: the next
-// restart watches from it, not from the resource's last change.
+// minute and 2 s before its end), a restored informer of a quiet
+// resource reports Disk.CaughtUp once it has applied a bookmark at or
+// past the server's resourceVersion at its start — within seconds, not
+// the minute, because its watches end after 3 s until then — with no
+// list; and it journals that bookmark: the next restart watches from
+// it, not from the resource's last change.
 func TestRestartCatchesUpWithBookmark(t *testing.T) {
 	ctx := ctxT(t, 12*time.Minute)
 	gvr, _ := installCRD(t, ctx)
@@ -88,14 +101,19 @@ func TestRestartCatchesUpWithBookmark(t *testing.T) {
 	// (A bookmark can come at a resourceVersion short of the server's:
 	// the watch cache's own advances with the resource's events and
 	// etcd's progress notifications. Caught up within a few.)
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 6*time.Minute, true, func(context.Context) (bool, error) {
+	// Without the short watches the first bookmark came after about a
+	// minute (61 s measured).
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 45*time.Second, true, func(context.Context) (bool, error) {
 		return h2.Status().Disk.CaughtUp, nil
 	})
 	if err != nil {
-		t.Fatalf("not caught up %v after a restart of a quiet resource (the server sends bookmarks about every minute): %+v, watches from %v",
+		t.Fatalf("not caught up %v after a restart of a quiet resource: %+v, watches from %v",
 			time.Since(start).Round(time.Second), h2.Status().Disk, w2.list())
 	}
 	t.Logf("caught up %v after the restart (watches from %v; the resource's last change at %d)", time.Since(start).Round(time.Second), w2.list(), lastChange)
+	if n := w2.listed(); n != 0 {
+		t.Errorf("%d lists while catching up; want none", n)
+	}
 	// The bookmark is journaled within a sync period of being applied.
 	time.Sleep(2500 * time.Millisecond)
 	f2.Shutdown()

@@ -124,7 +124,9 @@ func diskRun(t *testing.T, ctx context.Context, dir, ns string, opts dynamicinfo
 // diskStart starts a factory on dir, whose transport counts the requests
 // of each counter's namespace, with a recorder on the configmaps of those
 // namespaces, and waits for Synced.
-func diskStart(t *testing.T, ctx context.Context, dir string, opts dynamicinformer.Options, counters []*collectionRequests) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder) {
+//
+// ropts, if given, replace WithNamespaces of the counters' namespaces.
+func diskStart(t *testing.T, ctx context.Context, dir string, opts dynamicinformer.Options, counters []*collectionRequests, ropts ...dynamicinformer.ResourceOption) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder) {
 	t.Helper()
 	cfg := cp.Config()
 	var nss []string
@@ -134,7 +136,10 @@ func diskStart(t *testing.T, ctx context.Context, dir string, opts dynamicinform
 	}
 	opts.CacheDir = dir
 	f := newFactory(t, cfg, opts)
-	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(nss...))
+	if len(ropts) == 0 {
+		ropts = []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(nss...)}
+	}
+	h := f.ForResource(configmaps, ropts...)
 	rec := newInitialRecorder()
 	reg, err := h.Informer().AddEventHandler(rec)
 	if err != nil {
