@@ -53,7 +53,7 @@ type factoryDisk struct {
 	secrets bool
 	client  dynamic.Interface
 
-	mu      sync.Mutex // guards dir, err, opened, cluster, claims
+	mu      sync.Mutex            // guards dir, err, opened, cluster, claims
 	claims  map[string]*diskClaim // the names informers write, by name
 	dir     *persist.Dir
 	err     error // why the directory cannot be used (sticky)
@@ -304,7 +304,7 @@ type entryDisk struct {
 	factory *factoryDisk
 	name    string
 	spec    string
-	follow  bool // the informer follows the preferred version (specAt)
+	follow  bool   // the informer follows the preferred version (specAt)
 	diffed  string // why it is always diffed (diskDiffedWhy); "" if not
 	release func() // its claim of name (nil: none)
 
