@@ -34,3 +34,32 @@ func TestCountsOnlyWhenOn(t *testing.T) {
 		t.Fatalf("after Reset: %d, %d", n, ns)
 	}
 }
+
+// Calls much shorter than a scheduler tick, each after the thread slept
+// (as the journal's handler is woken per event), are counted: about all
+// of their CPU time, not only the calls a tick happens to fall in.
+// (Read through getrusage(RUSAGE_THREAD) they measured about nothing.)
+func TestShortCallsCounted(t *testing.T) {
+	if !Supported {
+		t.Skip("no thread CPU time on this platform")
+	}
+	Reset()
+	Enable(true)
+	defer Enable(false)
+	const calls, each = 200, 50 * time.Microsecond
+	var busy time.Duration
+	for i := 0; i < calls; i++ {
+		time.Sleep(time.Millisecond)
+		stop := Start()
+		begin := time.Now()
+		for time.Since(begin) < each {
+		}
+		busy += time.Since(begin)
+		stop()
+	}
+	n, ns := Read()
+	if n != calls || time.Duration(ns) < busy/2 {
+		t.Fatalf("measured %d calls, %v of CPU; want %d, at least half of the %v spent", n, time.Duration(ns), calls, busy)
+	}
+	t.Logf("%d calls of about %v: measured %v of %v spent", calls, each, time.Duration(ns), busy)
+}
