@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -348,9 +347,6 @@ type entryDisk struct {
 	// the cache reached it (DiskStatus.CaughtUp).
 	catchUpRV string
 	caughtUp  bool
-	// shortWatches counts the watches asked to end soon to bring a
-	// bookmark (catchUpWatch).
-	shortWatches int
 
 	encMu sync.Mutex // guards enc
 	enc   []byte     // scratch for the stored form of one object
@@ -947,50 +943,6 @@ func (e *entry) diskCatchUp() {
 	d.caughtUp = true
 	d.mu.Unlock()
 	e.logger.V(2).Info("restored cache caught up with the server", "resourceVersion", rv, "target", target)
-}
-
-// catchUpWatchSeconds is the timeoutSeconds of a restored informer's
-// watches until it has caught up (DiskStatus.CaughtUp), for at most
-// catchUpWatches watches. The API server's watch cache sends a watch a
-// bookmark 2 s before the watch's end, and otherwise about once a
-// minute: a resource quiet while the process was down would learn that
-// nothing changed only after that minute. A watch that ends after 3 s
-// brings the bookmark within seconds; the reflector then watches again
-// from its resourceVersion (no list). The bookmark's resourceVersion is
-// the watch cache's, which can lag the server's: hence several.
-const (
-	catchUpWatchSeconds = 3
-	catchUpWatches      = 10
-)
-
-// catchUpWatch wraps a watch function: a watch of a restored informer
-// not yet caught up asks the server to end it after catchUpWatchSeconds
-// (a watch-list stream excepted: it brings a whole list).
-func (e *entry) catchUpWatch(watchFn func(context.Context, string, metav1.ListOptions) (watch.Interface, error)) func(context.Context, string, metav1.ListOptions) (watch.Interface, error) {
-	return func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
-		if opts.SendInitialEvents == nil && e.catchUpShort() {
-			t := int64(catchUpWatchSeconds)
-			opts.TimeoutSeconds = &t
-		}
-		return watchFn(ctx, ns, opts)
-	}
-}
-
-// catchUpShort reports whether the next watch should be short (and
-// counts it).
-func (e *entry) catchUpShort() bool {
-	d := e.disk
-	if d == nil {
-		return false
-	}
-	e.diskCatchUp()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.catchUpRV == "" || d.caughtUp || d.start == DiskDiffed || d.shortWatches >= catchUpWatches {
-		return false
-	}
-	d.shortWatches++
-	return true
 }
 
 // diskProgressTries bounds the comparisons of the journal with the cache

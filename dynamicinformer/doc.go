@@ -230,10 +230,8 @@
 //     adds, updates and deletes. No list is sent. Synced once the watch
 //     from the stored resourceVersion was accepted; Status.Disk.CaughtUp
 //     once the cache has reached the server's resourceVersion of the
-//     start (for a quiet resource, at a bookmark: until then its watches
-//     ask the server to end after 3 s, and the API server's watch cache
-//     sends a bookmark 2 s before a watch ends, so within seconds rather
-//     than the minute between periodic bookmarks).
+//     start (for a quiet resource, at its first bookmark: about a
+//     minute).
 //   - Diffed (the server answers 410 Expired, or the state was stored
 //     while a list was under way — a crash or a stop in the middle of
 //     it — so no resourceVersion describes it, or the informer is over

@@ -162,9 +162,6 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 		if len(cfg.namespaces) == 1 {
 			ns = cfg.namespaces[0]
 		}
-		// (Only here: an informer over several namespaces is always
-		// diffed, so it catches up by listing.)
-		funcs.Watch = e.catchUpWatch(funcs.Watch)
 		inner = &listwatch.Single{Funcs: funcs, Namespace: ns, Selectors: sel}
 	}
 	e.server = &listwatch.Liveness{Inner: inner, Idle: max(idle, 0), Hooks: listwatch.LivenessHooks{

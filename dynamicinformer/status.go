@@ -109,10 +109,8 @@ type DiskStatus struct {
 	// what changed while the process was down is in the cache. Synced
 	// comes first (a resumed informer is Synced once the server accepted
 	// its watch; the changes since follow as ordinary events), and a
-	// quiet resource reaches CaughtUp only with a bookmark: until then
-	// its watches ask the server to end after 3 s (at most 10 of them),
-	// and the API server's watch cache sends one 2 s before a watch ends
-	// (else about every minute). False otherwise, and when
+	// quiet resource reaches CaughtUp only with its first bookmark (the
+	// API server sends one about every minute). False otherwise, and when
 	// the server's resourceVersion could not be read (no list of
 	// namespaces allowed) or client-go's AtomicFIFO is off.
 	CaughtUp bool

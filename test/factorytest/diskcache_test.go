@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/test/controlplane"
@@ -128,7 +129,12 @@ func diskRun(t *testing.T, ctx context.Context, dir, ns string, opts dynamicinfo
 // ropts, if given, replace WithNamespaces of the counters' namespaces.
 func diskStart(t *testing.T, ctx context.Context, dir string, opts dynamicinformer.Options, counters []*collectionRequests, ropts ...dynamicinformer.ResourceOption) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder) {
 	t.Helper()
-	cfg := cp.Config()
+	return diskStartAs(t, ctx, cp.Config(), dir, opts, counters, ropts...)
+}
+
+// diskStartAs is diskStart with the client configuration cfg.
+func diskStartAs(t *testing.T, ctx context.Context, cfg *rest.Config, dir string, opts dynamicinformer.Options, counters []*collectionRequests, ropts ...dynamicinformer.ResourceOption) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder) {
+	t.Helper()
 	var nss []string
 	for _, c := range counters {
 		cfg.Wrap(c.wrap)

@@ -1,43 +1,22 @@
 package factorytest
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/shard"
 	"github.com/informerkit/informerkit/test/controlplane"
+	"github.com/informerkit/informerkit/test/shardtest"
 )
-
-// heldSource is a shard.Source whose shard the test sets.
-type heldSource struct {
-	mu      sync.Mutex // guards now, changed
-	now     shard.Shard
-	changed chan struct{}
-}
-
-func newHeldSource(s shard.Shard) *heldSource {
-	return &heldSource{now: s, changed: make(chan struct{})}
-}
-
-func (s *heldSource) Current() (shard.Shard, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now, s.changed
-}
-
-func (s *heldSource) Register(string) shard.Consumer { return heldConsumer{} }
-
-type heldConsumer struct{}
-
-func (heldConsumer) Holds(shard.Shard, bool) {}
-func (heldConsumer) Close()                  {}
 
 // cacheRVs is an informer's cache as key -> resourceVersion.
 func cacheRVs(h *dynamicinformer.InformerHandle) map[string]string {
@@ -94,6 +73,9 @@ func TestRestartDecidedAtStartDiffs(t *testing.T) {
 		name   string
 		nss    int
 		reason string
+		// user, if set, is given rights and makes the client
+		// configuration (else the admin's).
+		user func(t *testing.T, ctx context.Context, nss []string) *rest.Config
 		// opts are the informer's options in the first run and the
 		// second; inScope says which of the server's objects the second
 		// run's cache holds.
@@ -101,7 +83,22 @@ func TestRestartDecidedAtStartDiffs(t *testing.T) {
 		inScope func(obj metav1.Object) bool
 	}{
 		{
+			// A user who may read configmaps in the two namespaces, and
+			// get (not list) namespaces: the stored state's cluster
+			// identity is the kube-system namespace's UID.
 			name: "permitted namespaces", nss: 2, reason: "permitted",
+			user: func(t *testing.T, ctx context.Context, nss []string) *rest.Config {
+				u := unique("diskdecided-user")
+				for _, ns := range nss {
+					if err := cp.Grant(ctx, u, ns, "cm", readConfigMaps); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := cp.Grant(ctx, u, "", "ns", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}}); err != nil {
+					t.Fatal(err)
+				}
+				return cp.UserConfig(u)
+			},
 			opts: func(nss []string, _ int) []dynamicinformer.ResourceOption {
 				return []dynamicinformer.ResourceOption{dynamicinformer.WithPermittedNamespaces(nss...)}
 			},
@@ -114,7 +111,7 @@ func TestRestartDecidedAtStartDiffs(t *testing.T) {
 				if run == 2 {
 					s = all
 				}
-				return []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(nss...), dynamicinformer.WithShardSource(newHeldSource(s))}
+				return []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(nss...), dynamicinformer.WithShardSource(shardtest.NewManualSource(s))}
 			},
 			inScope: func(o metav1.Object) bool { return all.Contains(o) },
 		},
@@ -129,13 +126,18 @@ func TestRestartDecidedAtStartDiffs(t *testing.T) {
 				nss = append(nss, ns)
 			}
 			dir := t.TempDir()
+			config := func() *rest.Config { return cp.Config() }
+			if c.user != nil {
+				user := c.user(t, ctx, nss)
+				config = func() *rest.Config { return rest.CopyConfig(user) }
+			}
 			leaks := controlplane.SnapshotGoroutines()
 			run := func(n int) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder, func() int) {
 				var counters []*collectionRequests
 				for _, ns := range nss {
 					counters = append(counters, &collectionRequests{ns: ns})
 				}
-				f, h, rec := diskStart(t, ctx, dir, dynamicinformer.Options{}, counters, c.opts(nss, n)...)
+				f, h, rec := diskStartAs(t, ctx, config(), dir, dynamicinformer.Options{}, counters, c.opts(nss, n)...)
 				lists := func() int {
 					total := 0
 					for _, cr := range counters {
@@ -174,6 +176,12 @@ func TestRestartDecidedAtStartDiffs(t *testing.T) {
 
 			f2, h2, rec2, lists2 := run(2)
 			defer f2.Shutdown()
+			defer func() {
+				if t.Failed() {
+					initial, a, u, d, _ := rec2.seen()
+					t.Logf("status %+v; lists %d; handler: %d initial, adds %v, updates %v, deletes %v; want %v %v %v", h2.Status(), lists2(), initial, a, u, d, added, updated, deleted)
+				}
+			}()
 			waitSeen(t, ctx, rec2, len(added), len(updated), len(deleted))
 			eventually(t, ctx, "the cache equals the server", func() bool { return fmt.Sprint(cacheRVs(h2)) == fmt.Sprint(server) })
 			initial, a, u, d, noChange := rec2.seen()

@@ -72,7 +72,7 @@ func TestShardChangeWhileWatchRequestInFlight(t *testing.T) {
 	gvr, all := installParts(ctx, t, cp, "inflight", 100)
 	half, _ := shard.Static(0, 2)
 	whole, _ := shard.Static(0, 1)
-	src := &manualSource{now: half, changed: make(chan struct{})}
+	src := NewManualSource(half)
 	before := controlplane.SnapshotGoroutines()
 	hold := &watchHold{}
 	f, err := dynamicinformer.NewForConfig(hold.wrap(cp.Config(), gvr.Resource), dynamicinformer.Options{})
@@ -118,7 +118,7 @@ func TestShardChangeWhileWatchRequestInFlight(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the reflector did not watch again within 30 s of the cut")
 	}
-	src.set(whole)
+	src.Set(whole)
 	for h.Status().Shard != whole.Selector() {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -174,7 +174,7 @@ func TestShardChangeDuringWatchListRelist(t *testing.T) {
 	gvr, all := installParts(ctx, t, cp, "relist", 1000)
 	half, _ := shard.Static(0, 2)
 	whole, _ := shard.Static(0, 1)
-	src := &manualSource{now: half, changed: make(chan struct{})}
+	src := NewManualSource(half)
 	before := controlplane.SnapshotGoroutines()
 
 	var mu sync.Mutex // guards armed, entered, release
@@ -217,7 +217,7 @@ func TestShardChangeDuringWatchListRelist(t *testing.T) {
 		t.Fatal("the informer did not relist by streaming within a minute of the cut")
 	}
 	time.Sleep(200 * time.Millisecond) // the first initial events are read
-	src.set(whole)
+	src.Set(whole)
 	for h.Status().Shard != whole.Selector() {
 		time.Sleep(5 * time.Millisecond)
 	}

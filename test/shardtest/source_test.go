@@ -2,7 +2,6 @@ package shardtest
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,34 +11,6 @@ import (
 	"github.com/informerkit/informerkit/shard"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
-
-// manualSource is a shard.Source the test moves by hand.
-type manualSource struct {
-	mu      sync.Mutex // guards now, changed
-	now     shard.Shard
-	changed chan struct{}
-}
-
-func (s *manualSource) Current() (shard.Shard, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now, s.changed
-}
-
-func (s *manualSource) set(n shard.Shard) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.now = n
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
-func (s *manualSource) Register(string) shard.Consumer { return nopConsumer{} }
-
-type nopConsumer struct{}
-
-func (nopConsumer) Holds(shard.Shard, bool) {}
-func (nopConsumer) Close()                  {}
 
 // An informer following a source on the real server (gate on, first sync
 // streamed with watch-list) switches six times between quarters and
@@ -60,7 +31,7 @@ func TestShardSourceOnServer(t *testing.T) {
 	q1, _ := shard.Static(1, 4)
 	half1, _ := shard.Static(1, 2)
 	q2, _ := shard.Static(2, 4)
-	src := &manualSource{now: q0, changed: make(chan struct{})}
+	src := NewManualSource(q0)
 	before := controlplane.SnapshotGoroutines()
 	cfg, lists := logLists(cp.Config(), gvr.Resource)
 	f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{})
@@ -73,7 +44,7 @@ func TestShardSourceOnServer(t *testing.T) {
 	for i, s := range []shard.Shard{q0, half, q3, q1, half1, q2, q0} {
 		listsBefore := lists.len()
 		if i > 0 {
-			src.set(s)
+			src.Set(s)
 		}
 		want := map[types.UID]bool{}
 		for uid := range all {
