@@ -115,7 +115,7 @@ type diskClaim struct {
 const claimWait = time.Second
 
 // errClaimed: another informer of the factory writes the same name.
-var errClaimed = errors.New("another informer of this factory keeps the same stored cache (an equal spec: two shard sources, or two own transforms, of the same resource?)")
+var errClaimed = errors.New("another informer of this factory keeps the same stored cache (two informers that differ only by their shard source?)")
 
 // claim makes the calling informer (running until ctx ends) the only one
 // writing name, until release is called. An informer that holds it and
@@ -305,10 +305,10 @@ type entryDisk struct {
 	spec    string
 	follow  bool   // the informer follows the preferred version (specAt)
 	diffed  string // why it is always diffed (diskDiffedWhy); "" if not
-	release func() // its claim of name (nil: none)
 
 	mu       sync.Mutex // guards w, release, rvs, err, restored, logged, start, reason, age, written, reported
 	w        *persist.Writer
+	release  func()            // releases the claim of name (nil: none held)
 	rvs      map[string]string // key -> resourceVersion written
 	err      error             // *InformerError of kind ErrCache, nil while all is well
 	restored int

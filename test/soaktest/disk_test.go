@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/shard"
+	"github.com/informerkit/informerkit/test/shardtest"
 )
 
 // faultDiskRestart: the process that keeps its caches on disk
@@ -26,6 +28,11 @@ const faultDiskRestart = "disk-restart"
 type diskProc struct {
 	dir   string
 	specs []diskInformer
+	// src is the shard source of its sharded informer: one half of the
+	// widgets, the other after each restart (a new process whose shard
+	// moved while it was down).
+	src    *shardtest.ManualSource
+	halves [2]shard.Shard
 
 	mu       sync.Mutex // guards f, handles, started, restarts, starts
 	f        *dynamicinformer.Factory
@@ -45,10 +52,20 @@ type diskInformer struct {
 
 // startDisk builds the disk process's informers (widgets, whose storage
 // version moves; gadgets, deleted, re-created and corrupted; configmaps
-// over two namespaces, always diffed at a restart), adds them to the
-// subjects and starts the process.
+// over two namespaces, and widgets of a shard source that moves at each
+// restart, both always diffed at a restart), adds them to the subjects
+// and starts the process.
 func (h *harness) startDisk(ctx context.Context, dir string) error {
 	p := &diskProc{dir: dir, starts: map[string]int{}}
+	for i := range p.halves {
+		s, err := shard.Static(i, 2)
+		if err != nil {
+			return err
+		}
+		p.halves[i] = s
+	}
+	p.src = shardtest.NewManualSource(p.halves[0])
+	current := func() shard.Shard { s, _ := p.src.Current(); return s }
 	for _, d := range []struct {
 		name string
 		sc   scope
@@ -58,6 +75,8 @@ func (h *harness) startDisk(ctx context.Context, dir string) error {
 		{"disk-gadgets", scope{res: h.gadgets}, nil},
 		{"disk-namespaces", scope{res: h.configmaps, namespaces: h.namespaces[:2]},
 			[]dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(h.namespaces[:2]...)}},
+		{"disk-shard", scope{res: h.widgets, shard: current},
+			[]dynamicinformer.ResourceOption{dynamicinformer.WithShardSource(p.src)}},
 	} {
 		i := len(p.specs)
 		s := &subject{name: d.name, scope: d.sc, rec: newRecorder(),
@@ -121,6 +140,7 @@ func (p *diskProc) restart(ctx context.Context, down time.Duration) error {
 	p.mu.Lock()
 	p.started = true
 	p.restarts++
+	p.src.Set(p.halves[p.restarts%2])
 	p.mu.Unlock()
 	return p.start(ctx)
 }
