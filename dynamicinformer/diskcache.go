@@ -466,7 +466,9 @@ func (e *entry) restore(ctx context.Context) {
 	}
 	release, err := d.factory.claim(ctx, d.name)
 	if err != nil {
-		e.cacheErr(err)
+		if ctx.Err() == nil { // (else the informer is stopping)
+			e.cacheErr(err)
+		}
 		return
 	}
 	kept := false
