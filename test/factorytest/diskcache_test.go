@@ -160,6 +160,26 @@ func diskStartAs(t *testing.T, ctx context.Context, cfg *rest.Config, dir string
 	return f, h, rec
 }
 
+// diskStartCounted is diskStartAs with a request counter per namespace
+// of nss; lists returns the lists sent to them (LIST or watch-list).
+func diskStartCounted(t *testing.T, ctx context.Context, cfg *rest.Config, dir string, nss []string, ropts ...dynamicinformer.ResourceOption) (f *dynamicinformer.Factory, h *dynamicinformer.InformerHandle, rec *initialRecorder, lists func() int) {
+	t.Helper()
+	var counters []*collectionRequests
+	for _, ns := range nss {
+		counters = append(counters, &collectionRequests{ns: ns})
+	}
+	f, h, rec = diskStartAs(t, ctx, cfg, dir, dynamicinformer.Options{}, counters, ropts...)
+	lists = func() int {
+		n := 0
+		for _, c := range counters {
+			l, _ := c.counts()
+			n += l
+		}
+		return n
+	}
+	return f, h, rec, lists
+}
+
 // changeWhileDown creates 3 configmaps, updates 2 and deletes 2 of the
 // 20 made by seedConfigMaps.
 func changeWhileDown(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns string) (added, updated, deleted []string) {
@@ -542,20 +562,7 @@ func TestRestartSeveralNamespacesDiffs(t *testing.T) {
 	dir := t.TempDir()
 	leaks := controlplane.SnapshotGoroutines()
 	run := func() (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder, func() int) {
-		var counters []*collectionRequests
-		for _, ns := range nss {
-			counters = append(counters, &collectionRequests{ns: ns})
-		}
-		f, h, rec := diskStart(t, ctx, dir, dynamicinformer.Options{}, counters)
-		lists := func() int {
-			n := 0
-			for _, c := range counters {
-				l, _ := c.counts()
-				n += l
-			}
-			return n
-		}
-		return f, h, rec, lists
+		return diskStartCounted(t, ctx, cp.Config(), dir, nss)
 	}
 
 	f1, h1, rec1, lists1 := run()

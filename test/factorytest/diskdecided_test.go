@@ -133,20 +133,7 @@ func TestRestartDecidedAtStartDiffs(t *testing.T) {
 			}
 			leaks := controlplane.SnapshotGoroutines()
 			run := func(n int) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *initialRecorder, func() int) {
-				var counters []*collectionRequests
-				for _, ns := range nss {
-					counters = append(counters, &collectionRequests{ns: ns})
-				}
-				f, h, rec := diskStartAs(t, ctx, config(), dir, dynamicinformer.Options{}, counters, c.opts(nss, n)...)
-				lists := func() int {
-					total := 0
-					for _, cr := range counters {
-						l, _ := cr.counts()
-						total += l
-					}
-					return total
-				}
-				return f, h, rec, lists
+				return diskStartCounted(t, ctx, config(), dir, nss, c.opts(nss, n)...)
 			}
 
 			f1, h1, _, _ := run(1)
