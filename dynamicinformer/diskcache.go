@@ -558,6 +558,14 @@ func (e *entry) restore(ctx context.Context) {
 		return
 	}
 	kept = true
+	// The server's resourceVersion now, read before d.mu is taken: the
+	// request's contact report updates the informer's Status, which
+	// takes d.mu (a deadlock the soak found when the contact changed
+	// during this request).
+	catchUpRV := ""
+	if cold == "" && gone == "" && restored > 0 {
+		catchUpRV = d.factory.currentRV(ctx)
+	}
 	d.mu.Lock()
 	d.w, d.id = w, id
 	d.rvs = make(map[string]string, len(st.Objects))
@@ -566,9 +574,7 @@ func (e *entry) restore(ctx context.Context) {
 	}
 	d.restored = restored
 	d.listedOnce = restored > 0
-	if cold == "" && gone == "" && restored > 0 {
-		d.catchUpRV = d.factory.currentRV(ctx)
-	}
+	d.catchUpRV = catchUpRV
 	if cold == "" && !info.Written.IsZero() {
 		d.age = max(time.Since(info.Written), 0)
 	}

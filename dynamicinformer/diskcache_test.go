@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -345,6 +346,50 @@ func TestDiskNeverBackInTime(t *testing.T) {
 	st := run("5")
 	if st.Restored != 0 || st.Disk.Start != DiskCold || st.Disk.Reason != reasonNewer || st.State != Synced || st.Objects != 1 {
 		t.Fatalf("the server earlier than the stored state: restored %d, disk %+v, %s with %d objects; want a cold start (%q)", st.Restored, st.Disk, st.State, st.Objects, reasonNewer)
+	}
+}
+
+// TestDiskRestoreRequestsOutsideLock: the requests a restore sends (the
+// server's resourceVersion, read for CaughtUp) are sent without the disk
+// cache's lock, which Status takes: a request reports its contact, and a
+// change of contact updates the Status (a deadlock the soak found). Here
+// the server's answer waits for a Status.
+func TestDiskRestoreRequestsOutsideLock(t *testing.T) {
+	dir := t.TempDir()
+	var blocked atomic.Int32
+	run := func() Status {
+		client := diskFakeClient("10")
+		var h atomic.Pointer[InformerHandle]
+		client.PrependReactor("list", "namespaces", func(clienttesting.Action) (bool, kruntime.Object, error) {
+			if hd := h.Load(); hd != nil {
+				done := make(chan struct{})
+				go func() {
+					hd.Status()
+					close(done)
+				}()
+				select {
+				case <-done:
+				case <-time.After(2 * time.Second):
+					blocked.Add(1)
+				}
+			}
+			return false, nil, nil
+		})
+		f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true, CacheDir: dir})
+		defer f.Shutdown()
+		h.Store(f.ForResource(configmapsGVR, WithNamespaces("team-a")))
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		f.Start(ctx)
+		f.WaitForCacheSync(ctx)
+		return h.Load().Status()
+	}
+	run()
+	if st := run(); st.Restored != 1 || st.State != Synced {
+		t.Fatalf("second run: %+v; want 1 restored, Synced", st)
+	}
+	if n := blocked.Load(); n != 0 {
+		t.Fatalf("Status blocked %d times while a restore's request was answered", n)
 	}
 }
 
