@@ -238,8 +238,8 @@
 //     several namespaces, whose merged watch resumes only by relisting
 //     — one list per namespace —, or what it watches is decided as it
 //     starts: WithPermittedNamespaces, WithShardSource): the same
-//     initial adds,
-//     then the informer lists (Syncing) and client-go's Replace delivers
+//     initial adds, then the informer lists (Syncing) and client-go's
+//     Replace delivers
 //     an add per new object, an update per object whose resourceVersion
 //     changed and a delete per object gone. An object unchanged is not
 //     delivered again (it is a resync, delivered only to handlers with a
@@ -260,7 +260,11 @@
 // file, is logged, removed, and the informer lists; a journal cut short
 // by a crash is applied up to its last whole record. Transforms run again
 // on restored objects, so a keyed WithTransform transform must be
-// idempotent. Status.Disk says how the informer started (DiskResumed,
+// idempotent. A stored cache is written by one informer of a factory at
+// a time: one released and acquired again waits for its predecessor to
+// close the files; two running informers that differ only by their
+// shard source would share one, and the second is not kept
+// (Status.CacheErr). Status.Disk says how the informer started (DiskResumed,
 // DiskDiffed, DiskCold with the reason, DiskRemoved), how many objects
 // were restored, how old the stored state was and how many bytes were
 // written; Status.CacheErr says why the disk is not used. An exporter
