@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -220,7 +221,7 @@ func diskDiffedWhy(key spec) string {
 	switch {
 	case key.permitted:
 		return reasonPermitted
-	case containsComma(key.namespaces):
+	case strings.Contains(key.namespaces, ","):
 		return reasonSeveral
 	case key.shardSource != nil:
 		return reasonShardSource
@@ -234,15 +235,6 @@ const (
 	reasonPermitted   = "the permitted namespaces are decided at start"
 	reasonShardSource = "the shard source's shard is decided at start"
 )
-
-func containsComma(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ',' {
-			return true
-		}
-	}
-	return false
-}
 
 // reasonNewer: a stored state's resourceVersion is later than the
 // server's current one.
