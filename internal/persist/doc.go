@@ -37,6 +37,16 @@
 // version or Identity is not used (ErrCorrupt, ErrMismatch) and its files
 // are removed.
 //
+// # Folds
+//
+// A Writer folds its journals into a new snapshot without decoding them:
+// a put record is framed the same in both kinds of file, so the new
+// snapshot is the byte ranges of the records still current, copied from
+// the old snapshot and the journals. The Writer keeps an index for it —
+// each object's key and where its record is, about 70 bytes per object
+// beside the key — and not the objects. Load checks every record's
+// checksum; the fold does not check them again.
+//
 // What is not guaranteed: what was appended after the last Sync may be
 // lost in a crash (the state loaded is then older, and the watch resumes
 // from its older resourceVersion); files are not encrypted.

@@ -7,7 +7,8 @@ import (
 
 // BenchmarkFold is one fold at the size the persistence benchmark runs:
 // a snapshot of 10,000 objects of 3.3 KB and a journal as large (7,500
-// updates of 4.4 KB): read both, write the new snapshot.
+// updates of 4.4 KB): copy the records that are still current from both
+// into the new snapshot.
 func BenchmarkFold(b *testing.B) {
 	d, err := Open(b.TempDir())
 	if err != nil {

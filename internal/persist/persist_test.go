@@ -28,7 +28,7 @@ func open(t *testing.T, dir string) *Dir {
 // dir: a snapshot of two objects, then a journal of three changes.
 func writeHistory(t *testing.T, d *Dir) []map[string]string {
 	t.Helper()
-	st := State{RV: "10", Objects: []Object{{"ns/a", "5", []byte(`{"a":1}`)}, {"ns/b", "10", []byte(`{"b":1}`)}}}
+	st := State{RV: "10", Objects: []Object{{Key: "ns/a", RV: "5", Data: []byte(`{"a":1}`)}, {Key: "ns/b", RV: "10", Data: []byte(`{"b":1}`)}}}
 	w, err := d.Create("cm", testID, st)
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +382,7 @@ func TestListingMarkers(t *testing.T) {
 	must(w.Close())
 
 	// Create from a state inside a list keeps the mark until Listed.
-	in := State{RV: "40", Listing: true, Objects: []Object{{"ns/z", "40", []byte(`{"z":1}`)}}}
+	in := State{RV: "40", Listing: true, Objects: []Object{{Key: "ns/z", RV: "40", Data: []byte(`{"z":1}`)}}}
 	w2, err := d.Create("cm2", testID, in)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -46,6 +47,7 @@ type Object struct {
 	Key  string
 	RV   string
 	Data []byte
+	at   loc // where Load read it (zero for an Object made by a caller)
 }
 
 // State is a stored informer state: its objects (sorted by key) and the
@@ -226,6 +228,7 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 		info.Written = fi.ModTime()
 	}
 	objs := make(map[string]Object, h.Count)
+	pos := int64(fileHeaderLen + frameLen(len(p)))
 	for i := 0; i < h.Count; i++ {
 		p, err := readRecord(r)
 		if err == errEnd {
@@ -238,7 +241,9 @@ func (d *Dir) read(name string, id Identity, last uint64) (State, LoadInfo, erro
 		if err != nil || rec.op != opPut {
 			return State{}, info, fmt.Errorf("%w: malformed object record", ErrCorrupt)
 		}
-		objs[rec.key] = Object{Key: rec.key, RV: rec.rv, Data: rec.data}
+		n := int64(frameLen(len(p)))
+		objs[rec.key] = Object{Key: rec.key, RV: rec.rv, Data: rec.data, at: loc{off: pos, n: n}}
+		pos += n
 	}
 	if _, err := readRecord(r); err != errEnd {
 		return State{}, info, fmt.Errorf("%w: data after the last object", ErrCorrupt)
@@ -297,6 +302,7 @@ func (d *Dir) readJournal(name string, gen uint64, id Identity, objs map[string]
 		return 0, fmt.Errorf("%w: journal header", ErrMismatch)
 	}
 	n := 0
+	pos := int64(fileHeaderLen + frameLen(len(p)))
 	for {
 		p, err := readRecord(r)
 		if err == errEnd {
@@ -309,9 +315,11 @@ func (d *Dir) readJournal(name string, gen uint64, id Identity, objs map[string]
 		if err != nil {
 			return n, err
 		}
+		at := loc{journal: true, gen: gen, off: pos, n: int64(frameLen(len(p)))}
+		pos += at.n
 		switch rec.op {
 		case opPut:
-			objs[rec.key] = Object{Key: rec.key, RV: rec.rv, Data: rec.data}
+			objs[rec.key] = Object{Key: rec.key, RV: rec.rv, Data: rec.data, at: at}
 		case opDelete:
 			delete(objs, rec.key)
 		case opListing:
@@ -338,10 +346,11 @@ func laterRV(a, b string) string {
 	return b
 }
 
-// writeSnapshot writes st as name's snapshot of generation gen: to a
-// temporary file, synced, renamed over the old one, the directory
-// synced. It returns the snapshot's size.
-func (d *Dir) writeSnapshot(name string, id Identity, gen uint64, rv string, listing bool, objs []Object) (int64, error) {
+// writeSnapshot writes name's snapshot, headed by h: to a temporary
+// file, synced, renamed over the old one, the directory synced. body
+// writes the records after the header, the first at offset pos, and
+// returns the offset after the last. It returns the snapshot's size.
+func (d *Dir) writeSnapshot(name string, h header, body func(w io.Writer, pos int64) (int64, error)) (int64, error) {
 	tmp := d.snapPath(name) + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -356,20 +365,13 @@ func (d *Dir) writeSnapshot(name string, id Identity, gen uint64, rv string, lis
 	if err := writeFileHeader(w, kindSnapshot); err != nil {
 		return fail(err)
 	}
-	size := int64(fileHeaderLen)
-	n, err := writeRecord(w, encodeHeader(header{Gen: gen, Identity: id, RV: rv, Count: len(objs), Listing: listing}))
+	n, err := writeRecord(w, encodeHeader(h))
 	if err != nil {
 		return fail(err)
 	}
-	size += int64(n)
-	var buf []byte
-	for _, o := range objs {
-		buf = appendRecord(buf[:0], opPut, o.Key, o.RV, o.Data)
-		n, err := writeRecord(w, buf)
-		if err != nil {
-			return fail(err)
-		}
-		size += int64(n)
+	size, err := body(w, int64(fileHeaderLen+n))
+	if err != nil {
+		return fail(err)
 	}
 	if err := w.Flush(); err != nil {
 		return fail(err)
@@ -386,6 +388,30 @@ func (d *Dir) writeSnapshot(name string, id Identity, gen uint64, rv string, lis
 		return 0, err
 	}
 	return size, syncDir(d.path)
+}
+
+// writeObjects writes objs as name's snapshot of generation gen and
+// returns its size and its index.
+func (d *Dir) writeObjects(name string, id Identity, gen uint64, rv string, listing bool, objs []Object) (int64, []indexed, error) {
+	idx := make([]indexed, 0, len(objs))
+	size, err := d.writeSnapshot(name, header{Gen: gen, Identity: id, RV: rv, Count: len(objs), Listing: listing}, func(w io.Writer, pos int64) (int64, error) {
+		var buf []byte
+		for _, o := range objs {
+			buf = appendRecord(buf[:0], opPut, o.Key, o.RV, o.Data)
+			n, err := writeRecord(w, buf)
+			if err != nil {
+				return 0, err
+			}
+			idx = append(idx, indexed{key: o.Key, at: loc{off: pos, n: int64(n)}})
+			pos += int64(n)
+		}
+		return pos, nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	sortIndex(idx)
+	return size, idx, nil
 }
 
 func syncDir(path string) error {
@@ -408,14 +434,14 @@ func (d *Dir) Create(name string, id Identity, st State) (*Writer, error) {
 	for _, g := range d.journals(name) {
 		gen = max(gen, g+1)
 	}
-	size, err := d.writeSnapshot(name, id, gen, st.RV, st.Listing, st.Objects)
+	size, idx, err := d.writeObjects(name, id, gen, st.RV, st.Listing, st.Objects)
 	if err != nil {
 		return nil, err
 	}
 	for _, g := range d.journals(name) {
 		os.Remove(d.journalPath(name, g))
 	}
-	w := &Writer{dir: d, name: name, id: id, gen: gen, rv: st.RV, listing: st.Listing, snapBytes: size, written: size}
+	w := &Writer{dir: d, name: name, id: id, gen: gen, rv: st.RV, listing: st.Listing, snapBytes: size, written: size, base: idx}
 	if err := w.openJournal(); err != nil {
 		return nil, err
 	}
@@ -441,7 +467,15 @@ func (d *Dir) Continue(name string, id Identity, st State, info LoadInfo) (*Writ
 	if err != nil {
 		return d.Create(name, id, st)
 	}
-	w := &Writer{dir: d, name: name, id: id, gen: st.gen + 1, rv: st.RV, listing: st.Listing, snapBytes: fi.Size()}
+	idx := make([]indexed, len(st.Objects))
+	for i, o := range st.Objects {
+		if o.at.n == 0 {
+			return d.Create(name, id, st) // not as Load returned it
+		}
+		idx[i] = indexed{key: o.Key, at: o.at}
+	}
+	sortIndex(idx)
+	w := &Writer{dir: d, name: name, id: id, gen: st.gen + 1, rv: st.RV, listing: st.Listing, snapBytes: fi.Size(), base: idx}
 	if err := w.openJournal(); err != nil {
 		return nil, err
 	}
@@ -457,7 +491,13 @@ type Writer struct {
 	name string
 	id   Identity
 
-	foldMu sync.Mutex // serializes Fold and Close
+	foldMu sync.Mutex // serializes Fold and Close; guards base and layers
+	// base indexes the state of the files as they were before the
+	// current journal, sorted by key; layers (older first) are the
+	// current journal's changes of earlier generations that a failed
+	// fold left (see fold).
+	base   []indexed
+	layers []map[string]loc
 
 	mu           sync.Mutex // guards the fields below
 	gen          uint64
@@ -469,6 +509,7 @@ type Writer struct {
 	snapBytes    int64 // the last snapshot's size
 	written      int64 // bytes written in all, snapshots included
 	records      int64
+	changes      map[string]loc // the current journal's, by key (a delete: loc.n 0)
 	rec          []byte
 	err          error
 	closed       bool
@@ -490,6 +531,7 @@ func (w *Writer) openJournal() error {
 		return err
 	}
 	w.f, w.buf = f, buf
+	w.changes = make(map[string]loc)
 	w.journalBytes = int64(fileHeaderLen + n)
 	w.written += w.journalBytes
 	return nil
@@ -540,6 +582,12 @@ func (w *Writer) append(op byte, key, rv string, data []byte) error {
 	if err != nil {
 		w.err = err
 		return err
+	}
+	switch op {
+	case opPut:
+		w.changes[key] = loc{journal: true, gen: w.gen, off: w.journalBytes, n: int64(n)}
+	case opDelete:
+		w.changes[key] = loc{}
 	}
 	w.journalBytes += int64(n)
 	w.written += int64(n)
@@ -623,6 +671,8 @@ func (w *Writer) fold() error {
 	}
 	w.f.Close()
 	last := w.gen
+	w.layers = append(w.layers, w.changes)
+	h := header{Gen: last + 1, Identity: w.id, RV: w.rv, Listing: w.listing}
 	w.gen++
 	if err := w.openJournal(); err != nil {
 		w.err = err
@@ -630,17 +680,13 @@ func (w *Writer) fold() error {
 		return err
 	}
 	w.mu.Unlock()
-	st, info, err := w.dir.read(w.name, w.id, last)
-	if err == nil && info.JournalErr != nil {
-		err = info.JournalErr
-	}
+	idx, size, err := w.dir.merge(w.name, h, w.base, w.layers)
 	if err != nil {
-		return fmt.Errorf("persist: fold: %w", err) // the files stay as they are
+		// The files stay as they are; the changes stay in layers, for
+		// the next fold.
+		return fmt.Errorf("persist: fold: %w", err)
 	}
-	size, err := w.dir.writeSnapshot(w.name, w.id, last+1, st.RV, st.Listing, st.Objects)
-	if err != nil {
-		return err
-	}
+	w.base, w.layers = idx, nil
 	for _, g := range w.dir.journals(w.name) {
 		if g <= last {
 			os.Remove(w.dir.journalPath(w.name, g))
