@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/informerkit/informerkit/internal/diskcost"
 	"github.com/informerkit/informerkit/internal/labelindex"
 )
 
@@ -539,9 +540,9 @@ func BenchmarkCompactTransform(b *testing.B) {
 // called after the timed loop, reports it per op as "cpu-ns/op" (GC work
 // included; steadier than ns/op when other processes compete for cores).
 func reportCPU(b *testing.B) func() {
-	start := processCPU()
+	start := diskcost.ProcessCPU()
 	return func() {
-		b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(diskcost.ProcessCPU()-start)/float64(b.N), "cpu-ns/op")
 	}
 }
 

@@ -339,9 +339,6 @@ type entryDisk struct {
 	// the cache reached it (DiskStatus.CaughtUp).
 	catchUpRV string
 	caughtUp  bool
-
-	encMu sync.Mutex // guards enc
-	enc   []byte     // scratch for the stored form of one object
 }
 
 // diskList is a list under way: its resourceVersion once the reflector
@@ -789,18 +786,9 @@ func (e *entry) journalPut(obj interface{}) {
 	if w == nil || same {
 		return
 	}
-	d.encMu.Lock()
-	data, err := appendForDisk(d.enc[:0], obj)
-	if err != nil {
-		// Not written, so what is on disk would lack it: nothing more
-		// is written.
-		err = fmt.Errorf("encoding %s: %w", key, err)
-	} else {
-		d.enc = data
-		err = w.Put(key, rv, data) // copies data
-	}
-	d.encMu.Unlock()
-	if err != nil {
+	// Encoded and written with the events around it, at the next sync
+	// (persist.Writer.PutObject): the cached object is not changed.
+	if err := w.PutObject(key, rv, obj, appendForDisk); err != nil {
 		e.diskWriteFailed(w, err)
 		return
 	}
@@ -884,7 +872,7 @@ func (e *entry) diskLoop(ctx context.Context) {
 		if w == nil {
 			return
 		}
-		if err := w.Sync(); err != nil {
+		if err := diskMeasured(w.Sync); err != nil {
 			e.diskFailed(err)
 			return
 		}
@@ -894,12 +882,21 @@ func (e *entry) diskLoop(ctx context.Context) {
 		e.diskCatchUp()
 		e.diskProgress()
 		if w.FoldDue() {
-			if err := w.Fold(); err != nil {
+			if err := diskMeasured(w.Fold); err != nil {
 				e.diskFailed(err)
 				return
 			}
 		}
 	}
+}
+
+// diskMeasured runs a disk call (a sync, a fold) inside the persistence
+// cost measurement (internal/diskcost), beside the journal's handler.
+func diskMeasured(f func() error) error {
+	if stop := diskcost.Start(); stop != nil {
+		defer stop()
+	}
+	return f()
 }
 
 // diskProgress journals the cache's resourceVersion when it moved past

@@ -24,6 +24,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/internal/decode"
+	"github.com/informerkit/informerkit/internal/diskcost"
 	"github.com/informerkit/informerkit/internal/persist"
 	"github.com/informerkit/informerkit/shard"
 )
@@ -117,7 +118,7 @@ func TestDiskSpecNames(t *testing.T) {
 
 // diskBench is a journal and an informer entry that journals into it,
 // as the informer's own handler does.
-func diskBench(b *testing.B) (*entry, func()) {
+func diskBench(b testing.TB) (*entry, func()) {
 	d, err := persist.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
@@ -200,40 +201,40 @@ func BenchmarkDiskEventCost(b *testing.B) {
 	// Each phase starts after a collection, so that none is charged for
 	// another's garbage.
 	runtime.GC()
-	c0 := processCPU()
+	c0 := diskcost.ProcessCPU()
 	for i := 0; i < b.N; i++ {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(data); err != nil {
 			b.Fatal(err)
 		}
 	}
-	c1 := processCPU()
+	c1 := diskcost.ProcessCPU()
 	runtime.GC()
-	c1gc := processCPU()
+	c1gc := diskcost.ProcessCPU()
 	for i := 0; i < b.N; i++ {
 		if _, err := decode.Object(data, decode.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	c2 := processCPU()
+	c2 := diskcost.ProcessCPU()
 	runtime.GC()
-	c2gc := processCPU()
+	c2gc := diskcost.ProcessCPU()
 	var scratch []byte
 	for i := 0; i < b.N; i++ {
 		if scratch, err = appendForDisk(scratch[:0], objs[i%len(objs)]); err != nil {
 			b.Fatal(err)
 		}
 	}
-	c3 := processCPU()
+	c3 := diskcost.ProcessCPU()
 	runtime.GC()
-	c3gc := processCPU()
+	c3gc := diskcost.ProcessCPU()
 	for i := 0; i < b.N; i++ {
 		e.journalPut(objs[i%len(objs)])
 	}
 	if err := e.disk.w.Sync(); err != nil { // the buffered tail too
 		b.Fatal(err)
 	}
-	c4 := processCPU()
+	c4 := diskcost.ProcessCPU()
 	b.StopTimer()
 	if st := e.disk.w.Stats(); st.Err != nil || st.Records != int64(b.N) {
 		b.Fatalf("%d records written of %d (%v)", st.Records, b.N, st.Err)

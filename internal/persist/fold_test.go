@@ -2,6 +2,7 @@ package persist
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -9,7 +10,8 @@ import (
 	"testing"
 )
 
-// TestFoldMatchesModel runs random histories of puts, deletes, list
+// TestFoldMatchesModel runs random histories of puts (written at once or
+// held by PutObject), deletes, list
 // marks, folds (some made to fail, then retried), restarts that continue
 // the files and restarts that create them again, and checks after each
 // step that what Load returns is what was written: every object, its
@@ -70,7 +72,13 @@ func foldHistory(t *testing.T, seed int64) {
 			k := fmt.Sprintf("ns/o%d", rnd.Intn(40))
 			data := make([]byte, rnd.Intn(3000))
 			rnd.Read(data)
-			if err := w.Put(k, fmt.Sprint(rv), data); err != nil {
+			var err error
+			if rnd.Intn(2) == 0 {
+				err = w.Put(k, fmt.Sprint(rv), data)
+			} else {
+				err = w.PutObject(k, fmt.Sprint(rv), data, appendBytes) // held, written later
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			model[k] = obj{fmt.Sprint(rv), data}
@@ -155,4 +163,35 @@ func foldHistory(t *testing.T, seed int64) {
 		t.Fatalf("after close: %v, want %v", got, want)
 	}
 	d.Close()
+}
+
+func appendBytes(dst []byte, obj any) ([]byte, error) { return append(dst, obj.([]byte)...), nil }
+
+// TestPutObjectEncodingError: an object PutObject holds that cannot be
+// encoded stops the Writer when it is written (the next Sync), as a
+// write error does: what is on disk is the state before it, and nothing
+// journaled after it is written.
+func TestPutObjectEncodingError(t *testing.T) {
+	d := open(t, t.TempDir())
+	w, err := d.Create("x", testID, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := mustFor(t)
+	must(w.PutObject("ns/a", "11", []byte("a"), appendBytes))
+	must(w.Sync())
+	bad := errors.New("no encoding")
+	must(w.PutObject("ns/b", "12", nil, func([]byte, any) ([]byte, error) { return nil, bad }))
+	must(w.PutObject("ns/c", "13", []byte("c"), appendBytes))
+	if err := w.Sync(); !errors.Is(err, bad) {
+		t.Fatalf("Sync after an object that cannot be encoded: %v, want %v", err, bad)
+	}
+	if err := w.Delete("ns/a", "14"); !errors.Is(err, bad) {
+		t.Fatalf("Delete after: %v, want the encoding error", err)
+	}
+	w.Close()
+	st, _, err := d.Load("x", testID)
+	if err != nil || len(st.Objects) != 1 || st.Objects[0].Key != "ns/a" || st.RV != "11" {
+		t.Fatalf("loaded %+v (%v), want ns/a alone at 11", st, err)
+	}
 }

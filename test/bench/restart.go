@@ -538,10 +538,10 @@ func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res 
 		writerCPU, writerIO = processUsage().since(u0).cpu(), processIO()-w0
 	}
 
-	// journal: the CPU the informer's disk journal spent in the window,
-	// measured on its own goroutine (package diskcost): the persistence
-	// cost read directly, beside the difference of the process-wide
-	// figures.
+	// journal: the CPU the informer's persistence spent in the window —
+	// its journal handler, the syncs and the folds — each measured on its
+	// own goroutine (package diskcost): the persistence cost read
+	// directly, beside the difference of the process-wide figures.
 	journal := map[string]time.Duration{}
 	phase := func(name, cacheDir string) (cpu time.Duration, wrote, grown int64, err error) {
 		f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{CacheDir: cacheDir})
@@ -594,7 +594,7 @@ func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res 
 			return 0, 0, 0, fmt.Errorf("%w: %s CacheErr %v", ErrSanity, name, st.CacheErr)
 		}
 		grown = dirSize(cacheDir) - size0
-		c.Logf("persistence %-12s %d events: client CPU %v (writer alone %v; the journal's own %v), %d B write(2) (writer alone %d), directory %+d B",
+		c.Logf("persistence %-12s %d events: client CPU %v (writer alone %v; persistence's own %v: journal, syncs, folds), %d B write(2) (writer alone %d), directory %+d B",
 			name, m, cpu.Round(time.Millisecond), writerCPU.Round(time.Millisecond), journal[name].Round(time.Millisecond), wroteIO, writerIO, grown)
 		return cpu - writerCPU, wroteIO - writerIO, grown, nil
 	}
@@ -612,7 +612,7 @@ func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res 
 	}
 	for name, impl := range map[string]string{"off": PersistOff, "on": PersistOn} {
 		res.add(RowPersist, cs, "client CPU", "µs/event", impl, float64(time.Duration(out[name][0]).Microseconds())/float64(m))
-		res.add(RowPersist, cs, "journal CPU", "µs/event", impl, float64(journal[name].Microseconds())/float64(m))
+		res.add(RowPersist, cs, "disk CPU", "µs/event", impl, float64(journal[name].Microseconds())/float64(m))
 		res.add(RowPersist, cs, "written", "B/event", impl, float64(out[name][1])/float64(m))
 		// What reached the cache directory (files' growth; 0 without
 		// one): unlike write(2), which counts every write of the

@@ -68,8 +68,8 @@ func TestRestartShort(t *testing.T) {
 	}
 	// The journal's own CPU (thread CPU time, Linux): some with CacheDir,
 	// none without.
-	jOn, ok1 := persist.Median(RowPersist, pcs, "journal CPU", PersistOn)
-	jOff, ok2 := persist.Median(RowPersist, pcs, "journal CPU", PersistOff)
+	jOn, ok1 := persist.Median(RowPersist, pcs, "disk CPU", PersistOn)
+	jOff, ok2 := persist.Median(RowPersist, pcs, "disk CPU", PersistOff)
 	if !ok1 || !ok2 || jOff != 0 || diskcost.Supported && !(jOn > 0) {
 		t.Errorf("journal CPU per event with CacheDir %v (%v), without %v (%v); want more than 0 with, none without", jOn, ok1, jOff, ok2)
 	}

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package cache
-
-import "time"
-
-// processCPU is not measured on this platform: the cpu-ns/op metric reads 0.
-func processCPU() time.Duration { return 0 }
