@@ -164,6 +164,40 @@ func BenchmarkDiskJournalPut(b *testing.B) {
 	b.ReportMetric(float64(e.disk.w.Stats().Written)/float64(b.N), "bytes/event")
 }
 
+// BenchmarkDiskJournalPaced is BenchmarkDiskJournalPut at the pace of a
+// busy informer's events (one every 5 ms, 200 a second) instead of in a
+// row: what one costs when it finds the processor's caches cold. It
+// reports the journal's CPU time (thread CPU, internal/diskcost: the
+// handler's calls and the syncs that encode and write what they held)
+// per event; run with -benchtime 1000x (5 s).
+func BenchmarkDiskJournalPaced(b *testing.B) {
+	if !diskcost.Supported {
+		b.Skip("thread CPU time is not read on this platform")
+	}
+	e, done := diskBench(b)
+	defer done()
+	objs := diskEvents()
+	diskcost.Enable(true)
+	defer diskcost.Enable(false)
+	diskcost.Reset()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.journalPut(objs[i%len(objs)])
+		if i%200 == 199 {
+			if err := diskMeasured(e.disk.w.Sync); err != nil {
+				b.Fatal(err)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := diskMeasured(e.disk.w.Sync); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	_, ns := diskcost.Read()
+	b.ReportMetric(float64(ns)/float64(b.N), "journal-cpu-ns/event")
+}
+
 // BenchmarkDiskDecodeRestore is the cost of one restored object at start:
 // decoding its stored form into the object handed to the reflector.
 func BenchmarkDiskDecodeRestore(b *testing.B) {

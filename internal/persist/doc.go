@@ -37,6 +37,15 @@
 // version or Identity is not used (ErrCorrupt, ErrMismatch) and its files
 // are removed.
 //
+// # Writes
+//
+// Writer.Put, Delete and the list marks append a record to the journal's
+// buffer at once; Writer.PutObject holds the object and encodes it with
+// the others held, in order, before the next record of any other kind,
+// at the next Sync, Fold or Close (or once 256 are held): a batch is
+// encoded with the processor's caches warm. Sync makes everything
+// journaled durable.
+//
 // # Folds
 //
 // A Writer folds its journals into a new snapshot without decoding them:
