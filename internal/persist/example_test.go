@@ -1,6 +1,7 @@
 package persist_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -21,7 +22,13 @@ func Example() {
 	// A running informer: a fresh snapshot, then a journal of changes.
 	w, _ := dir.Create("configmaps", id, persist.State{})
 	w.Put("a/one", "10", []byte(`{"metadata":{"name":"one"}}`))
-	w.Put("a/two", "11", []byte(`{"metadata":{"name":"two"}}`))
+	// An object held, encoded when the journal is next written (its
+	// Sync, the fold, Close): the caller must not change it meanwhile.
+	two := map[string]any{"metadata": map[string]any{"name": "two"}}
+	w.PutObject("a/two", "11", two, func(dst []byte, obj any) ([]byte, error) {
+		b, err := json.Marshal(obj)
+		return append(dst, b...), err
+	})
 	w.Delete("a/one", "12")
 	w.Close() // folds the journal into the snapshot
 
