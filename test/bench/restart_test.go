@@ -66,7 +66,7 @@ func TestRestartShort(t *testing.T) {
 	if !ok1 || !ok2 || !(on > 100) || off != 0 {
 		t.Errorf("bytes stored per event with CacheDir %v (%v), without %v (%v); want more than 100 with (a journal record per event), none without", on, ok1, off, ok2)
 	}
-	// The journal's own CPU (thread CPU time, Linux): some with CacheDir,
+	// Persistence's own CPU (thread CPU time, Linux): some with CacheDir,
 	// none without.
 	jOn, ok1 := persist.Median(RowPersist, pcs, "disk CPU", PersistOn)
 	jOff, ok2 := persist.Median(RowPersist, pcs, "disk CPU", PersistOff)
