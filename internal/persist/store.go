@@ -732,8 +732,9 @@ type Stats struct {
 	RV string
 	// Listing: a list is under way in what was written (State.Listing).
 	Listing bool
-	// Records counts the journal records appended; Written the bytes
-	// written (journals and snapshots).
+	// Records counts the journal records appended (those PutObject
+	// holds included); Written the bytes written (journals and
+	// snapshots; held objects count once written).
 	Records, Written int64
 	// Err is the write error that stopped the writer, if any.
 	Err error
