@@ -1,8 +1,10 @@
 // Package diskcost measures, when a benchmark turns it on, the CPU time
-// an informer's disk journal spends on its events (dynamicinformer's
-// Options.CacheDir), on the goroutine that spends it: the thread's CPU
-// time (Linux RUSAGE_THREAD) around each journal call, the goroutine
-// locked to its thread meanwhile. The persistence cost is then read
+// an informer's persistence spends (dynamicinformer's Options.CacheDir:
+// its journal handler's calls, its syncs and its folds), on the
+// goroutine that spends it: the thread's CPU time (Linux
+// CLOCK_THREAD_CPUTIME_ID) around each call, the goroutine locked to its
+// thread meanwhile. ProcessCPU, for benchmarks, reads the whole
+// process's. The persistence cost is then read
 // directly instead of as the difference of two process-wide figures,
 // whose run-to-run spread (garbage collection of a large cache) is wider
 // than the cost. Off, a call costs one atomic load. Where thread CPU time
