@@ -80,6 +80,11 @@ type RestartConfig struct {
 	Writer func(ctx context.Context, tag string, m, n int, rate float64) error
 	// SkipRestart measures only the persistence cost.
 	SkipRestart bool
+	// PersistCompact measures the persistence cost with compact caches
+	// (Projection{Compact: true}) on both sides: their objects are kept
+	// in the stored form already, so persistence encodes nothing. The
+	// rows are named PersistOn and PersistOff with " Compact" added.
+	PersistCompact bool
 	// PersistCPUProfile, if set, is a prefix: each persistence phase's
 	// window (the writes and the settle after them) is CPU-profiled to
 	// PREFIX-on-rN.prof and PREFIX-off-rN.prof.
@@ -123,9 +128,19 @@ func RestartImpls() []Impl {
 }
 
 // PersistImpls are the rows of the persistence-cost table: informerkit
-// without CacheDir is the peer.
-func PersistImpls() []Impl {
-	return []Impl{{Name: PersistOn}, {Name: PersistOff, Peer: true}}
+// without CacheDir is the peer. compact: RestartConfig.PersistCompact's.
+func PersistImpls(compact bool) []Impl {
+	on, off := persistNames(compact)
+	return []Impl{{Name: on}, {Name: off, Peer: true}}
+}
+
+// persistNames are the persistence rows' names, with and without
+// CacheDir (RestartConfig.PersistCompact's add " Compact").
+func persistNames(compact bool) (on, off string) {
+	if compact {
+		return PersistOn + " Compact", PersistOff + " Compact"
+	}
+	return PersistOn, PersistOff
 }
 
 // RunRestart loads N objects of the suite's resource (as Run does) and,
@@ -144,7 +159,7 @@ func PersistImpls() []Impl {
 func RunRestart(ctx context.Context, cfg *rest.Config, c RestartConfig) (restart, persist *Results, err error) {
 	c = c.Defaults()
 	restart = &Results{Impls: RestartImpls()}
-	persist = &Results{Impls: PersistImpls()}
+	persist = &Results{Impls: PersistImpls(c.PersistCompact)}
 	ns := make([]string, 0, Namespaces)
 	for i := 0; i < Namespaces; i++ {
 		ns = append(ns, namespaceName(i))
@@ -544,7 +559,11 @@ func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res 
 	// directly, beside the difference of the process-wide figures.
 	journal := map[string]time.Duration{}
 	phase := func(name, cacheDir string) (cpu time.Duration, wrote, grown int64, err error) {
-		f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{CacheDir: cacheDir})
+		var defaults []dynamicinformer.ResourceOption
+		if c.PersistCompact {
+			defaults = append(defaults, dynamicinformer.WithProjection(dynamicinformer.Projection{Compact: true}))
+		}
+		f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{CacheDir: cacheDir, Defaults: defaults})
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -610,7 +629,8 @@ func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res 
 		}
 		out[p[0]] = [3]int64{int64(cpu), wrote, grown}
 	}
-	for name, impl := range map[string]string{"off": PersistOff, "on": PersistOn} {
+	on, off := persistNames(c.PersistCompact)
+	for name, impl := range map[string]string{"off": off, "on": on} {
 		res.add(RowPersist, cs, "client CPU", "µs/event", impl, float64(time.Duration(out[name][0]).Microseconds())/float64(m))
 		res.add(RowPersist, cs, "disk CPU", "µs/event", impl, float64(journal[name].Microseconds())/float64(m))
 		res.add(RowPersist, cs, "written", "B/event", impl, float64(out[name][1])/float64(m))

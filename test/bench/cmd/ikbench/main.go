@@ -75,6 +75,7 @@ func main() {
 	restart := flag.Bool("restart", false, "run only the restart-from-disk scenario (bench.RunRestart: cold start with an empty CacheDir, a restart that resumes, one that diffs after an etcd compaction, client-go's cold start; the persistence cost per event) at -sizes, -runs times")
 	restartEvents := flag.Int("restart-events", 2000, "with -restart: updates in the persistence-cost measurement (-1 skips it)")
 	persistOnly := flag.Bool("persist-only", false, "with -restart: measure only the persistence cost (at the first of -sizes)")
+	persistCompact := flag.Bool("persist-compact", false, "with -restart: measure the persistence cost with compact caches (Projection{Compact: true}) on both sides, whose objects are kept already encoded")
 	persistProfile := flag.String("persist-cpuprofile", "", "with -restart: CPU-profile each persistence phase's window to PREFIX-on-rN.prof and PREFIX-off-rN.prof")
 	persistWrite := flag.String("persist-write", "", "internal: send the persistence measurement's writes (JSON) from this process")
 	peak := flag.Bool("peak", false, "add the peak-memory scenario (each implementation's initial sync over WatchList and over LIST: heap and RSS high-water marks beside the settled cache)")
@@ -151,7 +152,7 @@ func main() {
 		if *cpuprofile != "" {
 			log.Fatal("-cpuprofile does not apply to -restart: use -persist-cpuprofile")
 		}
-		os.Exit(runRestart(ctx, rc, stop, ints(*sizes), *runs, *restartEvents, *persistOnly, *persistProfile, *out))
+		os.Exit(runRestart(ctx, rc, stop, ints(*sizes), *runs, *restartEvents, *persistOnly, *persistCompact, *persistProfile, *out))
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)

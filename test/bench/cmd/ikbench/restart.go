@@ -41,13 +41,13 @@ func compactEtcd(ctx context.Context) error {
 }
 
 // runRestart is ikbench -restart: the restart-from-disk scenario alone.
-func runRestart(ctx context.Context, rc *rest.Config, stop func(), sizes []int, runs, events int, persistOnly bool, persistProfile, out string) int {
+func runRestart(ctx context.Context, rc *rest.Config, stop func(), sizes []int, runs, events int, persistOnly, persistCompact bool, persistProfile, out string) int {
 	start := time.Now()
 	restart, persist, err := bench.RunRestart(ctx, rc, bench.RestartConfig{
 		Sizes: sizes, Runs: runs, PersistEvents: events, Compact: compactEtcd, SkipRestart: persistOnly,
-		PersistCPUProfile: persistProfile,
-		Writer:            persistWriter(rc),
-		Logf:              func(f string, a ...any) { log.Printf(f, a...) },
+		PersistCPUProfile: persistProfile, PersistCompact: persistCompact,
+		Writer: persistWriter(rc),
+		Logf:   func(f string, a ...any) { log.Printf(f, a...) },
 	})
 	stop()
 	if err != nil {
