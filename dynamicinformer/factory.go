@@ -227,7 +227,9 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 		other.refs++
 		return f.handle(other, cfg), nil
 	}
-	e.Apply(f.presence.Register(e))
+	v := f.presence.Register(e)
+	e.Apply(v)
+	f.presence.Applied(e, v)
 	e.refs = 1
 	f.informers[key] = e
 	if f.started {

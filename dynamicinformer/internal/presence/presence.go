@@ -387,13 +387,23 @@ func (p *Presence) scopeLocked(m Member, v Verdict) Verdict {
 	return v
 }
 
-// Register adds m and returns its first verdict (the member applies it
-// itself before it starts).
+// Register adds m and returns its first verdict: the member applies it
+// itself before it starts, then calls Applied.
 func (p *Presence) Register(m Member) Verdict {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.members[m] = struct{}{}
 	return p.verdictLocked(m)
+}
+
+// Applied: m has applied v, the verdict Register returned. A
+// re-evaluation may have applied a later verdict before m applied that
+// one (reevaluate); then m's resource is re-evaluated, so that m is left
+// with what is known now.
+func (p *Presence) Applied(m Member, v Verdict) {
+	if p.changedSince([]decision{{m, v}}) {
+		p.reevaluate(m.GVR(), "the verdict changed while it was applied", false)
+	}
 }
 
 // Unregister removes m; it gets no further calls once Unregister returns,
@@ -427,21 +437,70 @@ func (p *Presence) reevaluateWhere(match func(schema.GroupVersionResource) bool,
 	}
 }
 
+// maxReapplies bounds the passes of one reevaluate (reapplied).
+const maxReapplies = 3
+
+// decision is a verdict reevaluate gave a member.
+type decision struct {
+	m Member
+	v Verdict
+}
+
 // reevaluate applies what is known to gvr's members. A member whose gate a
 // 404 closed, and of whose resource nothing authoritative is known, keeps
 // it closed until its re-check (recheck true) runs.
+//
+// Verdicts are applied outside p.mu, so two re-evaluations may apply in
+// the other order than they decided: one that decided from a discovery
+// snapshot a later round replaced could apply after the re-evaluation of
+// that round, and its verdict (say, not in discovery) would stay until
+// discovery changes again — possibly never. So after applying, each pass
+// decides again and applies again what changed meanwhile: the last
+// re-evaluation to apply leaves what is known now.
 func (p *Presence) reevaluate(gvr schema.GroupVersionResource, why string, recheck bool) {
-	type decision struct {
-		m Member
-		v Verdict
+	for pass := 0; pass < maxReapplies; pass++ {
+		applied := p.reevaluateOnce(gvr, why, recheck && pass == 0)
+		if !p.changedSince(applied) {
+			return
+		}
+		why = "the verdict changed while it was applied"
 	}
+}
+
+// changedSince reports whether any member of applied, still registered
+// and at the same GVR, would now be given another verdict.
+func (p *Presence) changedSince(applied []decision) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return false
+	}
+	for _, d := range applied {
+		if _, ok := p.members[d.m]; !ok {
+			continue
+		}
+		if v := p.verdictLocked(d.m); !sameVerdict(v, d.v) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameVerdict reports whether a and b say the same.
+func sameVerdict(a, b Verdict) bool {
+	return a.Served == b.Served && a.Known == b.Known && a.Checking == b.Checking && a.Reason == b.Reason && a.Err == b.Err
+}
+
+// reevaluateOnce is one pass of reevaluate; it returns the verdicts it
+// applied.
+func (p *Presence) reevaluateOnce(gvr schema.GroupVersionResource, why string, recheck bool) []decision {
 	p.mu.Lock()
 	if recheck {
 		delete(p.timers, gvr)
 	}
 	if p.stopped {
 		p.mu.Unlock()
-		return
+		return nil
 	}
 	_, waiting := p.timers[gvr]
 	var apply []decision
@@ -486,6 +545,7 @@ func (p *Presence) reevaluate(gvr schema.GroupVersionResource, why string, reche
 	if len(apply) > 0 || len(moves) > 0 {
 		p.log.V(3).Info("re-evaluated", "gvr", gvr.String(), "why", why, "moved", len(moves))
 	}
+	return apply
 }
 
 // preferredVersionLocked is the version a following member of gr should

@@ -1,9 +1,11 @@
 package presence
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -530,5 +532,104 @@ func TestRunShutdownJoinsEverything(t *testing.T) {
 	p.mu.Unlock()
 	if timers != 0 || m.count() != n {
 		t.Fatalf("after Run: %d timers, %d new verdicts", timers, m.count()-n)
+	}
+}
+
+// Verdicts are applied outside presence's lock, so a re-evaluation that
+// decided from an older discovery snapshot can apply after the one that
+// decided from the newer: here the first is held before it applies "not
+// in discovery" while a round brings the resource and its re-evaluation
+// applies "served". The stale verdict must not be the last: otherwise the
+// member stays Removed until discovery changes again (the soak's
+// access-check informer, whose user cannot watch CRDs, stayed Removed
+// after a CRD was re-created).
+func TestStaleVerdictIsNotTheLast(t *testing.T) {
+	d := discoveryOf()
+	r := resolverOf(d)
+	p := New(Config{Resolver: r})
+	m := &slowMember{member: newMember(gvr("v1", "gadgets"))}
+	p.Register(m)
+	run(t, p)
+	m.waitVerdict(t, "not in discovery", knownNotServed)
+
+	m.hold(func(v Verdict) bool { return !v.Served })
+	stale := make(chan struct{})
+	go func() {
+		defer close(stale)
+		p.reevaluate(m.GVR(), "test: decided before the round", false)
+	}()
+	<-m.held // decided "not in discovery", not yet applied
+
+	d.Lock()
+	d.Resources = []*metav1.APIResourceList{resourceList(group+"/v1", apiResource("gadgets", true))}
+	d.Unlock()
+	if err := r.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.waitVerdict(t, "served after the round", knownServed)
+	close(m.release)
+	<-stale
+	if v, _ := m.last(); !knownServed(v) {
+		t.Fatalf("last verdict %+v, decided before the round that brought the resource", v)
+	}
+}
+
+// slowMember is a member whose Apply can be held before it takes the
+// verdict (hold: the first verdict matching; held is closed then, and
+// the verdict is taken once release is closed).
+type slowMember struct {
+	*member
+	once          sync.Once
+	match         func(Verdict) bool
+	held, release chan struct{}
+}
+
+func (m *slowMember) hold(match func(Verdict) bool) {
+	m.member.mu.Lock()
+	m.match, m.held, m.release = match, make(chan struct{}), make(chan struct{})
+	m.member.mu.Unlock()
+}
+
+func (m *slowMember) Apply(v Verdict) {
+	m.member.mu.Lock()
+	match := m.match
+	m.member.mu.Unlock()
+	if match != nil && match(v) {
+		m.once.Do(func() {
+			close(m.held)
+			<-m.release
+		})
+	}
+	m.member.Apply(v)
+}
+
+// The verdict Register returns is applied by the member itself; a
+// re-evaluation may apply a later one first. Applied leaves the member
+// with what is known now.
+func TestRegisterVerdictIsNotTheLast(t *testing.T) {
+	d := discoveryOf()
+	r := resolverOf(d)
+	p := New(Config{Resolver: r})
+	first := newMember(gvr("v1", "gadgets"))
+	p.Register(first)
+	run(t, p)
+	first.waitVerdict(t, "not in discovery", knownNotServed)
+
+	m := newMember(gvr("v1", "gadgets"))
+	v := p.Register(m)
+	if !knownNotServed(v) {
+		t.Fatalf("Register's verdict %+v", v)
+	}
+	d.Lock()
+	d.Resources = []*metav1.APIResourceList{resourceList(group+"/v1", apiResource("gadgets", true))}
+	d.Unlock()
+	if err := r.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.waitVerdict(t, "served after the round", knownServed)
+	m.Apply(v) // late, as an informer applies Register's verdict itself
+	p.Applied(m, v)
+	if last, _ := m.last(); !knownServed(last) {
+		t.Fatalf("last verdict %+v, Register's", last)
 	}
 }
