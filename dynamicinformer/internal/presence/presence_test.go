@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/informerkit/informerkit/discoveryresolver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -560,12 +562,7 @@ func TestStaleVerdictIsNotTheLast(t *testing.T) {
 	}()
 	<-m.held // decided "not in discovery", not yet applied
 
-	d.Lock()
-	d.Resources = []*metav1.APIResourceList{resourceList(group+"/v1", apiResource("gadgets", true))}
-	d.Unlock()
-	if err := r.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	discover(t, d, r, resourceList(group+"/v1", apiResource("gadgets", true)))
 	m.waitVerdict(t, "served after the round", knownServed)
 	close(m.release)
 	<-stale
@@ -620,16 +617,23 @@ func TestRegisterVerdictIsNotTheLast(t *testing.T) {
 	if !knownNotServed(v) {
 		t.Fatalf("Register's verdict %+v", v)
 	}
-	d.Lock()
-	d.Resources = []*metav1.APIResourceList{resourceList(group+"/v1", apiResource("gadgets", true))}
-	d.Unlock()
-	if err := r.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	discover(t, d, r, resourceList(group+"/v1", apiResource("gadgets", true)))
 	m.waitVerdict(t, "served after the round", knownServed)
 	m.Apply(v) // late, as an informer applies Register's verdict itself
 	p.Applied(m, v)
 	if last, _ := m.last(); !knownServed(last) {
 		t.Fatalf("last verdict %+v, Register's", last)
+	}
+}
+
+// discover makes d serve lists from now on and runs a discovery round of
+// r (its change delivered when it returns).
+func discover(t *testing.T, d *fakediscovery.FakeDiscovery, r *discoveryresolver.Resolver, lists ...*metav1.APIResourceList) {
+	t.Helper()
+	d.Lock()
+	d.Resources = lists
+	d.Unlock()
+	if err := r.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
