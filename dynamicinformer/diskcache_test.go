@@ -219,8 +219,8 @@ func BenchmarkDiskDecodeRestore(b *testing.B) {
 // JSON) beside the client's own: decode is what the factory's decoder
 // spends on it per event, encode its stored form (what persistence adds
 // per event, objects of a compact cache excepted: they are kept
-// encoded), restore the decoding of that form at start. Each reports
-// the stored bytes; compare their ns/op.
+// encoded), restore the decoding of that form at start. decode reports
+// the JSON's size, encode the stored form's; compare their ns/op.
 func BenchmarkDiskServerObject(b *testing.B) {
 	data := decodetest.ServerObject(1)
 	m, err := decode.Object(data, decode.Options{})

@@ -401,8 +401,8 @@ func (p *Presence) Register(m Member) Verdict {
 // one (reevaluate); then m's resource is re-evaluated, so that m is left
 // with what is known now.
 func (p *Presence) Applied(m Member, v Verdict) {
-	if p.changedSince([]decision{{m, v}}) {
-		p.reevaluate(m.GVR(), "the verdict changed while it was applied", false)
+	if gvr := m.GVR(); p.changedSince(gvr, []decision{{m, v}}) {
+		p.reevaluate(gvr, "the verdict changed while it was applied", false)
 	}
 }
 
@@ -460,7 +460,7 @@ type decision struct {
 func (p *Presence) reevaluate(gvr schema.GroupVersionResource, why string, recheck bool) {
 	for pass := 0; pass < maxReapplies; pass++ {
 		applied := p.reevaluateOnce(gvr, why, recheck && pass == 0)
-		if !p.changedSince(applied) {
+		if !p.changedSince(gvr, applied) {
 			return
 		}
 		why = "the verdict changed while it was applied"
@@ -468,15 +468,16 @@ func (p *Presence) reevaluate(gvr schema.GroupVersionResource, why string, reche
 }
 
 // changedSince reports whether any member of applied, still registered
-// and at the same GVR, would now be given another verdict.
-func (p *Presence) changedSince(applied []decision) bool {
+// and still at gvr (a member that moved was re-evaluated at its new GVR),
+// would now be given another verdict.
+func (p *Presence) changedSince(gvr schema.GroupVersionResource, applied []decision) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
 		return false
 	}
 	for _, d := range applied {
-		if _, ok := p.members[d.m]; !ok {
+		if _, ok := p.members[d.m]; !ok || d.m.GVR() != gvr {
 			continue
 		}
 		if v := p.verdictLocked(d.m); !sameVerdict(v, d.v) {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/informerkit/informerkit/discoveryresolver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +18,8 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/discoveryresolver"
 )
 
 // Issue 20, defect 12: before any source answered, a member's verdict is
