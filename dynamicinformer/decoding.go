@@ -1,6 +1,11 @@
 package dynamicinformer
 
-import "k8s.io/client-go/dynamic"
+import (
+	"k8s.io/client-go/dynamic"
+
+	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
+	"github.com/informerkit/informerkit/internal/decode"
+)
 
 // fastDecoding reports whether the factory's informers decode on the
 // fast path.
@@ -26,4 +31,24 @@ func (f *Factory) listWatchClient(p plan) dynamic.Interface {
 		return f.client
 	}
 	return d
+}
+
+// rawJournal returns the client that leaves each watch event's JSON for
+// the informer's disk journal, and where it leaves it, when the informer
+// of key and plan p keeps its cache on disk and caches objects exactly as
+// the server sent them (the fast path, nothing skipped, no transform):
+// its journal then writes the server's JSON instead of encoding each
+// object again (appendRawForDisk). ok false: it encodes them.
+func (f *Factory) rawJournal(key spec, p plan) (d dynamic.Interface, raw *codec.RawObjects, ok bool) {
+	if f.disk == nil || p.client != fastClient || len(p.transforms) > 0 || p.decode != (decode.Options{}) {
+		return nil, nil, false
+	}
+	if _, eligible := diskEligible(key, f.disk.secrets); !eligible {
+		return nil, nil, false
+	}
+	d, err := f.cfg.decodingClients.ForRaw(p.decode)
+	if err != nil { // cannot happen: the same config built a client before
+		return nil, nil, false
+	}
+	return d, f.cfg.decodingClients.Raw(), true
 }

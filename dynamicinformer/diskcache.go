@@ -23,7 +23,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
+	"github.com/informerkit/informerkit/internal/decode"
 	"github.com/informerkit/informerkit/internal/diskcost"
 	"github.com/informerkit/informerkit/internal/persist"
 	"github.com/informerkit/informerkit/internal/treecodec"
@@ -297,6 +299,9 @@ type entryDisk struct {
 	spec    string
 	follow  bool   // the informer follows the preferred version (specAt)
 	diffed  string // why it is always diffed (diskDiffedWhy); "" if not
+	// raw holds the server's JSON of objects the informer caches as
+	// decoded (Factory.rawJournal); nil: objects are encoded.
+	raw *codec.RawObjects
 
 	mu       sync.Mutex // guards w, release, rvs, err, restored, logged, start, reason, age, written, reported
 	w        *persist.Writer
@@ -723,6 +728,13 @@ func appendForDisk(dst []byte, obj interface{}) ([]byte, error) {
 	return append(append(dst, diskJSON), data...), nil
 }
 
+// appendRawForDisk appends the stored form of raw, the JSON the server
+// sent of an object cached as decoded from it (Factory.rawJournal): JSON
+// as it is.
+func appendRawForDisk(dst []byte, raw any) ([]byte, error) {
+	return append(append(dst, diskJSON), raw.([]byte)...), nil
+}
+
 // decodeFromDisk decodes a stored form into the reflector's type: a
 // *metav1.PartialObjectMetadata if metadataOnly, else an
 // *unstructured.Unstructured (whose strings may share data's memory).
@@ -753,6 +765,14 @@ func decodeFromDisk(data []byte, metadataOnly bool) (runtime.Object, error) {
 			}
 			return p, nil
 		}
+		// What the informer's fast path would have decoded from the
+		// same JSON (the server's, appendRawForDisk); anything else as
+		// client-go decodes it.
+		if m, err := decode.Object(body, decode.Options{}); err == nil && m != nil {
+			if _, ok := m["kind"].(string); ok {
+				return &unstructured.Unstructured{Object: m}, nil
+			}
+		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(body); err != nil {
 			return nil, err
@@ -780,6 +800,12 @@ func (e *entry) journalPut(obj interface{}) {
 	}
 	rv := m.GetResourceVersion()
 	e.diskListProgress(rv, false)
+	var raw []byte
+	if d.raw != nil {
+		if o, ok := obj.(runtime.Object); ok {
+			raw, _ = d.raw.Take(o)
+		}
+	}
 	d.mu.Lock()
 	w, same := d.w, d.rvs[key] == rv
 	d.mu.Unlock()
@@ -787,8 +813,14 @@ func (e *entry) journalPut(obj interface{}) {
 		return
 	}
 	// Encoded and written with the events around it, at the next sync
-	// (persist.Writer.PutObject): the cached object is not changed.
-	if err := w.PutObject(key, rv, obj, appendForDisk); err != nil {
+	// (persist.Writer.PutObject): the cached object is not changed. An
+	// object cached as the server sent it is written as it was sent.
+	if raw != nil {
+		err = w.PutObject(key, rv, raw, appendRawForDisk)
+	} else {
+		err = w.PutObject(key, rv, obj, appendForDisk)
+	}
+	if err != nil {
 		e.diskWriteFailed(w, err)
 		return
 	}

@@ -334,6 +334,9 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 		return nil, fmt.Errorf("%w: the informer's projection needs a dynamic client; the factory has none (only MetadataOnly informers can do without)", ErrInvalid)
 	default:
 		dyn := f.listWatchClient(p)
+		if d, raw, ok := f.rawJournal(key, p); ok {
+			dyn, deps.raw = d, raw
+		}
 		funcs = listwatch.Funcs{
 			List: func(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
 				return dyn.Resource(current()).Namespace(ns).List(ctx, o)

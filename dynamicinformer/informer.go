@@ -23,6 +23,7 @@ import (
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/access"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/gate"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/presence"
@@ -96,6 +97,9 @@ type entryDeps struct {
 	recheck time.Duration
 	// disk is the factory's cache directory (nil: Options.CacheDir empty).
 	disk *factoryDisk
+	// raw holds the JSON of the watch events' objects the informer
+	// receives (Factory.rawJournal), for its journal (nil: none).
+	raw *codec.RawObjects
 	// namespacesChanged subscribes wake to changes of the server's
 	// namespaces (nil: none are followed).
 	namespacesChanged func(wake func()) (remove func())
@@ -198,7 +202,7 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 	if deps.disk != nil {
 		if why, ok := diskEligible(key, deps.disk.secrets); ok {
 			text := diskSpec(key)
-			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text), follow: key.follow, diffed: diskDiffedWhy(key)}
+			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text), follow: key.follow, diffed: diskDiffedWhy(key), raw: deps.raw}
 			e.lw.Hooks.Restored = e.restoredHook
 			e.lw.Hooks.ListEnded = e.diskListRV
 		} else {

@@ -22,6 +22,8 @@ type Clients struct {
 	cfg  *rest.Config
 	http *http.Client
 
+	raw  *RawObjects // ForRaw's clients'
+
 	mu      sync.Mutex // guards clients
 	clients map[clientKey]dynamic.Interface
 }
@@ -30,6 +32,7 @@ type Clients struct {
 type clientKey struct {
 	opts    decode.Options
 	compact bool
+	raw     bool
 }
 
 // NewClients prepares fast-path dynamic clients for cfg.
@@ -53,7 +56,7 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Clients{cfg: config, http: h, clients: map[clientKey]dynamic.Interface{}}
+	c := &Clients{cfg: config, http: h, raw: NewRawObjects(), clients: map[clientKey]dynamic.Interface{}}
 	if _, err := c.For(decode.Options{}); err != nil {
 		return nil, err
 	}
@@ -72,6 +75,16 @@ func (c *Clients) ForCompact(opts decode.Options) (dynamic.Interface, error) {
 	return c.client(clientKey{opts: opts, compact: true})
 }
 
+// ForRaw returns the client of For that leaves the JSON of each watch
+// event's object in Raw: only for informers that take every object they
+// receive from Raw (RawObjects bounds what is not taken).
+func (c *Clients) ForRaw(opts decode.Options) (dynamic.Interface, error) {
+	return c.client(clientKey{opts: opts, raw: true})
+}
+
+// Raw is where ForRaw's clients leave the JSON of watch events' objects.
+func (c *Clients) Raw() *RawObjects { return c.raw }
+
 func (c *Clients) client(key clientKey) (dynamic.Interface, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -79,9 +92,12 @@ func (c *Clients) client(key clientKey) (dynamic.Interface, error) {
 		return d, nil
 	}
 	config := rest.CopyConfig(c.cfg)
-	if key.compact {
+	switch {
+	case key.compact:
 		config.NegotiatedSerializer = CompactNegotiatedSerializer(config.NegotiatedSerializer, key.opts)
-	} else {
+	case key.raw:
+		config.NegotiatedSerializer = RawNegotiatedSerializer(config.NegotiatedSerializer, key.opts, c.raw)
+	default:
 		config.NegotiatedSerializer = NegotiatedSerializer(config.NegotiatedSerializer, key.opts)
 	}
 	rc, err := rest.UnversionedRESTClientForConfigAndClient(config, c.http)

@@ -42,10 +42,18 @@ func CompactNegotiatedSerializer(base runtime.NegotiatedSerializer, opts decode.
 	return &negotiated{base: base, opts: opts, compact: true}
 }
 
+// RawNegotiatedSerializer is NegotiatedSerializer that also leaves the
+// JSON of each watch event's object it decodes in raw, for whoever
+// receives the object (RawObjects.Take).
+func RawNegotiatedSerializer(base runtime.NegotiatedSerializer, opts decode.Options, raw *RawObjects) runtime.NegotiatedSerializer {
+	return &negotiated{base: base, opts: opts, raw: raw}
+}
+
 type negotiated struct {
 	base    runtime.NegotiatedSerializer
 	opts    decode.Options
 	compact bool
+	raw     *RawObjects
 }
 
 func (n *negotiated) SupportedMediaTypes() []runtime.SerializerInfo {
@@ -53,7 +61,7 @@ func (n *negotiated) SupportedMediaTypes() []runtime.SerializerInfo {
 	out := make([]runtime.SerializerInfo, len(infos))
 	for i, info := range infos {
 		if info.MediaType == runtime.ContentTypeJSON && info.Serializer != nil {
-			objects := &serializer{Serializer: info.Serializer, opts: n.opts, compact: n.compact}
+			objects := &serializer{Serializer: info.Serializer, opts: n.opts, compact: n.compact, raw: n.raw}
 			info.Serializer = objects
 			if ss := info.StreamSerializer; ss != nil && ss.Serializer != nil && ss.Framer != nil {
 				events := eventSerializer{Serializer: ss.Serializer}
@@ -89,6 +97,8 @@ type serializer struct {
 	// in the same pass as the event: client-go's watch decoder asks for
 	// the object next, with the event's object bytes.
 	decoded decodedObject
+	// raw, if set, receives each watch event object's JSON.
+	raw *RawObjects
 }
 
 // Decode decodes a watch event's object (into nil) or a list body (into an
@@ -98,10 +108,14 @@ func (s *serializer) Decode(data []byte, gvk *schema.GroupVersionKind, into runt
 	if gvk == nil {
 		switch into := into.(type) {
 		case nil:
-			if obj, kind, ok := s.decoded.take(data); ok {
-				return obj, kind, nil
+			obj, kind, ok := s.decoded.take(data)
+			if !ok {
+				obj, kind, ok = s.object(data)
 			}
-			if obj, kind, ok := s.object(data); ok {
+			if ok {
+				if s.raw != nil {
+					s.raw.put(obj, data)
+				}
 				return obj, kind, nil
 			}
 		case *unstructured.UnstructuredList:

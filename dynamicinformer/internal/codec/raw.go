@@ -1,0 +1,65 @@
+package codec
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// RawObjects hands the JSON a watch event's object was decoded from to
+// whoever later receives that very object (by pointer): an informer whose
+// cache holds objects as decoded (no transform) writes them to disk as
+// the server sent them instead of encoding them again.
+//
+// It is bounded: it holds at most 2×rawGeneration objects' bytes. Once a
+// generation is full the older one is dropped, so bytes nobody takes (a
+// bookmark, an event a shard filter dropped, an object whose taker ran
+// too far behind) do not stay; Take then reports false and the taker
+// encodes the object itself. Safe for concurrent use.
+type RawObjects struct {
+	mu        sync.Mutex // guards cur, prev
+	cur, prev map[runtime.Object][]byte
+}
+
+// rawGeneration is how many objects' bytes a generation holds.
+const rawGeneration = 512
+
+// NewRawObjects returns an empty RawObjects.
+func NewRawObjects() *RawObjects {
+	return &RawObjects{cur: make(map[runtime.Object][]byte, rawGeneration)}
+}
+
+// put records that obj was decoded from raw; raw is copied (the stream's
+// buffer is reused for the next event).
+func (r *RawObjects) put(obj runtime.Object, raw []byte) {
+	data := append(make([]byte, 0, len(raw)), raw...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.cur) >= rawGeneration {
+		r.prev, r.cur = r.cur, make(map[runtime.Object][]byte, rawGeneration)
+	}
+	r.cur[obj] = data
+}
+
+// Take returns the JSON obj was decoded from, once, and forgets it. ok
+// is false when obj is not one r holds (decoded elsewhere, taken before,
+// or dropped). The caller owns the returned bytes.
+func (r *RawObjects) Take(obj runtime.Object) (raw []byte, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if raw, ok = r.cur[obj]; ok {
+		delete(r.cur, obj)
+		return raw, true
+	}
+	if raw, ok = r.prev[obj]; ok {
+		delete(r.prev, obj)
+	}
+	return raw, ok
+}
+
+// Len returns how many objects' bytes r holds.
+func (r *RawObjects) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.cur) + len(r.prev)
+}
