@@ -22,7 +22,7 @@ type Clients struct {
 	cfg  *rest.Config
 	http *http.Client
 
-	raw  *RawObjects // ForRaw's clients'
+	raw *RawObjects // ForRaw's clients'
 
 	mu      sync.Mutex // guards clients
 	clients map[clientKey]dynamic.Interface
