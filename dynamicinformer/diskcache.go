@@ -838,6 +838,9 @@ func (e *entry) journalDelete(obj interface{}) {
 	if final {
 		obj = t.Obj
 	}
+	if o, ok := obj.(runtime.Object); ok && d.raw != nil {
+		d.raw.Take(o) // a DELETED event's object: not written, not held
+	}
 	key, err := toolscache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
