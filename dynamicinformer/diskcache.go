@@ -731,8 +731,13 @@ func appendForDisk(dst []byte, obj interface{}) ([]byte, error) {
 // appendRawForDisk appends the stored form of raw, the JSON the server
 // sent of an object cached as decoded from it (Factory.rawJournal): JSON
 // as it is.
+// The bytes are given back to codec.Release once appended: the queued
+// entry holding them is dropped after its encoding.
 func appendRawForDisk(dst []byte, raw any) ([]byte, error) {
-	return append(append(dst, diskJSON), raw.([]byte)...), nil
+	b := raw.([]byte)
+	dst = append(append(dst, diskJSON), b...)
+	codec.Release(b)
+	return dst, nil
 }
 
 // decodeFromDisk decodes a stored form into the reflector's type: a
@@ -769,7 +774,7 @@ func decodeFromDisk(data []byte, metadataOnly bool) (runtime.Object, error) {
 		// same JSON (the server's, appendRawForDisk); anything else as
 		// client-go decodes it.
 		if m, err := decode.Object(body, decode.Options{}); err == nil && m != nil {
-			if _, ok := m["kind"].(string); ok {
+			if kind, _ := m["kind"].(string); kind != "" {
 				return &unstructured.Unstructured{Object: m}, nil
 			}
 		}
@@ -810,6 +815,7 @@ func (e *entry) journalPut(obj interface{}) {
 	w, same := d.w, d.rvs[key] == rv
 	d.mu.Unlock()
 	if w == nil || same {
+		codec.Release(raw)
 		return
 	}
 	// Encoded and written with the events around it, at the next sync
@@ -839,7 +845,9 @@ func (e *entry) journalDelete(obj interface{}) {
 		obj = t.Obj
 	}
 	if o, ok := obj.(runtime.Object); ok && d.raw != nil {
-		d.raw.Take(o) // a DELETED event's object: not written, not held
+		if raw, ok := d.raw.Take(o); ok { // a DELETED event's object: not written
+			codec.Release(raw)
+		}
 	}
 	key, err := toolscache.MetaNamespaceKeyFunc(obj)
 	if err != nil {

@@ -1,6 +1,7 @@
 package dynamicinformer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	ikcache "github.com/informerkit/informerkit/cache"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
 	"github.com/informerkit/informerkit/internal/decode"
 	"github.com/informerkit/informerkit/internal/decode/decodetest"
 	"github.com/informerkit/informerkit/internal/diskcost"
@@ -262,6 +264,38 @@ func BenchmarkDiskServerObject(b *testing.B) {
 			}
 		}
 	})
+	// What an informer caching objects as decoded does instead of
+	// encode: the decoder copies the event's JSON into RawObjects, the
+	// journal's handler takes it and writes it as it is.
+	raw := codec.NewRawObjects()
+	u := &unstructured.Unstructured{Object: m}
+	asSent, err := appendRawForDisk(nil, bytes.Clone(data)) // (it releases the bytes)
+	if err != nil || asSent[0] != diskJSON {
+		b.Fatalf("raw stored as %q (%v)", asSent[:1], err)
+	}
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		var dst []byte
+		for i := 0; i < b.N; i++ {
+			raw.Put(u, data)
+			j, ok := raw.Take(u)
+			if !ok {
+				b.Fatal("not held")
+			}
+			if dst, err = appendRawForDisk(dst[:0], j); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(asSent)), "stored-bytes")
+	})
+	b.Run("restore-raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := decodeFromDisk(asSent, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkDiskEventCost puts the persistence of one event beside what
@@ -379,7 +413,31 @@ func TestDiskStoredForms(t *testing.T) {
 			t.Errorf("%s: decoded %#v\nwant %#v", c.name, back, c.want)
 		}
 	}
-	for _, bad := range [][]byte{nil, {'X', 1}, {diskTree, 1, 2, 3}, {diskJSON, '{'}} {
+	// The server's JSON of an object cached as decoded restores to what
+	// the live decoder and client-go's both make of it.
+	for i := 0; i < 3; i++ {
+		data := decodetest.ServerObject(i)
+		stored, err := appendRawForDisk([]byte("scratch"), bytes.Clone(data)) // (it releases the bytes)
+		if err != nil || string(stored[len("scratch")+1:]) != string(data) || stored[len("scratch")] != diskJSON {
+			t.Fatalf("server object %d stored as %.40q (%v)", i, stored, err)
+		}
+		back, err := decodeFromDisk(stored[len("scratch"):], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, err := decode.Object(data, decode.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clientGo := &unstructured.Unstructured{}
+		if err := clientGo.UnmarshalJSON(data); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back, &unstructured.Unstructured{Object: live}) || !reflect.DeepEqual(back, clientGo) {
+			t.Errorf("server object %d restored differently from its decoding", i)
+		}
+	}
+	for _, bad := range [][]byte{nil, {'X', 1}, {diskTree, 1, 2, 3}, {diskJSON, '{'}, []byte(`J{"apiVersion":"v1"}`), []byte(`J{"apiVersion":"v1","kind":""}`)} {
 		if _, err := decodeFromDisk(bad, false); err == nil {
 			t.Errorf("%q decoded", bad)
 		}

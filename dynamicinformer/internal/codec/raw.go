@@ -29,10 +29,17 @@ func NewRawObjects() *RawObjects {
 	return &RawObjects{cur: make(map[runtime.Object][]byte, rawGeneration)}
 }
 
-// put records that obj was decoded from raw; raw is copied (the stream's
-// buffer is reused for the next event).
-func (r *RawObjects) put(obj runtime.Object, raw []byte) {
-	data := append(make([]byte, 0, len(raw)), raw...)
+// Put records that obj was decoded from raw; raw is copied (the stream's
+// buffer is reused for the next event), into a buffer Release gave back
+// if one is large enough.
+func (r *RawObjects) Put(obj runtime.Object, raw []byte) {
+	var data []byte
+	if p, ok := rawBuffers.Get().(*[]byte); ok && cap(*p) >= len(raw) {
+		data = (*p)[:0]
+	} else {
+		data = make([]byte, 0, len(raw)+len(raw)/4) // room for the object's next versions
+	}
+	data = append(data, raw...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.cur) >= rawGeneration {
@@ -43,7 +50,8 @@ func (r *RawObjects) put(obj runtime.Object, raw []byte) {
 
 // Take returns the JSON obj was decoded from, once, and forgets it. ok
 // is false when obj is not one r holds (decoded elsewhere, taken before,
-// or dropped). The caller owns the returned bytes.
+// or dropped). The caller owns the returned bytes, and may give them to
+// Release once it no longer uses them.
 func (r *RawObjects) Take(obj runtime.Object) (raw []byte, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -62,4 +70,23 @@ func (r *RawObjects) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.cur) + len(r.prev)
+}
+
+// rawBuffers are buffers Release gave back, for Put: an informer's events
+// come one at a time, so a few buffers serve them all and the copies
+// allocate nothing.
+var rawBuffers sync.Pool
+
+// maxReleased bounds the buffers kept for reuse (larger ones are left to
+// the collector).
+const maxReleased = 64 << 10
+
+// Release gives back raw, bytes Take returned that the caller no longer
+// uses (nor anything else: they are overwritten by a later Put).
+func Release(raw []byte) {
+	if cap(raw) == 0 || cap(raw) > maxReleased {
+		return
+	}
+	raw = raw[:0]
+	rawBuffers.Put(&raw)
 }

@@ -82,7 +82,7 @@ func TestRawObjectsBounded(t *testing.T) {
 	for i := 0; i < 3*rawGeneration+7; i++ {
 		o := &unstructured.Unstructured{}
 		objs = append(objs, o)
-		raw.put(o, buf)
+		raw.Put(o, buf)
 		if n := raw.Len(); n > 2*rawGeneration {
 			t.Fatalf("after %d puts raw holds %d, more than %d", i+1, n, 2*rawGeneration)
 		}

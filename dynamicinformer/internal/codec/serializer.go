@@ -114,7 +114,7 @@ func (s *serializer) Decode(data []byte, gvk *schema.GroupVersionKind, into runt
 			}
 			if ok {
 				if s.raw != nil {
-					s.raw.put(obj, data)
+					s.raw.Put(obj, data)
 				}
 				return obj, kind, nil
 			}
