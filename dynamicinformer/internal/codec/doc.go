@@ -8,6 +8,10 @@
 // apiVersion — goes to the wrapped serializer, so results and errors are
 // those of client-go's dynamic client by construction.
 //
+// RawNegotiatedSerializer also leaves each watch event object's JSON in a
+// RawObjects, keyed by the decoded object, for a disk journal that writes
+// the server's bytes instead of encoding the object again.
+//
 // Clients builds dynamic clients that use it on the same REST transport,
 // authentication, rate limiting and retries as client-go's dynamic client:
 // only the bytes-to-object step differs.
