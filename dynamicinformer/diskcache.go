@@ -657,8 +657,10 @@ func (e *entry) diskListRV(rv string) {
 //   - for the informer's first sync (synced true: the journal's handler
 //     has had the initial list, HasSynced of its registration).
 //
-// A relist of a resource that then stays quiet stays journaled as under
-// way: a restart then compares the restored state with a new list.
+// A relist that brings the handler no later event is completed once the
+// store has applied it and the journal holds the store
+// (diskListApplied): after a quiet diskSyncPeriod, or when the informer
+// stops.
 func (e *entry) diskListProgress(rv string, synced bool) {
 	d := e.disk
 	var err error
@@ -953,13 +955,45 @@ func diskMeasured(f func() error) error {
 // its resourceVersion: the journal's handler has nothing left to write),
 // the cache still at that resourceVersion after the comparison.
 func (e *entry) diskProgress() {
-	if w, rv := e.diskQuietAt(); w != nil {
+	if w, rv, inList := e.diskQuietAt(); w != nil {
+		if inList {
+			e.diskListApplied(w, rv)
+			return
+		}
 		// (Outside d.mu: a record journaled meanwhile is of a later
 		// resourceVersion, and Progress writes nothing inside a list.)
 		if err := w.Progress(rv); err != nil {
 			e.diskWriteFailed(w, err)
 		}
 	}
+}
+
+// diskListApplied journals the list under way as complete, at rv, the
+// store's resourceVersion, when the journal holds exactly the store
+// (the caller checked) and the store has applied the list (rv at or
+// after the list's): a relist that changed nothing, or whose last
+// change came before the list's resourceVersion, gives the journal's
+// handler no later event to complete it by (diskListProgress).
+func (e *entry) diskListApplied(w *persist.Writer, rv string) {
+	d := e.disk
+	var err error
+	d.mu.Lock()
+	if l := d.list; l != nil && d.w == w && atOrAfterRV(rv, l.rv) {
+		d.list, d.listedOnce = nil, true
+		err = w.Listed(rv)
+	}
+	d.mu.Unlock()
+	if err != nil {
+		e.diskFailed(err)
+	}
+}
+
+// atOrAfterRV reports whether resourceVersion a is b or later (false if
+// either is not a number).
+func atOrAfterRV(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x >= y
 }
 
 // diskCatchUp sets DiskStatus.CaughtUp once the cache has applied the
@@ -1009,28 +1043,37 @@ func (d *entryDisk) journalIsCache(objs []interface{}) bool {
 }
 
 // diskQuietAt is diskProgress's check: the writer and the resourceVersion
-// to journal, or nil.
-func (e *entry) diskQuietAt() (*persist.Writer, string) {
+// to journal, or nil; inList: a list is under way, which the store has
+// applied (its resourceVersion known, the store's at or after it), so
+// the resourceVersion completes it (diskListApplied).
+func (e *entry) diskQuietAt() (w *persist.Writer, rv string, inList bool) {
 	d := e.disk
 	store := e.informer.GetStore()
-	rv := store.LastStoreSyncResourceVersion()
+	rv = store.LastStoreSyncResourceVersion()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	quiet := rv != "" && rv == d.quietRV
 	if !quiet {
 		d.quietRV, d.unequal = rv, 0
 	}
-	if !quiet || d.unequal >= diskProgressTries || d.w == nil || d.list != nil || !newerRV(rv, d.w.Stats().RV) {
-		return nil, ""
+	if !quiet || d.unequal >= diskProgressTries || d.w == nil {
+		return nil, "", false
+	}
+	if inList = d.list != nil; inList {
+		if d.list.rv == "" || !atOrAfterRV(rv, d.list.rv) {
+			return nil, "", false
+		}
+	} else if !newerRV(rv, d.w.Stats().RV) {
+		return nil, "", false
 	}
 	if !d.journalIsCache(store.List()) {
 		d.unequal++
-		return nil, ""
+		return nil, "", false
 	}
 	if store.LastStoreSyncResourceVersion() != rv {
-		return nil, ""
+		return nil, "", false
 	}
-	return d.w, rv
+	return d.w, rv, inList
 }
 
 // closeDisk folds and closes the journal once the informer has stopped
@@ -1060,8 +1103,10 @@ func (e *entry) closeDisk() {
 	if synced {
 		e.journalStore()
 		// The journal now holds the store; if the list under way is the
-		// first sync, the store has all of it (HasSynced).
+		// first sync, the store has all of it (HasSynced), and so it has
+		// of any list whose resourceVersion the store's has reached.
 		e.diskListProgress("", true)
+		e.diskListApplied(w, e.informer.GetStore().LastStoreSyncResourceVersion())
 	}
 	d.mu.Lock()
 	d.w = nil
