@@ -950,10 +950,12 @@ func diskMeasured(f func() error) error {
 // restart instead of listing. Only when that is provably the journaled
 // state: client-go's store reports the resourceVersion it has applied
 // (AtomicFIFO; the reflector's would run ahead of the cache), it did not
-// move since the last call (quiet for a diskSyncPeriod), no list is under
-// way, and the journal holds exactly what the cache holds (every key at
-// its resourceVersion: the journal's handler has nothing left to write),
-// the cache still at that resourceVersion after the comparison.
+// move since the last call (quiet for a diskSyncPeriod), and the journal
+// holds exactly what the cache holds (every key at its resourceVersion:
+// the journal's handler has nothing left to write), the cache still at
+// that resourceVersion after the comparison. Inside a list the same
+// proof, with the cache at or past the list's resourceVersion, closes
+// the list instead (diskListApplied).
 func (e *entry) diskProgress() {
 	if w, rv, inList := e.diskQuietAt(); w != nil {
 		if inList {
