@@ -991,11 +991,10 @@ func (e *entry) diskListApplied(w *persist.Writer, rv string) {
 }
 
 // atOrAfterRV reports whether resourceVersion a is b or later (false if
-// either is not a number).
+// they do not compare: apimachinery's resourceversion rules).
 func atOrAfterRV(a, b string) bool {
-	x, err1 := strconv.ParseUint(a, 10, 64)
-	y, err2 := strconv.ParseUint(b, 10, 64)
-	return err1 == nil && err2 == nil && x >= y
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c >= 0
 }
 
 // diskCatchUp sets DiskStatus.CaughtUp once the cache has applied the

@@ -20,8 +20,9 @@ import (
 // TestRestoredWatchedObjectsAreTheServers: an informer that caches
 // objects as decoded (no projection, no transform) writes those that
 // reach it through the watch to disk as the server sent them — the
-// server's JSON, not encoded again — and those of its list encoded; a
-// restart restores every one exactly as the server holds it.
+// server's JSON, not encoded again (an informer with a transform
+// encodes them: the control); a restart restores every one exactly as
+// the server holds it.
 func TestRestoredWatchedObjectsAreTheServers(t *testing.T) {
 	ctx := ctxT(t, 4*time.Minute)
 	ns := unique("diskraw")

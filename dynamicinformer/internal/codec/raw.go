@@ -43,6 +43,11 @@ func (r *RawObjects) Put(obj runtime.Object, raw []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.cur) >= rawGeneration {
+		// The older generation's bytes are held by nothing else (Take
+		// removes what it hands out): give them back for later copies.
+		for _, b := range r.prev {
+			Release(b)
+		}
 		r.prev, r.cur = r.cur, make(map[runtime.Object][]byte, rawGeneration)
 	}
 	r.cur[obj] = data

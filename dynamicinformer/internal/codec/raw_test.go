@@ -74,30 +74,33 @@ func TestRawObjectsHoldEachEventsJSON(t *testing.T) {
 }
 
 // TestRawObjectsBounded: bytes nobody takes are dropped a generation
-// later, the newest kept; what is held is a copy of the caller's buffer.
+// later, the newest kept; what is held is a copy of the caller's buffer,
+// and the dropped generation's buffers, reused by later copies, never
+// overwrite bytes still held.
 func TestRawObjectsBounded(t *testing.T) {
 	raw := NewRawObjects()
-	buf := []byte(`{"kind":"Widget"}`)
+	buf := make([]byte, 0, 64)
+	content := func(i int) string { return fmt.Sprintf(`{"kind":"Widget","i":%d}`, i) }
 	var objs []runtime.Object
 	for i := 0; i < 3*rawGeneration+7; i++ {
 		o := &unstructured.Unstructured{}
 		objs = append(objs, o)
+		buf = append(buf[:0], content(i)...)
 		raw.Put(o, buf)
 		if n := raw.Len(); n > 2*rawGeneration {
 			t.Fatalf("after %d puts raw holds %d, more than %d", i+1, n, 2*rawGeneration)
 		}
 	}
 	buf[2] = 'X' // the stream's buffer, reused
-	last := objs[len(objs)-1]
-	if b, ok := raw.Take(last); !ok || string(b) != `{"kind":"Widget"}` {
-		t.Fatalf("newest object: %q %v", b, ok)
-	}
 	if _, ok := raw.Take(objs[0]); ok {
 		t.Fatal("the oldest object's bytes were not dropped")
 	}
-	// The previous generation is still there: a taker a little behind
-	// finds its object.
-	if _, ok := raw.Take(objs[len(objs)-rawGeneration-1]); !ok {
-		t.Fatal("an object of the previous generation was dropped")
+	// The current and the previous generation are held, each object's
+	// own bytes: a taker a little behind finds its object.
+	for i := len(objs) - rawGeneration - 7; i < len(objs); i++ {
+		b, ok := raw.Take(objs[i])
+		if !ok || string(b) != content(i) {
+			t.Fatalf("object %d: %q %v, want %q", i, b, ok, content(i))
+		}
 	}
 }
