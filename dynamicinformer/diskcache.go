@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -242,12 +241,11 @@ const (
 // server's current one.
 const reasonNewer = "newer than the server"
 
-// newerRV reports whether stored is a later resourceVersion than server
-// (both integers, KEP-5504; false if either is not).
-func newerRV(stored, server string) bool {
-	a, err1 := strconv.ParseUint(stored, 10, 64)
-	b, err2 := strconv.ParseUint(server, 10, 64)
-	return err1 == nil && err2 == nil && a > b
+// newerRV reports whether resourceVersion a is later than b (false if
+// they do not compare: apimachinery's resourceversion rules, KEP-5504).
+func newerRV(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c > 0
 }
 
 // diskSpec is key as text: what a stored state's spec must equal.

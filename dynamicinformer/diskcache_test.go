@@ -493,6 +493,36 @@ func TestDiskNeverBackInTime(t *testing.T) {
 	}
 }
 
+// TestResourceVersionOrder: the journal's comparisons of resourceVersions
+// order them as integers of any length (not as text), and anything that
+// is not one (empty, "0", a leading zero, an opaque token) is neither
+// newer nor at-or-after: the caller then keeps to the safe side (lists,
+// leaves a list open, does not mark progress).
+func TestResourceVersionOrder(t *testing.T) {
+	for _, c := range []struct {
+		a, b           string
+		newer, atAfter bool
+	}{
+		{"10", "9", true, true},
+		{"9", "10", false, false},
+		{"10", "10", false, true},
+		{"18446744073709551616", "18446744073709551615", true, true}, // past uint64
+		{"", "5", false, false},
+		{"5", "", false, false},
+		{"0", "5", false, false},
+		{"5", "0", false, false},
+		{"05", "4", false, false},
+		{"abc", "4", false, false},
+	} {
+		if got := newerRV(c.a, c.b); got != c.newer {
+			t.Errorf("newerRV(%q, %q) = %v, want %v", c.a, c.b, got, c.newer)
+		}
+		if got := atOrAfterRV(c.a, c.b); got != c.atAfter {
+			t.Errorf("atOrAfterRV(%q, %q) = %v, want %v", c.a, c.b, got, c.atAfter)
+		}
+	}
+}
+
 // TestDiskRestoreRequestsOutsideLock: the requests a restore sends (the
 // server's resourceVersion, read for CaughtUp) are sent without the disk
 // cache's lock, which Status takes: a request reports its contact, and a
