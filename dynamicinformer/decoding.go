@@ -35,12 +35,13 @@ func (f *Factory) listWatchClient(p plan) dynamic.Interface {
 
 // rawJournal returns the client that leaves each watch event's JSON for
 // the informer's disk journal, and where it leaves it, when the informer
-// of key and plan p keeps its cache on disk and caches objects exactly as
-// the server sent them (the fast path, nothing skipped, no transform):
-// its journal then writes the server's JSON instead of encoding each
-// object again (appendRawForDisk). ok false: it encodes them.
+// of key and plan p keeps its cache on disk and decodes objects whole
+// (the fast path, nothing skipped): the object the journal is handed
+// (before any transform, diskJournal) is then what the JSON says, so the
+// journal writes the server's JSON instead of encoding the object
+// (appendRawForDisk). ok false: it encodes them.
 func (f *Factory) rawJournal(key spec, p plan) (d dynamic.Interface, raw *codec.RawObjects, ok bool) {
-	if f.disk == nil || p.client != fastClient || len(p.transforms) > 0 || p.decode != (decode.Options{}) {
+	if f.disk == nil || p.client != fastClient || p.decode != (decode.Options{}) {
 		return nil, nil, false
 	}
 	if _, eligible := diskEligible(key, f.disk.secrets); !eligible {

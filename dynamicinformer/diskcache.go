@@ -19,11 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/gate"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/lifecycle"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 	"github.com/informerkit/informerkit/internal/decode"
 	"github.com/informerkit/informerkit/internal/diskcost"
 	"github.com/informerkit/informerkit/internal/persist"
@@ -290,16 +293,20 @@ func diskName(key spec, text string) string {
 }
 
 // entryDisk keeps one informer's cache on disk: it restores it at start
-// and journals every change its handler sees.
+// and journals what the informer's reflector is handed (diskJournal).
 type entryDisk struct {
 	factory *factoryDisk
 	name    string
 	spec    string
 	follow  bool   // the informer follows the preferred version (specAt)
 	diffed  string // why it is always diffed (diskDiffedWhy); "" if not
-	// raw holds the server's JSON of objects the informer caches as
-	// decoded (Factory.rawJournal); nil: objects are encoded.
+	// raw holds the server's JSON of the watch events' objects
+	// (Factory.rawJournal); nil: objects are encoded.
 	raw *codec.RawObjects
+	// held: objects may be held until written (Writer.PutObject): the
+	// informer has no transform, so nothing changes an object once
+	// handed. Otherwise what is not written raw is encoded at once.
+	held bool
 
 	mu       sync.Mutex // guards w, release, rvs, err, restored, logged, start, reason, age, written, reported
 	w        *persist.Writer
@@ -324,31 +331,19 @@ type entryDisk struct {
 	tentative   bool
 	tentativeAt time.Time
 
-	// list: the list under way, journaled as begun (Writer.Listing) and
-	// not yet as complete (nil: none); see diskListProgress. listedOnce:
-	// the informer's cache was filled before (a list completed, or a
-	// restore), so a list now is not its first sync. reg: the journal's
-	// handler.
-	list       *diskList
+	// listing: a list was journaled as begun (Writer.Listing) and not
+	// yet as complete. seen: the keys of the list begun, as it is handed
+	// (nil: none under way); at its end the keys it lacks are deleted.
+	// listedOnce: the cache was filled before (a list ended, or a
+	// restore).
+	listing    bool
+	seen       map[string]struct{}
 	listedOnce bool
-	reg        toolscache.ResourceEventHandlerRegistration
-	// quietRV: the cache's resourceVersion at the last diskProgress;
-	// unequal counts the comparisons at it that found the journal and
-	// the cache apart (bounded: each costs a walk of the cache).
-	quietRV string
-	unequal int
 	// catchUpRV: after a restore, the server's resourceVersion as the
 	// informer started ("" if unknown or nothing restored); caughtUp:
 	// the cache reached it (DiskStatus.CaughtUp).
 	catchUpRV string
 	caughtUp  bool
-}
-
-// diskList is a list under way: its resourceVersion once the reflector
-// has all of it ("" before), and whether it is the informer's first sync.
-type diskList struct {
-	rv      string
-	initial bool
 }
 
 // cacheErr records why the disk cache is not used, logging it once.
@@ -581,98 +576,11 @@ func (e *entry) restore(ctx context.Context) {
 	case d.diffed != "" && restored > 0:
 		e.diskStarted(DiskDiffed, d.diffed)
 	}
-	reg, err := e.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { e.journalPut(obj) },
-		UpdateFunc: func(_, obj interface{}) { e.journalPut(obj) },
-		DeleteFunc: e.journalDelete,
-	})
-	if err != nil {
-		e.cacheErr(err)
-		return
-	}
-	d.mu.Lock()
-	d.reg = reg
-	d.mu.Unlock()
 }
 
 // reasonInsideList is DiskStatus.Reason of a Diffed start whose stored
 // state was written while a list was under way.
 const reasonInsideList = "stored during a list"
-
-// journalSynced reports whether the journal's handler has had the
-// informer's initial list.
-func (e *entry) journalSynced() bool {
-	d := e.disk
-	d.mu.Lock()
-	reg := d.reg
-	d.mu.Unlock()
-	return reg != nil && reg.HasSynced()
-}
-
-// diskListStarted: a list is about to be sent. It is journaled as begun:
-// until it is journaled as complete, a state loaded from the journal is
-// one no resourceVersion describes (persist.State.Listing).
-func (e *entry) diskListStarted() {
-	d := e.disk
-	if d == nil {
-		return
-	}
-	// The mark is written under d.mu, as Listed is (diskListProgress): a
-	// Listed of the list before cannot come after it.
-	var err error
-	d.mu.Lock()
-	if d.w != nil {
-		d.list = &diskList{initial: !d.listedOnce}
-		err = d.w.Listing()
-	}
-	d.mu.Unlock()
-	if err != nil {
-		e.diskFailed(err)
-	}
-}
-
-// diskListRV: the reflector has all of the list under way, at rv.
-func (e *entry) diskListRV(rv string) {
-	d := e.disk
-	if d == nil || rv == "" {
-		return
-	}
-	d.mu.Lock()
-	if d.list != nil {
-		d.list.rv = rv
-	}
-	d.mu.Unlock()
-}
-
-// diskListProgress journals the list under way as complete once its
-// handler has journaled everything the list brought:
-//
-//   - the handler is given an event of a resourceVersion later than the
-//     list's (rv, the event's): the reflector's queue delivers in order,
-//     so every add, update and delete of the list's Replace (whose
-//     objects are at or before the list's resourceVersion) came before
-//     it; or
-//   - for the informer's first sync (synced true: the journal's handler
-//     has had the initial list, HasSynced of its registration).
-//
-// A relist that brings the handler no later event is completed once the
-// store has applied it and the journal holds the store
-// (diskListApplied): after a quiet diskSyncPeriod, or when the informer
-// stops.
-func (e *entry) diskListProgress(rv string, synced bool) {
-	d := e.disk
-	var err error
-	d.mu.Lock()
-	l, w := d.list, d.w
-	if l != nil && w != nil && l.rv != "" && ((synced && l.initial) || (rv != "" && newerRV(rv, l.rv))) {
-		d.list, d.listedOnce = nil, true
-		err = w.Listed(l.rv)
-	}
-	d.mu.Unlock()
-	if err != nil {
-		e.diskFailed(err)
-	}
-}
 
 // restoredList decodes st into a list of the reflector's type at st.RV.
 func (e *entry) restoredList(st persist.State) (runtime.Object, error) {
@@ -787,85 +695,238 @@ func decodeFromDisk(data []byte, metadataOnly bool) (runtime.Object, error) {
 	return nil, fmt.Errorf("unknown stored encoding %q", data[0])
 }
 
-// journalPut journals an add or update (the handler's, on its goroutine).
-// An object already written at its resourceVersion (a restored one) is
-// not written again.
-func (e *entry) journalPut(obj interface{}) {
+// diskJournal is the gate.Recorder of an informer kept on disk: its
+// journal records what the reflector is handed, in the order handed, on
+// the goroutine that hands it (the reflector's for a list page, the
+// stream's for an event), so it needs no event handler of its own. Lists
+// are bracketed (Writer.Listing, then Listed at the list's
+// resourceVersion once all of it and the deletes of what it lacked were
+// journaled); a bookmark outside a list journals its resourceVersion
+// (Writer.Progress), so that a quiet resource resumes from there.
+type diskJournal struct{ e *entry }
+
+var _ gate.Recorder = diskJournal{}
+
+// ListBegun implements gate.Recorder.
+func (j diskJournal) ListBegun() {
+	d := j.e.disk
+	var err error
+	d.mu.Lock()
+	w := d.w
+	if w != nil {
+		d.seen = make(map[string]struct{}, len(d.rvs))
+		d.listing = true
+		err = w.Listing()
+	}
+	d.mu.Unlock()
+	if err != nil {
+		j.e.diskWriteFailed(w, err)
+	}
+}
+
+// ListPage implements gate.Recorder.
+func (j diskJournal) ListPage(list runtime.Object, end bool, rv string) {
 	if stop := diskcost.Start(); stop != nil {
 		defer stop()
 	}
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		if p, ok := j.e.diskPrepare(o); ok {
+			j.e.journalPut(p)
+		}
+		return nil
+	})
+	if end {
+		j.ListEnded(rv)
+	}
+}
+
+// ListEnded implements gate.Recorder: the keys the list lacked are
+// deleted, then the list is journaled as complete at rv.
+func (j diskJournal) ListEnded(rv string) {
+	e := j.e
 	d := e.disk
-	key, err := toolscache.MetaNamespaceKeyFunc(obj)
-	if err != nil {
+	type gone struct{ key, rv string }
+	var deletes []gone
+	d.mu.Lock()
+	w, seen, listing := d.w, d.seen, d.listing
+	d.seen, d.listing = nil, false
+	if w != nil && seen != nil {
+		for key, krv := range d.rvs {
+			if _, ok := seen[key]; !ok {
+				deletes = append(deletes, gone{key, krv})
+				delete(d.rvs, key)
+			}
+		}
+		d.listedOnce = true
+	}
+	d.mu.Unlock()
+	if w == nil {
 		return
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return
-	}
-	rv := m.GetResourceVersion()
-	e.diskListProgress(rv, false)
-	var raw []byte
-	if d.raw != nil {
-		if o, ok := obj.(runtime.Object); ok {
-			raw, _ = d.raw.Take(o)
+	for _, g := range deletes {
+		if err := w.Delete(g.key, g.rv); err != nil {
+			e.diskWriteFailed(w, err)
+			return
 		}
 	}
+	if listing {
+		if err := w.Listed(rv); err != nil {
+			e.diskWriteFailed(w, err)
+		}
+	}
+}
+
+// Observe implements gate.Recorder. What the journal needs of the event
+// it reads now (the object is the reader's once taken); it writes once
+// the reflector took the event.
+func (j diskJournal) Observe(ev watch.Event) (taken func()) {
+	e := j.e
+	switch ev.Type {
+	case watch.Added, watch.Modified:
+		if stop := diskcost.Start(); stop != nil {
+			defer stop()
+		}
+		p, ok := e.diskPrepare(ev.Object)
+		if !ok {
+			return nil
+		}
+		return func() {
+			if stop := diskcost.Start(); stop != nil {
+				defer stop()
+			}
+			e.journalPut(p)
+		}
+	case watch.Deleted:
+		if stop := diskcost.Start(); stop != nil {
+			defer stop()
+		}
+		if raw := e.disk.raw; raw != nil {
+			if b, ok := raw.Take(ev.Object); ok { // a DELETED event's object: not written
+				codec.Release(b)
+			}
+		}
+		key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(ev.Object)
+		if err != nil {
+			return nil
+		}
+		rv := ""
+		if m, err := meta.Accessor(ev.Object); err == nil {
+			rv = m.GetResourceVersion()
+		}
+		return func() {
+			if stop := diskcost.Start(); stop != nil {
+				defer stop()
+			}
+			e.journalDelete(key, rv)
+		}
+	case watch.Bookmark:
+		m, err := meta.Accessor(ev.Object)
+		if err != nil {
+			return nil
+		}
+		rv := m.GetResourceVersion()
+		if reflectorseam.EndsInitialEvents(ev.Object) {
+			return func() { j.ListEnded(rv) }
+		}
+		return func() { e.journalProgress(rv) }
+	}
+	return nil
+}
+
+// diskPut is an object to journal, read when it was handed: its key and
+// resourceVersion, and its stored form — the server's JSON (raw), an
+// encoding made at once (enc), or the object itself, held and encoded
+// when written (entryDisk.held).
+type diskPut struct {
+	key, rv string
+	raw     []byte
+	enc     []byte
+	obj     runtime.Object
+}
+
+// diskPrepare reads what journalPut needs of obj, which the informer's
+// transforms may change once it is handed. ok false: obj has no key.
+func (e *entry) diskPrepare(obj runtime.Object) (p diskPut, ok bool) {
+	d := e.disk
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return p, false
+	}
+	p.key, p.rv = toolscache.MetaObjectToName(m).String(), m.GetResourceVersion()
+	if d.raw != nil {
+		if b, ok := d.raw.Take(obj); ok {
+			p.raw = b
+			return p, true
+		}
+	}
+	if d.held {
+		p.obj = obj
+		return p, true
+	}
 	d.mu.Lock()
-	w, same := d.w, d.rvs[key] == rv
+	same := d.w == nil || d.rvs[p.key] == p.rv
+	d.mu.Unlock()
+	if same {
+		return p, true // not written (journalPut): not encoded
+	}
+	enc, err := appendForDisk(nil, obj)
+	if err != nil {
+		e.diskFailed(fmt.Errorf("encoding %s: %w", p.key, err))
+		return p, false
+	}
+	p.enc = enc
+	return p, true
+}
+
+// journalPut journals an object handed to the reflector. An object
+// already written at its resourceVersion (a restored one, one a relist
+// brought unchanged) is not written again.
+func (e *entry) journalPut(p diskPut) {
+	d := e.disk
+	d.mu.Lock()
+	w := d.w
+	if d.seen != nil {
+		d.seen[p.key] = struct{}{}
+	}
+	same := d.rvs[p.key] == p.rv
 	d.mu.Unlock()
 	if w == nil || same {
-		codec.Release(raw)
+		codec.Release(p.raw)
 		return
 	}
-	// Encoded and written with the events around it, at the next sync
-	// (persist.Writer.PutObject): the cached object is not changed. An
-	// object cached as the server sent it is written as it was sent.
-	if raw != nil {
-		err = w.PutObject(key, rv, raw, appendRawForDisk)
-	} else {
-		err = w.PutObject(key, rv, obj, appendForDisk)
+	var err error
+	switch {
+	case p.raw != nil:
+		err = w.PutObject(p.key, p.rv, p.raw, appendRawForDisk)
+	case p.enc != nil:
+		err = w.Put(p.key, p.rv, p.enc)
+	case p.obj != nil:
+		err = w.PutObject(p.key, p.rv, p.obj, appendForDisk)
+	default:
+		return // not encoded: it was unchanged when handed
 	}
 	if err != nil {
 		e.diskWriteFailed(w, err)
 		return
 	}
 	d.mu.Lock()
-	d.rvs[key] = rv
+	if d.w == w {
+		d.rvs[p.key] = p.rv
+	}
 	d.mu.Unlock()
 }
 
-func (e *entry) journalDelete(obj interface{}) {
-	if stop := diskcost.Start(); stop != nil {
-		defer stop()
-	}
+// journalDelete journals a delete handed to the reflector (of a key the
+// journal holds).
+func (e *entry) journalDelete(key, rv string) {
 	d := e.disk
-	t, final := obj.(toolscache.DeletedFinalStateUnknown)
-	if final {
-		obj = t.Obj
-	}
-	if o, ok := obj.(runtime.Object); ok && d.raw != nil {
-		if raw, ok := d.raw.Take(o); ok { // a DELETED event's object: not written
-			codec.Release(raw)
-		}
-	}
-	key, err := toolscache.MetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return
-	}
-	rv := ""
-	if m, err := meta.Accessor(obj); err == nil {
-		rv = m.GetResourceVersion()
-	}
-	if !final {
-		// (A delete a relist found carries the object's last known
-		// resourceVersion, not a later one.)
-		e.diskListProgress(rv, false)
-	}
 	d.mu.Lock()
 	w := d.w
 	_, known := d.rvs[key]
 	delete(d.rvs, key)
+	if d.seen != nil {
+		delete(d.seen, key)
+	}
 	d.mu.Unlock()
 	if w == nil || !known {
 		return
@@ -875,14 +936,31 @@ func (e *entry) journalDelete(obj interface{}) {
 	}
 }
 
+// journalProgress journals a bookmark's resourceVersion: everything
+// before it was handed, so the journal is the state at rv — unless a
+// list is under way (its end says that), or rv is not later than what
+// was journaled (a bookmark the gate made up).
+func (e *entry) journalProgress(rv string) {
+	d := e.disk
+	d.mu.Lock()
+	w, inList := d.w, d.listing || d.seen != nil
+	d.mu.Unlock()
+	if w == nil || inList || !newerRV(rv, w.Stats().RV) {
+		return
+	}
+	if err := w.Progress(rv); err != nil {
+		e.diskWriteFailed(w, err)
+	}
+}
+
 // diskWriteFailed is diskFailed for a write to w, unless w was closed
-// because a new state replaced it (diskReidentify): what was being
-// written belonged to the old state.
+// because a new state replaced it (diskReidentify: what was being
+// written belonged to the old state) or the informer stopped.
 func (e *entry) diskWriteFailed(w *persist.Writer, err error) {
 	if errors.Is(err, persist.ErrClosed) {
 		d := e.disk
 		d.mu.Lock()
-		replaced := d.w != nil && d.w != w
+		replaced := d.w != w // (nil: the informer is stopping)
 		d.mu.Unlock()
 		if replaced {
 			return
@@ -921,9 +999,7 @@ func (e *entry) diskLoop(ctx context.Context) {
 		}
 		e.diskReport(w.Stats())
 		e.diskConfirm(false)
-		e.diskListProgress("", e.journalSynced())
 		e.diskCatchUp()
-		e.diskProgress()
 		if w.FoldDue() {
 			if err := diskMeasured(w.Fold); err != nil {
 				e.diskFailed(err)
@@ -934,65 +1010,12 @@ func (e *entry) diskLoop(ctx context.Context) {
 }
 
 // diskMeasured runs a disk call (a sync, a fold) inside the persistence
-// cost measurement (internal/diskcost), beside the journal's handler.
+// cost measurement (internal/diskcost), beside the journal's work.
 func diskMeasured(f func() error) error {
 	if stop := diskcost.Start(); stop != nil {
 		defer stop()
 	}
 	return f()
-}
-
-// diskProgress journals the cache's resourceVersion when it moved past
-// the journal's without a change — a bookmark — so that a resource quiet
-// for longer than the server's history window still resumes after a
-// restart instead of listing. Only when that is provably the journaled
-// state: client-go's store reports the resourceVersion it has applied
-// (AtomicFIFO; the reflector's would run ahead of the cache), it did not
-// move since the last call (quiet for a diskSyncPeriod), and the journal
-// holds exactly what the cache holds (every key at its resourceVersion:
-// the journal's handler has nothing left to write), the cache still at
-// that resourceVersion after the comparison. Inside a list the same
-// proof, with the cache at or past the list's resourceVersion, closes
-// the list instead (diskListApplied).
-func (e *entry) diskProgress() {
-	if w, rv, inList := e.diskQuietAt(); w != nil {
-		if inList {
-			e.diskListApplied(w, rv)
-			return
-		}
-		// (Outside d.mu: a record journaled meanwhile is of a later
-		// resourceVersion, and Progress writes nothing inside a list.)
-		if err := w.Progress(rv); err != nil {
-			e.diskWriteFailed(w, err)
-		}
-	}
-}
-
-// diskListApplied journals the list under way as complete, at rv, the
-// store's resourceVersion, when the journal holds exactly the store
-// (the caller checked) and the store has applied the list (rv at or
-// after the list's): a relist that changed nothing, or whose last
-// change came before the list's resourceVersion, gives the journal's
-// handler no later event to complete it by (diskListProgress).
-func (e *entry) diskListApplied(w *persist.Writer, rv string) {
-	d := e.disk
-	var err error
-	d.mu.Lock()
-	if l := d.list; l != nil && d.w == w && atOrAfterRV(rv, l.rv) {
-		d.list, d.listedOnce = nil, true
-		err = w.Listed(rv)
-	}
-	d.mu.Unlock()
-	if err != nil {
-		e.diskFailed(err)
-	}
-}
-
-// atOrAfterRV reports whether resourceVersion a is b or later (false if
-// they do not compare: apimachinery's resourceversion rules).
-func atOrAfterRV(a, b string) bool {
-	c, err := resourceversion.CompareResourceVersion(a, b)
-	return err == nil && c >= 0
 }
 
 // diskCatchUp sets DiskStatus.CaughtUp once the cache has applied the
@@ -1018,79 +1041,17 @@ func (e *entry) diskCatchUp() {
 	e.logger.V(2).Info("restored cache caught up with the server", "resourceVersion", rv, "target", target)
 }
 
-// diskProgressTries bounds the comparisons of the journal with the cache
-// at one resourceVersion (the journal's handler may still be writing).
-const diskProgressTries = 3
-
-// journalIsCache reports whether the journal holds exactly objs (the
-// cache's objects): every key, at its resourceVersion. d.mu must be held.
-func (d *entryDisk) journalIsCache(objs []interface{}) bool {
-	if len(objs) != len(d.rvs) {
-		return false
-	}
-	for _, obj := range objs {
-		key, err := toolscache.MetaNamespaceKeyFunc(obj)
-		if err != nil {
-			return false
-		}
-		m, err := meta.Accessor(obj)
-		if err != nil || d.rvs[key] != m.GetResourceVersion() {
-			return false
-		}
-	}
-	return true
-}
-
-// diskQuietAt is diskProgress's check: the writer and the resourceVersion
-// to journal, or nil; inList: a list is under way, which the store has
-// applied (its resourceVersion known, the store's at or after it), so
-// the resourceVersion completes it (diskListApplied).
-func (e *entry) diskQuietAt() (w *persist.Writer, rv string, inList bool) {
-	d := e.disk
-	store := e.informer.GetStore()
-	rv = store.LastStoreSyncResourceVersion()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	quiet := rv != "" && rv == d.quietRV
-	if !quiet {
-		d.quietRV, d.unequal = rv, 0
-	}
-	if !quiet || d.unequal >= diskProgressTries || d.w == nil {
-		return nil, "", false
-	}
-	if inList = d.list != nil; inList {
-		if d.list.rv == "" || !atOrAfterRV(rv, d.list.rv) {
-			return nil, "", false
-		}
-	} else if !newerRV(rv, d.w.Stats().RV) {
-		return nil, "", false
-	}
-	if !d.journalIsCache(store.List()) {
-		d.unequal++
-		return nil, "", false
-	}
-	if store.LastStoreSyncResourceVersion() != rv {
-		return nil, "", false
-	}
-	return d.w, rv, inList
-}
-
-// closeDisk folds and closes the journal once the informer has stopped
-// (its handlers have returned).
-//
-// client-go drops the notifications a handler has not yet been given
-// when the informer stops, so the journal can lag the informer's store:
-// after its initial list (a list's objects come in no order of
-// resourceVersion), a journal missing some of them would be stored at
-// the resourceVersion of the others, and a restart resuming from there
-// would never see the missing ones. So the journal is first brought to
-// the store's state; an informer that has not synced (the store may hold
-// part of its first list) leaves no state to resume from.
+// closeDisk folds and closes the journal once the informer has stopped.
+// The journal holds what the reflector was handed, in order: a state the
+// server had (a list under way at the end stays journaled as such, and a
+// restart compares it with a new list). An informer that never completed
+// a list and restored nothing leaves no state to resume from.
 func (e *entry) closeDisk() {
 	d := e.disk
 	d.mu.Lock()
-	w, restored, release := d.w, d.restored, d.release
+	w, restored, release, listed := d.w, d.restored, d.release, d.listedOnce
 	d.release = nil
+	d.w = nil // (a stream still ending writes nothing more)
 	d.mu.Unlock()
 	if release != nil {
 		defer release()
@@ -1098,18 +1059,6 @@ func (e *entry) closeDisk() {
 	if w == nil {
 		return
 	}
-	synced := e.informer.HasSynced()
-	if synced {
-		e.journalStore()
-		// The journal now holds the store; if the list under way is the
-		// first sync, the store has all of it (HasSynced), and so it has
-		// of any list whose resourceVersion the store's has reached.
-		e.diskListProgress("", true)
-		e.diskListApplied(w, e.informer.GetStore().LastStoreSyncResourceVersion())
-	}
-	d.mu.Lock()
-	d.w = nil
-	d.mu.Unlock()
 	e.diskConfirm(true)
 	err := w.Close()
 	st := w.Stats()
@@ -1121,46 +1070,9 @@ func (e *entry) closeDisk() {
 		e.diskFailed(err)
 		return
 	}
-	if !synced && restored == 0 {
+	if !listed && restored == 0 {
 		if dir, err := d.factory.open(); err == nil && dir != nil {
 			dir.Remove(d.name)
-		}
-	}
-}
-
-// journalStore journals the difference between what was journaled and
-// the informer's store (stopped: nothing changes it).
-func (e *entry) journalStore() {
-	d := e.disk
-	inStore := make(map[string]bool)
-	for _, obj := range e.informer.GetStore().List() {
-		key, err := toolscache.MetaNamespaceKeyFunc(obj)
-		if err != nil {
-			continue
-		}
-		inStore[key] = true
-		e.journalPut(obj)
-	}
-	d.mu.Lock()
-	w := d.w
-	var gone map[string]string
-	for key, rv := range d.rvs {
-		if !inStore[key] {
-			if gone == nil {
-				gone = make(map[string]string)
-			}
-			gone[key] = rv
-			delete(d.rvs, key)
-		}
-	}
-	d.mu.Unlock()
-	if w == nil {
-		return
-	}
-	for key, rv := range gone {
-		if err := w.Delete(key, rv); err != nil {
-			e.diskFailed(err)
-			return
 		}
 	}
 }

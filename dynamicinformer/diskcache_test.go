@@ -25,6 +25,7 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
+	"github.com/informerkit/informerkit/dynamicinformer/internal/reflectorseam"
 	"github.com/informerkit/informerkit/internal/decode"
 	"github.com/informerkit/informerkit/internal/decode/decodetest"
 	"github.com/informerkit/informerkit/internal/diskcost"
@@ -120,7 +121,7 @@ func TestDiskSpecNames(t *testing.T) {
 }
 
 // diskBench is a journal and an informer entry that journals into it,
-// as the informer's own handler does.
+// as an informer without transforms does.
 func diskBench(b testing.TB) (*entry, func()) {
 	d, err := persist.Open(b.TempDir())
 	if err != nil {
@@ -130,9 +131,17 @@ func diskBench(b testing.TB) (*entry, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &entry{logger: logr.Discard(), disk: &entryDisk{w: w, rvs: map[string]string{}}}
+	e := &entry{logger: logr.Discard(), disk: &entryDisk{w: w, rvs: map[string]string{}, held: true}}
 	e.gvr.Store(&configmapsGVR)
 	return e, func() { w.Close(); d.Close() }
+}
+
+// diskHand journals obj as the informer's journal does an update the
+// reflector was handed.
+func diskHand(e *entry, obj interface{}) {
+	if taken := (diskJournal{e}).Observe(watch.Event{Type: watch.Modified, Object: obj.(kruntime.Object)}); taken != nil {
+		taken()
+	}
 }
 
 // diskEvents is 2×1000 objects: consecutive events of one key alternate
@@ -158,7 +167,7 @@ func BenchmarkDiskJournalPut(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		e.journalPut(objs[i%len(objs)])
+		diskHand(e, objs[i%len(objs)])
 	}
 	b.StopTimer()
 	if st := e.disk.w.Stats(); st.Err != nil || st.Records != int64(b.N) {
@@ -185,7 +194,7 @@ func BenchmarkDiskJournalPaced(b *testing.B) {
 	diskcost.Reset()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		e.journalPut(objs[i%len(objs)])
+		diskHand(e, objs[i%len(objs)])
 		if i%200 == 199 {
 			if err := diskMeasured(e.disk.w.Sync); err != nil {
 				b.Fatal(err)
@@ -348,7 +357,7 @@ func BenchmarkDiskEventCost(b *testing.B) {
 	runtime.GC()
 	c3gc := diskcost.ProcessCPU()
 	for i := 0; i < b.N; i++ {
-		e.journalPut(objs[i%len(objs)])
+		diskHand(e, objs[i%len(objs)])
 	}
 	if err := e.disk.w.Sync(); err != nil { // the buffered tail too
 		b.Fatal(err)
@@ -493,32 +502,28 @@ func TestDiskNeverBackInTime(t *testing.T) {
 	}
 }
 
-// TestResourceVersionOrder: the journal's comparisons of resourceVersions
-// order them as integers of any length (not as text), and anything that
-// is not one (empty, "0", a leading zero, an opaque token) is neither
-// newer nor at-or-after: the caller then keeps to the safe side (lists,
-// leaves a list open, does not mark progress).
+// TestResourceVersionOrder: newerRV orders resourceVersions as integers
+// of any length (not as text), and anything that is not one (empty, "0",
+// a leading zero, an opaque token) is not newer: the caller then keeps to
+// the safe side (restores, does not mark progress).
 func TestResourceVersionOrder(t *testing.T) {
 	for _, c := range []struct {
-		a, b           string
-		newer, atAfter bool
+		a, b  string
+		newer bool
 	}{
-		{"10", "9", true, true},
-		{"9", "10", false, false},
-		{"10", "10", false, true},
-		{"18446744073709551616", "18446744073709551615", true, true}, // past uint64
-		{"", "5", false, false},
-		{"5", "", false, false},
-		{"0", "5", false, false},
-		{"5", "0", false, false},
-		{"05", "4", false, false},
-		{"abc", "4", false, false},
+		{"10", "9", true},
+		{"9", "10", false},
+		{"10", "10", false},
+		{"18446744073709551616", "18446744073709551615", true}, // past uint64
+		{"", "5", false},
+		{"5", "", false},
+		{"0", "5", false},
+		{"5", "0", false},
+		{"05", "4", false},
+		{"abc", "4", false},
 	} {
 		if got := newerRV(c.a, c.b); got != c.newer {
 			t.Errorf("newerRV(%q, %q) = %v, want %v", c.a, c.b, got, c.newer)
-		}
-		if got := atOrAfterRV(c.a, c.b); got != c.atAfter {
-			t.Errorf("atOrAfterRV(%q, %q) = %v, want %v", c.a, c.b, got, c.atAfter)
 		}
 	}
 }
@@ -568,12 +573,12 @@ func TestDiskRestoreRequestsOutsideLock(t *testing.T) {
 }
 
 // TestDiskProgressFromBookmark: a quiet resource's stored resourceVersion
-// follows the bookmarks its cache applies, so a restart resumes from the
+// follows the bookmarks its reflector takes, so a restart resumes from the
 // last bookmark (a watch from "50"), not from the last object change
 // ("7", which the server's history may no longer hold).
 func TestDiskProgressFromBookmark(t *testing.T) {
 	dir := t.TempDir()
-	run := func(bookmark string) (Status, []string) {
+	run := func(bookmark string, caughtUp bool) (Status, []string) {
 		client := diskFakeClient("100")
 		var mu sync.Mutex
 		var watches []string
@@ -592,9 +597,9 @@ func TestDiskProgressFromBookmark(t *testing.T) {
 		f.Start(ctx)
 		f.WaitForCacheSync(ctx)
 		if bookmark != "" {
-			// First the initial list's records (written after Synced, by
-			// the journal's handler and its once-a-second sync): wait
-			// until nothing is written for more than a sync period.
+			// First the initial list's records (counted as written at
+			// the once-a-second sync): wait until nothing is written for
+			// more than a sync period.
 			before := h.Status().Disk.Written
 			for stable := time.Now(); time.Since(stable) < diskSyncPeriod+500*time.Millisecond; time.Sleep(50 * time.Millisecond) {
 				if now := h.Status().Disk.Written; now != before {
@@ -604,12 +609,16 @@ func TestDiskProgressFromBookmark(t *testing.T) {
 			b := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
 			b.SetResourceVersion(bookmark)
 			w.Action(watch.Bookmark, b)
-			// Journaled once the cache has applied it and stayed there
-			// for a sync period: a record is written.
+			// Journaled once the reflector took it: a record is written.
 			for h.Status().Disk.Written == before {
 				if ctx.Err() != nil {
 					t.Fatalf("the bookmark at %s was never journaled: %+v", bookmark, h.Status().Disk)
 				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			// CaughtUp is checked once a sync period, after the cache
+			// applied the bookmark.
+			for caughtUp && !h.Status().Disk.CaughtUp && ctx.Err() == nil {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
@@ -617,10 +626,10 @@ func TestDiskProgressFromBookmark(t *testing.T) {
 		defer mu.Unlock()
 		return h.Status(), append([]string(nil), watches...)
 	}
-	if st, _ := run("50"); st.State != Synced || st.Disk.Start != DiskCold {
+	if st, _ := run("50", false); st.State != Synced || st.Disk.Start != DiskCold {
 		t.Fatalf("first run: %+v", st)
 	}
-	st, watches := run("")
+	st, watches := run("", false)
 	if st.Restored != 1 || len(watches) == 0 || watches[0] != "50" {
 		t.Fatalf("restart: restored %d, watches from %q; want 1 restored, the first watch from the bookmark's 50", st.Restored, watches)
 	}
@@ -630,7 +639,7 @@ func TestDiskProgressFromBookmark(t *testing.T) {
 	if st.Disk.CaughtUp {
 		t.Fatalf("caught up before reaching the server's 100: %+v", st.Disk)
 	}
-	if st, _ := run("100"); !st.Disk.CaughtUp || st.Disk.Start != DiskResumed {
+	if st, _ := run("100", true); !st.Disk.CaughtUp || st.Disk.Start != DiskResumed {
 		t.Fatalf("after a bookmark at the server's resourceVersion: %+v; want Resumed, caught up", st.Disk)
 	}
 }
@@ -654,32 +663,142 @@ func diskFakeClient(serverRV string) *dynamicfake.FakeDynamicClient {
 	return client
 }
 
-// TestJournalIsCache: a bookmark's resourceVersion is journaled only when
-// the journal holds exactly the cache: every key at its resourceVersion,
-// no key more or less.
-func TestJournalIsCache(t *testing.T) {
-	obj := func(name, rv string) interface{} {
+// TestDiskJournalRecordsWhatIsHanded: the journal is what the reflector
+// was handed, replayed: a list's objects, then each event the reflector
+// took, in order; a relist's unchanged objects are not written again and
+// the keys it lacks are deleted; a bookmark outside a list is the state's
+// resourceVersion; a list begun and not ended leaves the state "inside a
+// list"; an event observed but never taken is not written; and an
+// object a transform changes after it was handed is stored as handed.
+func TestDiskJournalRecordsWhatIsHanded(t *testing.T) {
+	obj := func(name, rv string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
 		u.SetNamespace("a")
 		u.SetName(name)
 		u.SetResourceVersion(rv)
+		u.Object["data"] = map[string]interface{}{"v": rv}
 		return u
 	}
-	d := &entryDisk{rvs: map[string]string{"a/x": "5", "a/y": "6"}}
-	for _, c := range []struct {
-		what string
-		objs []interface{}
-		want bool
-	}{
-		{"the same", []interface{}{obj("x", "5"), obj("y", "6")}, true},
-		{"an update not journaled yet", []interface{}{obj("x", "5"), obj("y", "7")}, false},
-		{"an add not journaled yet", []interface{}{obj("x", "5"), obj("y", "6"), obj("z", "8")}, false},
-		{"a delete not journaled yet", []interface{}{obj("x", "5")}, false},
-		{"a delete and an add not journaled yet", []interface{}{obj("x", "5"), obj("z", "8")}, false},
-	} {
-		if got := d.journalIsCache(c.objs); got != c.want {
-			t.Errorf("%s: %v, want %v", c.what, got, c.want)
+	list := func(cont, rv string, items ...*unstructured.Unstructured) *unstructured.UnstructuredList {
+		l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMapList"}}
+		l.SetResourceVersion(rv)
+		l.SetContinue(cont)
+		for _, it := range items {
+			l.Items = append(l.Items, *it)
 		}
+		return l
+	}
+	bookmark := func(rv string, endsInitial bool) watch.Event {
+		b := obj("", rv)
+		if endsInitial {
+			b.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		}
+		return watch.Event{Type: watch.Bookmark, Object: b}
+	}
+	for _, held := range []bool{true, false} {
+		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) {
+			pd, err := persist.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pd.Close()
+			id := persist.Identity{Spec: "s", Cluster: "c"}
+			w, err := pd.Create("j", id, persist.State{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &entry{logger: logr.Discard(), disk: &entryDisk{w: w, rvs: map[string]string{}, held: held}}
+			e.gvr.Store(&configmapsGVR)
+			j := diskJournal{e}
+			hand := func(ev watch.Event) {
+				if taken := j.Observe(ev); taken != nil {
+					taken()
+				}
+			}
+			// state syncs and reads what is on disk so far.
+			state := func() (map[string]string, string, bool) {
+				t.Helper()
+				if err := w.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				st, _, err := pd.Load("j", id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]string{}
+				for _, o := range st.Objects {
+					u, err := decodeFromDisk(o.Data, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					v, _, _ := unstructured.NestedString(u.(*unstructured.Unstructured).Object, "data", "v")
+					if v != o.RV {
+						t.Fatalf("%s stored at %s holds the object of %s", o.Key, o.RV, v)
+					}
+					got[o.Key] = o.RV
+				}
+				return got, st.RV, st.Listing
+			}
+			check := func(what string, want map[string]string, wantRV string, wantListing bool) {
+				t.Helper()
+				got, rv, listing := state()
+				if !reflect.DeepEqual(got, want) || rv != wantRV || listing != wantListing {
+					t.Fatalf("%s: %v at %q (listing %v); want %v at %q (listing %v)", what, got, rv, listing, want, wantRV, wantListing)
+				}
+			}
+
+			j.ListBegun()
+			j.ListPage(list("more", "10", obj("x", "5"), obj("y", "6")), false, "10")
+			check("inside a paged list", map[string]string{"a/x": "5", "a/y": "6"}, "6", true)
+			j.ListPage(list("", "10", obj("w", "4")), true, "10")
+			check("the list", map[string]string{"a/x": "5", "a/y": "6", "a/w": "4"}, "10", false)
+
+			hand(watch.Event{Type: watch.Modified, Object: obj("x", "11")})
+			hand(watch.Event{Type: watch.Deleted, Object: obj("y", "12")})
+			hand(watch.Event{Type: watch.Added, Object: obj("z", "13")})
+			if taken := j.Observe(watch.Event{Type: watch.Added, Object: obj("never", "14")}); taken == nil {
+				t.Fatal("an add observed has nothing to write once taken")
+			} // (the reader never took it)
+			hand(bookmark("20", false))
+			check("events and a bookmark", map[string]string{"a/x": "11", "a/z": "13", "a/w": "4"}, "20", false)
+			hand(bookmark(reflectorseam.SyntheticRV, false)) // the gate's, after a removal: not a state
+			check("a made-up bookmark", map[string]string{"a/x": "11", "a/z": "13", "a/w": "4"}, "20", false)
+
+			// A relist: x and z unchanged, w gone.
+			before := w.Stats().Records
+			j.ListBegun()
+			hand(bookmark("25", false)) // (none comes inside a list; ignored if one did)
+			j.ListPage(list("", "30", obj("x", "11"), obj("z", "13")), true, "30")
+			check("a relist", map[string]string{"a/x": "11", "a/z": "13"}, "30", false)
+			if n := w.Stats().Records - before; n != 3 { // Listing, w's delete, Listed
+				t.Fatalf("a relist of two unchanged objects and one gone wrote %d records, want 3", n)
+			}
+
+			// A watch-list stream: its initial events, then the bookmark
+			// that ends them.
+			j.ListBegun()
+			hand(watch.Event{Type: watch.Added, Object: obj("x", "31")})
+			check("inside a watch-list stream", map[string]string{"a/x": "31", "a/z": "13"}, "31", true)
+			hand(bookmark("40", true))
+			check("a watch-list stream", map[string]string{"a/x": "31"}, "40", false)
+
+			// Handed, then changed in place by a transform: stored as handed.
+			o := obj("t", "41")
+			hand(watch.Event{Type: watch.Added, Object: o})
+			if held {
+				check("held", map[string]string{"a/x": "31", "a/t": "41"}, "41", false)
+			}
+			o.Object["data"] = map[string]interface{}{"v": "changed by a transform"}
+			check("changed after it was handed", map[string]string{"a/x": "31", "a/t": "41"}, "41", false)
+
+			// Begun, never ended: the state is inside a list.
+			j.ListBegun()
+			j.ListPage(list("more", "50", obj("x", "31")), false, "50")
+			check("a list abandoned", map[string]string{"a/x": "31", "a/t": "41"}, "41", true)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

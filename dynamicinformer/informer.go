@@ -202,9 +202,10 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 	if deps.disk != nil {
 		if why, ok := diskEligible(key, deps.disk.secrets); ok {
 			text := diskSpec(key)
-			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text), follow: key.follow, diffed: diskDiffedWhy(key), raw: deps.raw}
+			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text), follow: key.follow, diffed: diskDiffedWhy(key),
+				raw: deps.raw, held: len(p.transforms) == 0}
 			e.lw.Hooks.Restored = e.restoredHook
-			e.lw.Hooks.ListEnded = e.diskListRV
+			e.lw.Journal = diskJournal{e}
 		} else {
 			e.logger.V(2).Info("not kept on disk", "reason", why)
 		}
@@ -584,12 +585,10 @@ func (e *entry) status() Status {
 func (e *entry) listStarted() {
 	e.diskRequest(true)
 	e.diskListing()
-	e.diskListStarted()
 	e.apply(lifecycle.Event{Kind: lifecycle.ListStarted})
 }
 
 func (e *entry) listed(rv string) {
-	e.diskListRV(rv)
 	e.apply(lifecycle.Event{Kind: lifecycle.ListAnswered, RV: rv})
 	if rv != "" {
 		// A list was handed to the reflector. (A watch-list stream calls

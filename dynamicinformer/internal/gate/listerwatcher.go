@@ -98,6 +98,42 @@ type Hooks struct {
 	ListEnded func(rv string)
 }
 
+// Recorder is told what a ListerWatcher hands its reflector, in the
+// order handed: the lists that replace the reflector's store and the
+// events that change it. Replayed in that order, the calls rebuild the
+// reflector's store as it was handed, which the informer's cache holds
+// once its queue is drained (an informer's disk journal, which so never
+// lags the cache by more than the queue, needs no listener of its own,
+// and never holds a state the reflector was not handed).
+//
+// ListBegun, then ListPage until end (a list's pages), or ListBegun then
+// Observe until a bookmark ending the initial events (a watch-list
+// stream), or ListBegun, events, then ListEnded (a refill delivered as
+// events): together these replace the store; keys the list did not
+// bring are gone at its end. A list may be abandoned (never ended): the
+// next ListBegun starts over. Calls come from the reflector's goroutine
+// (lists) and the streams' (events); never two at once for one
+// ListerWatcher, as the reflector reads one thing at a time. None may
+// block or call back into the ListerWatcher.
+type Recorder interface {
+	// ListBegun: a list (its pages, or the events of a watch-list
+	// stream or a refill) follows, to replace the reflector's store.
+	ListBegun()
+	// ListPage: a page of the list begun, about to be handed to the
+	// reflector; its items may be read until ListPage returns (the
+	// reflector's transforms may change them after). end: the last page,
+	// at resourceVersion rv ("" for a list the gate made up: an empty
+	// one, for a resource no longer served).
+	ListPage(list runtime.Object, end bool, rv string)
+	// ListEnded: the events of the list begun (a refill's) were all
+	// taken; it is complete at rv.
+	ListEnded(rv string)
+	// Observe is listwatch.Stream.Observe: ev is about to be offered to
+	// the reflector (read it now); taken, if not nil, is called once the
+	// reflector took it.
+	Observe(ev watch.Event) (taken func())
+}
+
 // ListerWatcher is the toolscache.ListerWatcherWithContext an informer's
 // reflector uses. It consults the Gate before every request and runs the
 // informer's Phase:
@@ -151,6 +187,9 @@ type ListerWatcher struct {
 	// was already handed: see queuedDeletes).
 	Keys        *KeySet
 	CachedByKey func(key string) (interface{}, bool)
+	// Journal, if set, is told what the reflector is handed, in the
+	// order handed (see Recorder).
+	Journal Recorder
 
 	// queuedDeletes are the keys of deletes handed to the reflector that
 	// the cache (CachedByKey) may not have taken in yet: the informer's
@@ -348,6 +387,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		obj, err := lw.Server.List(ctx, opts, false)
 		if err == nil {
 			lw.keysPage(obj)
+			lw.journalPage(obj)
 		}
 		return obj, err
 	}
@@ -372,6 +412,10 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 			if lw.Keys != nil {
 				lw.Keys.beginList()
 				lw.keysPage(empty)
+			}
+			if lw.Journal != nil {
+				lw.Journal.ListBegun()
+				lw.Journal.ListPage(empty, true, "")
 			}
 			return empty, nil
 		}
@@ -408,6 +452,9 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		if lw.Keys != nil {
 			lw.Keys.beginList()
 		}
+		if lw.Journal != nil {
+			lw.Journal.ListBegun()
+		}
 		obj, err := lw.Server.List(ctx, opts, phase == Emptied || phase == Relisting)
 		lw.mu.Lock()
 		lw.listing = false
@@ -423,6 +470,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 			return nil, err // the reflector's error handler records it
 		}
 		lw.keysPage(obj)
+		lw.journalPage(obj)
 		rv, _ := listwatch.ListRV(obj)
 		lw.mu.Lock()
 		lw.phase = Serving
@@ -607,6 +655,9 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 	if lw.Keys != nil {
 		lw.Keys.beginList() // the initial events end it (KeySet.observe)
 	}
+	if lw.Journal != nil {
+		lw.Journal.ListBegun() // the initial events end it
+	}
 	s, err := lw.Server.Watch(ctx, opts)
 	if initial && err != nil {
 		lw.InitialLists.Release()
@@ -679,6 +730,19 @@ func (lw *ListerWatcher) keysPage(list runtime.Object) {
 	}
 }
 
+// journalPage tells Journal of a list page about to be handed to the
+// reflector: the last page (no continue token) ends the list.
+func (lw *ListerWatcher) journalPage(list runtime.Object) {
+	if lw.Journal == nil {
+		return
+	}
+	end, rv := true, ""
+	if l, err := meta.ListAccessor(list); err == nil {
+		end, rv = l.GetContinue() == "", l.GetResourceVersion()
+	}
+	lw.Journal.ListPage(list, end, rv)
+}
+
 // checkAccess runs Access once, before the first list; checked reports
 // whether it ran now (and may have blocked).
 func (lw *ListerWatcher) checkAccess(ctx context.Context) (checked bool, err error) {
@@ -721,6 +785,9 @@ func (lw *ListerWatcher) notFound(err error) {
 // stream ends before its bookmark went out, the next list is fresh.
 func (lw *ListerWatcher) refill(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	lw.Hooks.ListStarted()
+	if lw.Journal != nil {
+		lw.Journal.ListBegun()
+	}
 	list, err := lw.Server.List(ctx, metav1.ListOptions{}, true)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -767,6 +834,9 @@ func (lw *ListerWatcher) refill(ctx context.Context, opts metav1.ListOptions) (w
 		}
 	}
 	s.Prefix = append(events, watch.Event{Type: watch.Bookmark, Object: lw.Bookmark(rv)})
+	if lw.Journal != nil {
+		s.PrefixDelivered = func() { lw.Journal.ListEnded(rv) }
+	}
 	s.Interrupted = func() {
 		lw.mu.Lock()
 		if lw.phase == Serving {
@@ -1016,18 +1086,29 @@ func (lw *ListerWatcher) gone(key string, uid types.UID, rv string) runtime.Obje
 // queuedDeletes. What it needs of the event it reads here, before the
 // send; it records it once the reader took the event.
 func (lw *ListerWatcher) observe(ev watch.Event) (taken func()) {
-	var keys func()
+	var keys, journal func()
 	if lw.Keys != nil {
 		keys = lw.Keys.observe(ev)
 	}
+	if lw.Journal != nil {
+		journal = lw.Journal.Observe(ev)
+	}
 	queued := lw.observeDelete(ev)
 	switch {
-	case queued == nil:
+	case journal == nil && queued == nil:
 		return keys
-	case keys == nil:
+	case keys == nil && queued == nil:
+		return journal
+	case keys == nil && journal == nil:
 		return queued
 	}
-	return func() { keys(); queued() }
+	return func() {
+		for _, f := range [...]func(){keys, journal, queued} {
+			if f != nil {
+				f()
+			}
+		}
+	}
 }
 
 // observeDelete is observe's part for queuedDeletes: a delete's key goes
