@@ -783,9 +783,6 @@ func (j diskJournal) Observe(ev watch.Event) (taken func()) {
 	e := j.e
 	switch ev.Type {
 	case watch.Added, watch.Modified:
-		if stop := diskcost.Start(); stop != nil {
-			defer stop()
-		}
 		p, ok := e.diskPrepare(ev.Object)
 		if !ok {
 			return nil
@@ -797,9 +794,6 @@ func (j diskJournal) Observe(ev watch.Event) (taken func()) {
 			e.journalPut(p)
 		}
 	case watch.Deleted:
-		if stop := diskcost.Start(); stop != nil {
-			defer stop()
-		}
 		if raw := e.disk.raw; raw != nil {
 			if b, ok := raw.Take(ev.Object); ok { // a DELETED event's object: not written
 				codec.Release(b)
@@ -820,6 +814,11 @@ func (j diskJournal) Observe(ev watch.Event) (taken func()) {
 			e.journalDelete(key, rv)
 		}
 	case watch.Bookmark:
+		if raw := e.disk.raw; raw != nil {
+			if b, ok := raw.Take(ev.Object); ok { // not written
+				codec.Release(b)
+			}
+		}
 		m, err := meta.Accessor(ev.Object)
 		if err != nil {
 			return nil
@@ -846,6 +845,9 @@ type diskPut struct {
 
 // diskPrepare reads what journalPut needs of obj, which the informer's
 // transforms may change once it is handed. ok false: obj has no key.
+// Only an encoding made here is measured (internal/diskcost: one
+// measurement per event, in journalPut, keeps the measurement's own cost
+// out of the figure); reading the key and taking the JSON are not.
 func (e *entry) diskPrepare(obj runtime.Object) (p diskPut, ok bool) {
 	d := e.disk
 	m, err := meta.Accessor(obj)
@@ -869,7 +871,11 @@ func (e *entry) diskPrepare(obj runtime.Object) (p diskPut, ok bool) {
 	if same {
 		return p, true // not written (journalPut): not encoded
 	}
+	stop := diskcost.Start()
 	enc, err := appendForDisk(nil, obj)
+	if stop != nil {
+		stop()
+	}
 	if err != nil {
 		e.diskFailed(fmt.Errorf("encoding %s: %w", p.key, err))
 		return p, false
@@ -1117,7 +1123,7 @@ func (e *entry) diskListing() {
 // identity, so that a restart compares its objects with the CRD they
 // belong to. The new state starts empty and so does the record of what
 // it holds: the new objects come from the list, after, and the deletes
-// of old objects the handler has not yet been given are not written.
+// of old objects still on their way are not written.
 func (e *entry) diskReidentify() {
 	d := e.disk
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -218,9 +218,10 @@
 // # Restart from disk
 //
 // With Options.CacheDir, each informer keeps what its cache holds on disk
-// while it runs (every change its handlers see, journaled; made durable
-// every second; folded into a snapshot when the journal outgrows it and
-// when the informer stops). An informer of the same spec started later on
+// while it runs (each list and change as its reflector takes it, before
+// the informer's transforms, journaled; made durable every second; folded
+// into a snapshot when the journal outgrows it and when the informer
+// stops). An informer of the same spec started later on
 // the same cluster restores it before its first request. What handlers
 // see in each case:
 //

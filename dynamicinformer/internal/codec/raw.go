@@ -7,15 +7,15 @@ import (
 )
 
 // RawObjects hands the JSON a watch event's object was decoded from to
-// whoever later receives that very object (by pointer): an informer whose
-// cache holds objects as decoded (no transform) writes them to disk as
-// the server sent them instead of encoding them again.
+// whoever later receives that very object (by pointer): an informer's
+// disk journal, given each object as its watch stream hands it on,
+// writes it as the server sent it instead of encoding it again.
 //
 // It is bounded: it holds at most 2×rawGeneration objects' bytes. Once a
 // generation is full the older one is dropped, so bytes nobody takes (a
-// bookmark, an event a shard filter dropped, an object whose taker ran
-// too far behind) do not stay; Take then reports false and the taker
-// encodes the object itself. Safe for concurrent use.
+// bookmark, an event a shard filter dropped) do not stay; Take then
+// reports false and the taker encodes the object itself. Safe for
+// concurrent use.
 type RawObjects struct {
 	mu        sync.Mutex // guards cur, prev
 	cur, prev map[runtime.Object][]byte

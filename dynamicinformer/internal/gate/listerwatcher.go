@@ -92,10 +92,6 @@ type Hooks struct {
 	// Restored: the list restored from disk (SetRestored) was handed to
 	// the reflector at rv (nil: not told).
 	Restored func(rv string)
-	// ListEnded: a watch-list stream's initial events ended at rv (the
-	// reflector has them all; nil: not told). A real list's end is
-	// Listed's rv.
-	ListEnded func(rv string)
 }
 
 // Recorder is told what a ListerWatcher hands its reflector, in the
@@ -663,13 +659,8 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 		lw.InitialLists.Release()
 	}
 	if err == nil {
-		s.InitialEventsEnd = func(rv string) {
-			if initial {
-				lw.InitialLists.Release()
-			}
-			if rv != "" && lw.Hooks.ListEnded != nil {
-				lw.Hooks.ListEnded(rv)
-			}
+		if initial {
+			s.InitialEventsEnd = func(string) { lw.InitialLists.Release() }
 		}
 	}
 	if err != nil {
@@ -1082,8 +1073,8 @@ func (lw *ListerWatcher) gone(key string, uid types.UID, rv string) runtime.Obje
 	return o
 }
 
-// observe is every stream's Observe: the KeySet's record, and
-// queuedDeletes. What it needs of the event it reads here, before the
+// observe is every stream's Observe: the KeySet's record, the Journal's,
+// and queuedDeletes. What it needs of the event it reads here, before the
 // send; it records it once the reader took the event.
 func (lw *ListerWatcher) observe(ev watch.Event) (taken func()) {
 	var keys, journal func()
