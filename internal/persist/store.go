@@ -491,7 +491,7 @@ type Writer struct {
 	name string
 	id   Identity
 
-	foldMu sync.Mutex // serializes Fold and Close; guards base and layers
+	foldMu sync.Mutex // serializes Sync, Fold and Close; guards base and layers
 	// base indexes the state of the files as they were before the
 	// current journal, sorted by key; layers (older first) are the
 	// current journal's changes of earlier generations that a failed
@@ -694,11 +694,39 @@ func (w *Writer) drainLocked() error {
 var ErrClosed = errors.New("persist: writer closed")
 
 // Sync makes what was journaled durable (encode what PutObject holds,
-// flush, fsync).
+// flush, fsync). The fsync runs without the lock the appends take: an
+// informer's journal is written on its watch stream's goroutine, which a
+// slow disk's fsync would otherwise hold up; what is appended meanwhile
+// is made durable by the next Sync.
 func (w *Writer) Sync() error {
+	w.foldMu.Lock() // no fold or close replaces the file meanwhile
+	defer w.foldMu.Unlock()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.syncLocked()
+	if w.err != nil || w.closed {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	if err := w.drainLocked(); err != nil {
+		w.mu.Unlock()
+		return err
+	}
+	if err := w.buf.Flush(); err != nil {
+		w.err = err
+		w.mu.Unlock()
+		return err
+	}
+	f := w.f
+	w.mu.Unlock()
+	if err := f.Sync(); err != nil {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 func (w *Writer) syncLocked() error {
