@@ -339,6 +339,16 @@ type entryDisk struct {
 	listing    bool
 	seen       map[string]struct{}
 	listedOnce bool
+	// queue: what the reflector was handed, for diskApply (qmu); spare
+	// is a drained queue's array, reused (amu). kick wakes the disk
+	// goroutine; behind: the queue overflowed, nothing more is queued.
+	qmu    sync.Mutex
+	queue  []diskOp
+	queued int // bytes copied into queue
+	behind bool
+	amu    sync.Mutex // serializes diskApply
+	spare  []diskOp
+	kick   chan struct{}
 	// catchUpRV: after a restore, the server's resourceVersion as the
 	// informer started ("" if unknown or nothing restored); caughtUp:
 	// the cache reached it (DiskStatus.CaughtUp).
@@ -696,20 +706,124 @@ func decodeFromDisk(data []byte, metadataOnly bool) (runtime.Object, error) {
 }
 
 // diskJournal is the gate.Recorder of an informer kept on disk: its
-// journal records what the reflector is handed, in the order handed, on
-// the goroutine that hands it (the reflector's for a list page, the
-// stream's for an event), so it needs no event handler of its own. Lists
-// are bracketed (Writer.Listing, then Listed at the list's
-// resourceVersion once all of it and the deletes of what it lacked were
-// journaled); a bookmark outside a list journals its resourceVersion
-// (Writer.Progress), so that a quiet resource resumes from there.
+// journal records what the reflector is handed, in the order handed, so
+// it needs no event handler of its own. The goroutine that hands a thing
+// (the reflector's for a list page, the stream's for an event) reads
+// what the journal needs of it and queues that (diskQueue); the disk
+// goroutine applies the queue in order and writes (diskApply), so a slow
+// disk never holds up the informer. Lists are bracketed (Writer.Listing,
+// then Listed at the list's resourceVersion once all of it and the
+// deletes of what it lacked were journaled); a bookmark outside a list
+// journals its resourceVersion (Writer.Progress), so that a quiet
+// resource resumes from there.
 type diskJournal struct{ e *entry }
 
 var _ gate.Recorder = diskJournal{}
 
+// diskOp is one thing the reflector was handed, as the journal records
+// it.
+type diskOp struct {
+	kind byte // one of the diskOp* constants
+	put  diskPut
+	rv   string // diskOpDelete's (with put.key), diskOpEnd's, diskOpProgress's
+}
+
+const (
+	diskOpPut = iota
+	diskOpDelete
+	diskOpBegin
+	diskOpEnd
+	diskOpProgress
+)
+
+// diskKickAt is how many queued operations wake the disk goroutine
+// before its next tick. diskQueueMax and diskQueueBytes bound the queue
+// (operations; bytes of JSON and encodings copied): a journal that far
+// behind (a disk stuck under a busy resource) stops (Status.CacheErr),
+// and what is on disk stays the state it reached, a state the reflector
+// was handed.
+const (
+	diskKickAt     = 256
+	diskQueueMax   = 1 << 16
+	diskQueueBytes = 64 << 20
+)
+
+// errJournalBehind: the disk did not keep up with the informer's events.
+var errJournalBehind = errors.New("the journal fell behind the informer's events (the disk did not keep up); nothing more is written")
+
+// diskQueue queues op for diskApply.
+func (e *entry) diskQueue(op diskOp) {
+	d := e.disk
+	d.qmu.Lock()
+	if d.behind {
+		d.qmu.Unlock()
+		codec.Release(op.put.raw)
+		return
+	}
+	d.queue = append(d.queue, op)
+	d.queued += len(op.put.raw) + len(op.put.enc)
+	n := len(d.queue)
+	over := n > diskQueueMax || d.queued > diskQueueBytes
+	if over {
+		for _, q := range d.queue {
+			codec.Release(q.put.raw)
+		}
+		d.queue, d.queued, d.behind = nil, 0, true
+	}
+	d.qmu.Unlock()
+	switch {
+	case over:
+		e.diskFailed(errJournalBehind)
+	case n == diskKickAt:
+		select {
+		case d.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// diskApply journals the queued operations, in order (the disk
+// goroutine's, and the informer's end).
+func (e *entry) diskApply() {
+	d := e.disk
+	d.amu.Lock()
+	defer d.amu.Unlock()
+	d.qmu.Lock()
+	ops := d.queue
+	d.queue, d.queued = d.spare[:0], 0
+	d.qmu.Unlock()
+	if len(ops) == 0 {
+		d.spare = ops
+		return
+	}
+	if stop := diskcost.Start(); stop != nil {
+		defer stop()
+	}
+	for i := range ops {
+		op := &ops[i]
+		switch op.kind {
+		case diskOpPut:
+			e.journalPut(op.put)
+		case diskOpDelete:
+			e.journalDelete(op.put.key, op.rv)
+		case diskOpBegin:
+			e.journalListBegun()
+		case diskOpEnd:
+			e.journalListEnded(op.rv)
+		case diskOpProgress:
+			e.journalProgress(op.rv)
+		}
+	}
+	clear(ops)
+	d.spare = ops[:0]
+}
+
 // ListBegun implements gate.Recorder.
-func (j diskJournal) ListBegun() {
-	d := j.e.disk
+func (j diskJournal) ListBegun() { j.e.diskQueue(diskOp{kind: diskOpBegin}) }
+
+// journalListBegun journals a list as begun.
+func (e *entry) journalListBegun() {
+	d := e.disk
 	var err error
 	d.mu.Lock()
 	w := d.w
@@ -720,18 +834,15 @@ func (j diskJournal) ListBegun() {
 	}
 	d.mu.Unlock()
 	if err != nil {
-		j.e.diskWriteFailed(w, err)
+		e.diskWriteFailed(w, err)
 	}
 }
 
 // ListPage implements gate.Recorder.
 func (j diskJournal) ListPage(list runtime.Object, end bool, rv string) {
-	if stop := diskcost.Start(); stop != nil {
-		defer stop()
-	}
 	_ = meta.EachListItem(list, func(o runtime.Object) error {
 		if p, ok := j.e.diskPrepare(o); ok {
-			j.e.journalPut(p)
+			j.e.diskQueue(diskOp{kind: diskOpPut, put: p})
 		}
 		return nil
 	})
@@ -740,10 +851,12 @@ func (j diskJournal) ListPage(list runtime.Object, end bool, rv string) {
 	}
 }
 
-// ListEnded implements gate.Recorder: the keys the list lacked are
-// deleted, then the list is journaled as complete at rv.
-func (j diskJournal) ListEnded(rv string) {
-	e := j.e
+// ListEnded implements gate.Recorder.
+func (j diskJournal) ListEnded(rv string) { j.e.diskQueue(diskOp{kind: diskOpEnd, rv: rv}) }
+
+// journalListEnded journals the list begun as complete at rv, after the
+// deletes of the keys it lacked.
+func (e *entry) journalListEnded(rv string) {
 	d := e.disk
 	type gone struct{ key, rv string }
 	var deletes []gone
@@ -787,12 +900,7 @@ func (j diskJournal) Observe(ev watch.Event) (taken func()) {
 		if !ok {
 			return nil
 		}
-		return func() {
-			if stop := diskcost.Start(); stop != nil {
-				defer stop()
-			}
-			e.journalPut(p)
-		}
+		return func() { e.diskQueue(diskOp{kind: diskOpPut, put: p}) }
 	case watch.Deleted:
 		if raw := e.disk.raw; raw != nil {
 			if b, ok := raw.Take(ev.Object); ok { // a DELETED event's object: not written
@@ -807,12 +915,7 @@ func (j diskJournal) Observe(ev watch.Event) (taken func()) {
 		if m, err := meta.Accessor(ev.Object); err == nil {
 			rv = m.GetResourceVersion()
 		}
-		return func() {
-			if stop := diskcost.Start(); stop != nil {
-				defer stop()
-			}
-			e.journalDelete(key, rv)
-		}
+		return func() { e.diskQueue(diskOp{kind: diskOpDelete, put: diskPut{key: key}, rv: rv}) }
 	case watch.Bookmark:
 		if raw := e.disk.raw; raw != nil {
 			if b, ok := raw.Take(ev.Object); ok { // not written
@@ -827,7 +930,7 @@ func (j diskJournal) Observe(ev watch.Event) (taken func()) {
 		if reflectorseam.EndsInitialEvents(ev.Object) {
 			return func() { j.ListEnded(rv) }
 		}
-		return func() { e.journalProgress(rv) }
+		return func() { e.diskQueue(diskOp{kind: diskOpProgress, rv: rv}) }
 	}
 	return nil
 }
@@ -845,9 +948,10 @@ type diskPut struct {
 
 // diskPrepare reads what journalPut needs of obj, which the informer's
 // transforms may change once it is handed. ok false: obj has no key.
-// Only an encoding made here is measured (internal/diskcost: one
-// measurement per event, in journalPut, keeps the measurement's own cost
-// out of the figure); reading the key and taking the JSON are not.
+// Only an encoding made here is measured (internal/diskcost: measuring
+// each event would add the measurement's own cost to the figure; the
+// queue is measured as diskApply writes it); reading the key, taking the
+// JSON and queueing are not.
 func (e *entry) diskPrepare(obj runtime.Object) (p diskPut, ok bool) {
 	d := e.disk
 	m, err := meta.Accessor(obj)
@@ -991,8 +1095,12 @@ func (e *entry) diskLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-d.kick:
+			e.diskApply()
+			continue
 		case <-t.C:
 		}
+		e.diskApply()
 		d.mu.Lock()
 		w := d.w
 		d.mu.Unlock()
@@ -1054,6 +1162,7 @@ func (e *entry) diskCatchUp() {
 // a list and restored nothing leaves no state to resume from.
 func (e *entry) closeDisk() {
 	d := e.disk
+	e.diskApply() // what the reflector was handed before it stopped
 	d.mu.Lock()
 	w, restored, release, listed := d.w, d.restored, d.release, d.listedOnce
 	d.release = nil

@@ -142,6 +142,7 @@ func diskHand(e *entry, obj interface{}) {
 	if taken := (diskJournal{e}).Observe(watch.Event{Type: watch.Modified, Object: obj.(kruntime.Object)}); taken != nil {
 		taken()
 	}
+	e.diskApply()
 }
 
 // diskEvents is 2×1000 objects: consecutive events of one key alternate
@@ -718,6 +719,7 @@ func TestDiskJournalRecordsWhatIsHanded(t *testing.T) {
 			// state syncs and reads what is on disk so far.
 			state := func() (map[string]string, string, bool) {
 				t.Helper()
+				e.diskApply()
 				if err := w.Sync(); err != nil {
 					t.Fatal(err)
 				}
@@ -847,5 +849,45 @@ func TestDiskClaim(t *testing.T) {
 	release2()
 	if len(d.claims) != 0 {
 		t.Fatalf("claims left: %v", d.claims)
+	}
+}
+
+// TestDiskJournalQueueBounded: what the reflector is handed is queued for
+// the disk goroutine; a queue past its bound (a disk that does not keep
+// up) is dropped and the journal stops with errJournalBehind in the
+// informer's CacheErr, nothing more queued, while what was written stays
+// a state the reflector was handed.
+func TestDiskJournalQueueBounded(t *testing.T) {
+	e, done := diskBench(t)
+	defer done()
+	e.disk.raw = codec.NewRawObjects()
+	e.disk.factory = &factoryDisk{} // (CacheErr's log names its directory)
+	j := diskJournal{e}
+	hand := func(name, rv string, size int) {
+		u := diskObject(0)
+		u.SetName(name)
+		u.SetResourceVersion(rv)
+		e.disk.raw.Put(u, append([]byte(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"`+name+`","namespace":"a","resourceVersion":"`+rv+`"},"data":{"v":"`), append(bytes.Repeat([]byte("x"), size), `"}}`...)...))
+		if taken := j.Observe(watch.Event{Type: watch.Added, Object: u}); taken != nil {
+			taken()
+		}
+	}
+	hand("first", "10", 10)
+	e.diskApply()
+	written := e.disk.w.Stats().Records
+	for i := 0; i < diskQueueBytes/(1<<20)+1; i++ { // one MiB each: past the bound
+		hand(fmt.Sprintf("big-%d", i), fmt.Sprint(11+i), 1<<20)
+	}
+	_, err := e.disk.status()
+	if !errors.Is(err, errJournalBehind) {
+		t.Fatalf("CacheErr after the queue overflowed: %v, want errJournalBehind", err)
+	}
+	hand("after", "1000", 10)
+	if len(e.disk.queue) != 0 || e.disk.queued != 0 {
+		t.Fatalf("queue kept after the overflow: %d operations, %d bytes", len(e.disk.queue), e.disk.queued)
+	}
+	e.diskApply()
+	if n := e.disk.w.Stats().Records; n != written {
+		t.Fatalf("%d records written after the overflow, want none", n-written)
 	}
 }

@@ -203,7 +203,7 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 		if why, ok := diskEligible(key, deps.disk.secrets); ok {
 			text := diskSpec(key)
 			e.disk = &entryDisk{factory: deps.disk, spec: text, name: diskName(key, text), follow: key.follow, diffed: diskDiffedWhy(key),
-				raw: deps.raw, held: len(p.transforms) == 0}
+				raw: deps.raw, held: len(p.transforms) == 0, kick: make(chan struct{}, 1)}
 			e.lw.Hooks.Restored = e.restoredHook
 			e.lw.Journal = diskJournal{e}
 		} else {
