@@ -276,7 +276,7 @@ func BenchmarkDiskServerObject(b *testing.B) {
 	})
 	// What an informer caching objects as decoded does instead of
 	// encode: the decoder copies the event's JSON into RawObjects, the
-	// journal's handler takes it and writes it as it is.
+	// journal takes it and writes it as it is.
 	raw := codec.NewRawObjects()
 	u := &unstructured.Unstructured{Object: m}
 	asSent, err := appendRawForDisk(nil, bytes.Clone(data)) // (it releases the bytes)

@@ -1,6 +1,6 @@
 // Package diskcost measures, when a benchmark turns it on, the CPU time
 // an informer's persistence spends (dynamicinformer's Options.CacheDir:
-// its journal handler's calls, its syncs and its folds), on the
+// its journal's writes, its syncs and its folds), on the
 // goroutine that spends it: the thread's CPU time (Linux
 // CLOCK_THREAD_CPUTIME_ID) around each call, the goroutine locked to its
 // thread meanwhile. ProcessCPU, for benchmarks, reads the whole

@@ -36,7 +36,7 @@ func TestCountsOnlyWhenOn(t *testing.T) {
 }
 
 // Calls much shorter than a scheduler tick, each after the thread slept
-// (as the journal's handler is woken per event), are counted: about all
+// (as the journal's disk goroutine is woken), are counted: about all
 // of their CPU time, not only the calls a tick happens to fall in.
 // (Read through getrusage(RUSAGE_THREAD) they measured about nothing.)
 func TestShortCallsCounted(t *testing.T) {

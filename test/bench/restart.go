@@ -554,7 +554,7 @@ func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res 
 	}
 
 	// journal: the CPU the informer's persistence spent in the window —
-	// its journal handler, the syncs and the folds — each measured on its
+	// its journal, the syncs and the folds — each measured on its
 	// own goroutine (package diskcost): the persistence cost read
 	// directly, beside the difference of the process-wide figures.
 	journal := map[string]time.Duration{}

@@ -138,12 +138,11 @@ func rvNum(t *testing.T, rv string) uint64 {
 }
 
 // TestRestartAfterQuietRelistResumes: a relist that changes nothing
-// (WithRelistPeriod on a quiet resource) brings the journal's handler no
-// event later than the list, which would have left it journaled as under
-// way, so every restart after it compared a new list. The journal
-// completes it once the store has applied it and the journal holds the
-// store (after a quiet second, or when the informer stops): the restart
-// resumes, sends no list, and sees no change.
+// (WithRelistPeriod on a quiet resource) is followed by no event; a
+// journal that closed a list only at the first later event left it
+// journaled as under way, so every restart after it compared a new list.
+// The journal closes a list at its end: the restart resumes, sends no
+// list, and sees no change.
 func TestRestartAfterQuietRelistResumes(t *testing.T) {
 	ctx := ctxT(t, 4*time.Minute)
 	ns := unique("diskquiet")
