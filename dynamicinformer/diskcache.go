@@ -1222,6 +1222,9 @@ func (e *entry) diskListing() {
 	d.reidentify = false
 	d.mu.Unlock()
 	if again {
+		// What was handed before belongs to the old state: journaled
+		// into it before a new one may replace it.
+		e.diskApply()
 		e.diskReidentify()
 	}
 }
