@@ -723,9 +723,9 @@ var _ gate.Recorder = diskJournal{}
 // diskOp is one thing the reflector was handed, as the journal records
 // it.
 type diskOp struct {
-	kind byte // one of the diskOp* constants
-	put  diskPut
-	rv   string // diskOpDelete's (with put.key), diskOpEnd's, diskOpProgress's
+	kind byte    // one of the diskOp* constants
+	put  diskPut // diskOpPut's; diskOpDelete's key and rv
+	rv   string  // diskOpEnd's, diskOpProgress's
 }
 
 const (
@@ -805,7 +805,7 @@ func (e *entry) diskApply() {
 		case diskOpPut:
 			e.journalPut(op.put)
 		case diskOpDelete:
-			e.journalDelete(op.put.key, op.rv)
+			e.journalDelete(op.put.key, op.put.rv)
 		case diskOpBegin:
 			e.journalListBegun()
 		case diskOpEnd:
@@ -915,7 +915,7 @@ func (j diskJournal) Observe(ev watch.Event) (taken func()) {
 		if m, err := meta.Accessor(ev.Object); err == nil {
 			rv = m.GetResourceVersion()
 		}
-		return func() { e.diskQueue(diskOp{kind: diskOpDelete, put: diskPut{key: key}, rv: rv}) }
+		return func() { e.diskQueue(diskOp{kind: diskOpDelete, put: diskPut{key: key, rv: rv}}) }
 	case watch.Bookmark:
 		if raw := e.disk.raw; raw != nil {
 			if b, ok := raw.Take(ev.Object); ok { // not written
@@ -969,12 +969,8 @@ func (e *entry) diskPrepare(obj runtime.Object) (p diskPut, ok bool) {
 		p.obj = obj
 		return p, true
 	}
-	d.mu.Lock()
-	same := d.w == nil || d.rvs[p.key] == p.rv
-	d.mu.Unlock()
-	if same {
-		return p, true // not written (journalPut): not encoded
-	}
+	// (Encoded even if unchanged: what the journal holds is known only
+	// once the queue ahead of this object is applied.)
 	stop := diskcost.Start()
 	enc, err := appendForDisk(nil, obj)
 	if stop != nil {
@@ -1010,10 +1006,8 @@ func (e *entry) journalPut(p diskPut) {
 		err = w.PutObject(p.key, p.rv, p.raw, appendRawForDisk)
 	case p.enc != nil:
 		err = w.Put(p.key, p.rv, p.enc)
-	case p.obj != nil:
-		err = w.PutObject(p.key, p.rv, p.obj, appendForDisk)
 	default:
-		return // not encoded: it was unchanged when handed
+		err = w.PutObject(p.key, p.rv, p.obj, appendForDisk)
 	}
 	if err != nil {
 		e.diskWriteFailed(w, err)
