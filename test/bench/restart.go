@@ -78,6 +78,12 @@ type RestartConfig struct {
 	// Writer, if set, sends the persistence measurement's writes
 	// (PersistWrite's) from another process. Nil: from this one.
 	Writer func(ctx context.Context, tag string, m, n int, rate float64) error
+	// Together, if set, measures the persistence cost's two sides at the
+	// same time, each in a process of its own (MeasurePersistSide there),
+	// watching the same updates: it starts them, calls write once both
+	// are in their window, and returns their samples in sides' order.
+	// Nil: one side after the other, in this process.
+	Together func(ctx context.Context, sides []PersistSide, write func() error) ([]PersistSample, error)
 	// SkipRestart measures only the persistence cost.
 	SkipRestart bool
 	// PersistCompact measures the persistence cost with compact caches
@@ -522,12 +528,111 @@ func quiesce() {
 	}
 }
 
+// PersistSide is one informer of the persistence-cost measurement: with
+// CacheDir (Name "on") or without ("off").
+type PersistSide struct {
+	Name     string
+	CacheDir string // "" for the side without persistence
+	Compact  bool   // RestartConfig.PersistCompact
+	Resource Resource
+	// Tag is the writes' tag (PersistWrite's): the side's handler counts
+	// the updates whose annotation starts with Tag + "-".
+	Tag string
+	// M is how many such updates end the window.
+	M int
+	// CPUProfile, if set, is the file the window is CPU-profiled to.
+	CPUProfile string
+}
+
+// PersistSample is what one side measured over its window.
+type PersistSample struct {
+	CPU   time.Duration // the process's user and system CPU
+	Wrote int64         // bytes the process passed to write(2)
+	Grown int64         // growth of the cache directory's files
+	Disk  time.Duration // persistence's own CPU (package diskcost): journal, syncs, folds
+}
+
+// persistSettle is waited after a side's last event: the journal's
+// one-second flush falls inside the window.
+const persistSettle = 1500 * time.Millisecond
+
+// MeasurePersistSide builds side's factory in this process, waits until
+// it is synced and its first list's journal flushed, then starts the
+// window and calls begin, which returns once the writes are sent or will
+// be (another process may send them). The window ends 1.5 s after
+// the handler has seen side.M of the tagged updates. The CPU and write(2)
+// figures are this process's: run one side per process to read a side's
+// cost alone.
+func MeasurePersistSide(ctx context.Context, cfg *rest.Config, side PersistSide, begin func() error) (PersistSample, error) {
+	var defaults []dynamicinformer.ResourceOption
+	if side.Compact {
+		defaults = append(defaults, dynamicinformer.WithProjection(dynamicinformer.Projection{Compact: true}))
+	}
+	f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{CacheDir: side.CacheDir, Defaults: defaults})
+	if err != nil {
+		return PersistSample{}, err
+	}
+	defer f.Shutdown()
+	h := f.ForResource(side.Resource.GVR)
+	prefix := side.Tag + "-"
+	var got atomic.Int64
+	if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj interface{}) {
+		if a, err := meta.Accessor(obj); err == nil && strings.HasPrefix(a.GetAnnotations()["bench.informerkit.io/persist"], prefix) {
+			got.Add(1)
+		}
+	}}); err != nil {
+		return PersistSample{}, err
+	}
+	f.Start(ctx)
+	if !f.WaitForCacheSync(ctx)[side.Resource.GVR] {
+		return PersistSample{}, fmt.Errorf("%w: %s not synced: %+v", ErrSanity, side.Name, h.Status())
+	}
+	quiesce() // the first list's journal flushed and folded before the window
+	size0 := dirSize(side.CacheDir)
+	if side.CPUProfile != "" {
+		stop, err := startCPUProfile(side.CPUProfile)
+		if err != nil {
+			return PersistSample{}, err
+		}
+		defer stop()
+	}
+	diskcost.Enable(side.CacheDir != "")
+	defer diskcost.Enable(false)
+	diskcost.Reset()
+	w0, u0 := processIO(), processUsage()
+	if err := begin(); err != nil {
+		return PersistSample{}, err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for got.Load() < int64(side.M) {
+		if time.Now().After(deadline) {
+			return PersistSample{}, fmt.Errorf("%w: %s handler saw %d of %d updates", ErrSanity, side.Name, got.Load(), side.M)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(persistSettle)
+	s := PersistSample{CPU: processUsage().since(u0).cpu(), Wrote: processIO() - w0}
+	_, disk := diskcost.Read()
+	s.Disk = time.Duration(disk)
+	if st := h.Status(); st.CacheErr != nil {
+		return PersistSample{}, fmt.Errorf("%w: %s CacheErr %v", ErrSanity, side.Name, st.CacheErr)
+	}
+	s.Grown = dirSize(side.CacheDir) - size0
+	return s, nil
+}
+
 // measurePersist: client CPU and bytes written (write(2), /proc/self/io)
 // per event with and without CacheDir, at n objects, over c.PersistEvents
-// updates at c.PersistRate. With c.Writer the writes come from another
-// process and the CPU is the informer's alone; without, they come from
-// this one and a phase without any informer measures the writer's CPU,
-// which is subtracted from the others (noisier).
+// updates at c.PersistRate.
+//
+// With c.Together the two sides watch the same updates at the same time,
+// each in its own process, so that what the host does to one it does to
+// the other: the ratio of one run is read from one window. Otherwise they
+// run one after the other in this process, in an order that alternates
+// with run; with c.Writer the writes come from another process and the
+// CPU is the informer's alone, without it a phase without any informer
+// measures the writer's CPU, which is subtracted from the others
+// (noisier).
 func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res *Results, r Resource, n, run int, dir string) error {
 	m := c.PersistEvents
 	cs := fmt.Sprintf("%d events, N=%d", m, n)
@@ -537,107 +642,68 @@ func measurePersist(ctx context.Context, cfg *rest.Config, c RestartConfig, res 
 		}
 		return PersistWrite(ctx, cfg, tag, m, n, c.PersistRate)
 	}
-	// settle is waited after the last event in every phase: the journal's
-	// one-second flush falls inside the window.
-	const settle = 1500 * time.Millisecond
 	tag := func(phase string) string { return fmt.Sprintf("r%d%s", run, phase) }
-
-	var writerCPU time.Duration
-	var writerIO int64
-	if c.Writer == nil {
-		w0, u0 := processIO(), processUsage()
-		if err := writer(tag("w")); err != nil {
-			return err
-		}
-		time.Sleep(settle)
-		writerCPU, writerIO = processUsage().since(u0).cpu(), processIO()-w0
-	}
-
-	// journal: the CPU the informer's persistence spent in the window —
-	// its journal, the syncs and the folds — each measured on its
-	// own goroutine (package diskcost): the persistence cost read
-	// directly, beside the difference of the process-wide figures.
-	journal := map[string]time.Duration{}
-	phase := func(name, cacheDir string) (cpu time.Duration, wrote, grown int64, err error) {
-		var defaults []dynamicinformer.ResourceOption
-		if c.PersistCompact {
-			defaults = append(defaults, dynamicinformer.WithProjection(dynamicinformer.Projection{Compact: true}))
-		}
-		f, err := dynamicinformer.NewForConfig(cfg, dynamicinformer.Options{CacheDir: cacheDir, Defaults: defaults})
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		defer f.Shutdown()
-		h := f.ForResource(r.GVR)
-		prefix := tag(name) + "-"
-		var got atomic.Int64
-		if _, err := h.Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj interface{}) {
-			if a, err := meta.Accessor(obj); err == nil && strings.HasPrefix(a.GetAnnotations()["bench.informerkit.io/persist"], prefix) {
-				got.Add(1)
-			}
-		}}); err != nil {
-			return 0, 0, 0, err
-		}
-		f.Start(ctx)
-		if !f.WaitForCacheSync(ctx)[r.GVR] {
-			return 0, 0, 0, fmt.Errorf("%w: %s not synced: %+v", ErrSanity, name, h.Status())
-		}
-		quiesce() // the first list's journal flushed and folded before the window
-		size0 := dirSize(cacheDir)
+	side := func(name, cacheDir, t string) PersistSide {
+		s := PersistSide{Name: name, CacheDir: cacheDir, Compact: c.PersistCompact, Resource: r, Tag: t, M: m}
 		if c.PersistCPUProfile != "" {
-			stop, err := startCPUProfile(fmt.Sprintf("%s-%s-r%d.prof", c.PersistCPUProfile, name, run))
-			if err != nil {
-				return 0, 0, 0, err
-			}
-			defer stop()
+			s.CPUProfile = fmt.Sprintf("%s-%s-r%d.prof", c.PersistCPUProfile, name, run)
 		}
-		diskcost.Enable(cacheDir != "")
-		defer diskcost.Enable(false)
-		diskcost.Reset()
-		w0, u0 := processIO(), processUsage()
-		if err := writer(tag(name)); err != nil {
-			return 0, 0, 0, err
-		}
-		deadline := time.Now().Add(2 * time.Minute)
-		for got.Load() < int64(m) {
-			if time.Now().After(deadline) {
-				return 0, 0, 0, fmt.Errorf("%w: %s handler saw %d of %d updates", ErrSanity, name, got.Load(), m)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(settle)
-		cpu, wroteIO := processUsage().since(u0).cpu(), processIO()-w0
-		_, journalNS := diskcost.Read()
-		journal[name] = time.Duration(journalNS)
-		if st := h.Status(); st.CacheErr != nil {
-			return 0, 0, 0, fmt.Errorf("%w: %s CacheErr %v", ErrSanity, name, st.CacheErr)
-		}
-		grown = dirSize(cacheDir) - size0
-		c.Logf("persistence %-12s %d events: client CPU %v (writer alone %v; persistence's own %v: journal, syncs, folds), %d B write(2) (writer alone %d), directory %+d B",
-			name, m, cpu.Round(time.Millisecond), writerCPU.Round(time.Millisecond), journal[name].Round(time.Millisecond), wroteIO, writerIO, grown)
-		return cpu - writerCPU, wroteIO - writerIO, grown, nil
+		return s
 	}
-	first, second := [2]string{"off", ""}, [2]string{"on", dir}
-	if run%2 == 1 {
-		first, second = second, first
-	}
-	out := map[string][3]int64{}
-	for _, p := range [][2]string{first, second} {
-		cpu, wrote, grown, err := phase(p[0], p[1])
+	out := map[string]PersistSample{}
+	if c.Together != nil {
+		t := tag("b")
+		sides := []PersistSide{side("on", dir, t), side("off", "", t)}
+		if run%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
+		}
+		samples, err := c.Together(ctx, sides, func() error { return writer(t) })
 		if err != nil {
 			return err
 		}
-		out[p[0]] = [3]int64{int64(cpu), wrote, grown}
+		for i, s := range sides {
+			out[s.Name] = samples[i]
+		}
+		c.Logf("persistence together, %d events: client CPU on %v, off %v (%.3f×); persistence's own %v; %d B write(2) on, %d off, directory %+d B",
+			m, out["on"].CPU.Round(time.Millisecond), out["off"].CPU.Round(time.Millisecond), float64(out["on"].CPU)/float64(out["off"].CPU),
+			out["on"].Disk.Round(time.Millisecond), out["on"].Wrote, out["off"].Wrote, out["on"].Grown)
+	} else {
+		var writerCPU time.Duration
+		var writerIO int64
+		if c.Writer == nil {
+			w0, u0 := processIO(), processUsage()
+			if err := writer(tag("w")); err != nil {
+				return err
+			}
+			time.Sleep(persistSettle)
+			writerCPU, writerIO = processUsage().since(u0).cpu(), processIO()-w0
+		}
+		order := []PersistSide{side("off", "", tag("off")), side("on", dir, tag("on"))}
+		if run%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, s := range order {
+			got, err := MeasurePersistSide(ctx, cfg, s, func() error { return writer(s.Tag) })
+			if err != nil {
+				return err
+			}
+			c.Logf("persistence %-12s %d events: client CPU %v (writer alone %v; persistence's own %v: journal, syncs, folds), %d B write(2) (writer alone %d), directory %+d B",
+				s.Name, m, got.CPU.Round(time.Millisecond), writerCPU.Round(time.Millisecond), got.Disk.Round(time.Millisecond), got.Wrote, writerIO, got.Grown)
+			got.CPU -= writerCPU
+			got.Wrote -= writerIO
+			out[s.Name] = got
+		}
 	}
 	on, off := persistNames(c.PersistCompact)
 	for name, impl := range map[string]string{"off": off, "on": on} {
-		res.add(RowPersist, cs, "client CPU", "µs/event", impl, float64(time.Duration(out[name][0]).Microseconds())/float64(m))
-		res.add(RowPersist, cs, "disk CPU", "µs/event", impl, float64(journal[name].Microseconds())/float64(m))
-		res.add(RowPersist, cs, "written", "B/event", impl, float64(out[name][1])/float64(m))
+		s := out[name]
+		res.add(RowPersist, cs, "client CPU", "µs/event", impl, float64(s.CPU.Microseconds())/float64(m))
+		res.add(RowPersist, cs, "disk CPU", "µs/event", impl, float64(s.Disk.Microseconds())/float64(m))
+		res.add(RowPersist, cs, "written", "B/event", impl, float64(s.Wrote)/float64(m))
 		// What reached the cache directory (files' growth; 0 without
 		// one): unlike write(2), which counts every write of the
 		// process, an in-process API server's included.
-		res.add(RowPersist, cs, "stored", "B/event", impl, float64(out[name][2])/float64(m))
+		res.add(RowPersist, cs, "stored", "B/event", impl, float64(s.Grown)/float64(m))
 	}
 	return nil
 }

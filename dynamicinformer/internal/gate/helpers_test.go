@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ type stubLW struct {
 	items    []*unstructured.Unstructured
 	listErr  error
 	watchErr error
+	pageSize int // > 0: lists answer pages of this many items (continue: the next index)
 	lists    []metav1.ListOptions
 	watchOps []metav1.ListOptions
 	watches  []*watch.RaceFreeFakeWatcher
@@ -57,7 +59,16 @@ func (s *stubLW) ListWithContext(_ context.Context, o metav1.ListOptions) (runti
 	}
 	l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "WidgetList"}}
 	l.SetResourceVersion("10")
-	for _, it := range s.items {
+	items := s.items
+	if s.pageSize > 0 {
+		from, _ := strconv.Atoi(o.Continue)
+		items = items[min(from, len(items)):]
+		if len(items) > s.pageSize {
+			items = items[:s.pageSize]
+			l.SetContinue(strconv.Itoa(from + s.pageSize))
+		}
+	}
+	for _, it := range items {
 		l.Items = append(l.Items, *it.DeepCopy())
 	}
 	return l, nil

@@ -78,6 +78,7 @@ func main() {
 	persistCompact := flag.Bool("persist-compact", false, "with -restart: measure the persistence cost with compact caches (Projection{Compact: true}) on both sides, whose objects are kept already encoded")
 	persistProfile := flag.String("persist-cpuprofile", "", "with -restart: CPU-profile each persistence phase's window to PREFIX-on-rN.prof and PREFIX-off-rN.prof")
 	persistWrite := flag.String("persist-write", "", "internal: send the persistence measurement's writes (JSON) from this process")
+	persistSide := flag.String("persist-side", "", "internal: measure one side of the persistence cost (JSON) in this process")
 	peak := flag.Bool("peak", false, "add the peak-memory scenario (each implementation's initial sync over WatchList and over LIST: heap and RSS high-water marks beside the settled cache)")
 	peakOnly := flag.Bool("peak-only", false, "run only the peak-memory scenario")
 	peakMemLimitRuns := flag.Int("peak-memlimit-runs", 0, "runs of the syncs under -peak-memlimit (0: -runs)")
@@ -88,6 +89,10 @@ func main() {
 	flag.Parse()
 	if *serve {
 		runServer(*cbor, *restart)
+		return
+	}
+	if *persistSide != "" {
+		persistSideChild(*persistSide)
 		return
 	}
 	if *persistWrite != "" {

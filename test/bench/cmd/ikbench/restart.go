@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/exec"
@@ -46,8 +48,8 @@ func runRestart(ctx context.Context, rc *rest.Config, stop func(), sizes []int, 
 	restart, persist, err := bench.RunRestart(ctx, rc, bench.RestartConfig{
 		Sizes: sizes, Runs: runs, PersistEvents: events, Compact: compactEtcd, SkipRestart: persistOnly,
 		PersistCPUProfile: persistProfile, PersistCompact: persistCompact,
-		Writer: persistWriter(rc),
-		Logf:   func(f string, a ...any) { log.Printf(f, a...) },
+		Writer: persistWriter(rc), Together: persistTogether(rc),
+		Logf: func(f string, a ...any) { log.Printf(f, a...) },
 	})
 	stop()
 	if err != nil {
@@ -108,6 +110,107 @@ func persistWriteChild(arg string) {
 	}
 	rc := &rest.Config{Host: a.Host, BearerToken: a.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000}
 	if err := bench.PersistWrite(context.Background(), rc, a.Tag, a.M, a.N, a.Rate); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// persistSideArgs is what a -persist-side child is told.
+type persistSideArgs struct {
+	Host, Token string
+	Side        bench.PersistSide
+}
+
+// persistTogether runs the persistence measurement's sides at the same
+// time, each in a child process of this binary (-persist-side). A child
+// prints "ready" when its informer is synced and quiet, and starts its
+// window when it reads a line on its standard input; then it prints its
+// sample as JSON.
+func persistTogether(rc *rest.Config) func(ctx context.Context, sides []bench.PersistSide, write func() error) ([]bench.PersistSample, error) {
+	return func(ctx context.Context, sides []bench.PersistSide, write func() error) (_ []bench.PersistSample, err error) {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type child struct {
+			cmd *exec.Cmd
+			in  io.WriteCloser
+			out *bufio.Reader
+		}
+		children := make([]child, len(sides))
+		defer func() {
+			if err != nil {
+				cancel() // a failed side, or the writes, end the others
+			}
+			for _, c := range children {
+				if c.cmd != nil && c.cmd.Process != nil {
+					_ = c.cmd.Wait()
+				}
+			}
+		}()
+		for i, s := range sides {
+			arg, err := json.Marshal(persistSideArgs{Host: rc.Host, Token: rc.BearerToken, Side: s})
+			if err != nil {
+				return nil, err
+			}
+			cmd := exec.CommandContext(ctx, self, "-persist-side", string(arg))
+			cmd.Stderr = os.Stderr
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				return nil, err
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				return nil, err
+			}
+			if err := cmd.Start(); err != nil {
+				return nil, fmt.Errorf("side %s: %w", s.Name, err)
+			}
+			children[i] = child{cmd: cmd, in: in, out: bufio.NewReader(out)}
+		}
+		for i, c := range children {
+			if line, err := c.out.ReadString('\n'); err != nil || line != "ready\n" {
+				return nil, fmt.Errorf("side %s did not get ready: %q %v", sides[i].Name, line, err)
+			}
+		}
+		for i, c := range children {
+			if _, err := io.WriteString(c.in, "go\n"); err != nil {
+				return nil, fmt.Errorf("side %s: %w", sides[i].Name, err)
+			}
+		}
+		if err := write(); err != nil {
+			return nil, err
+		}
+		samples := make([]bench.PersistSample, len(sides))
+		for i, c := range children {
+			if err := json.NewDecoder(c.out).Decode(&samples[i]); err != nil {
+				return nil, fmt.Errorf("side %s: %w", sides[i].Name, err)
+			}
+		}
+		return samples, nil
+	}
+}
+
+// persistSideChild is the -persist-side child (persistTogether).
+func persistSideChild(arg string) {
+	var a persistSideArgs
+	if err := json.Unmarshal([]byte(arg), &a); err != nil {
+		log.Fatal(err)
+	}
+	rc := &rest.Config{Host: a.Host, BearerToken: a.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000}
+	in := bufio.NewReader(os.Stdin)
+	s, err := bench.MeasurePersistSide(context.Background(), rc, a.Side, func() error {
+		if _, err := fmt.Println("ready"); err != nil {
+			return err
+		}
+		_, err := in.ReadString('\n')
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
 		log.Fatal(err)
 	}
 }
