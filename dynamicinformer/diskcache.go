@@ -379,7 +379,7 @@ func (d *entryDisk) status() (DiskStatus, error) {
 	defer d.mu.Unlock()
 	ds := DiskStatus{Start: d.start, Reason: d.reason, Restored: d.restored, Age: d.age, Written: d.before + d.written, CaughtUp: d.caughtUp}
 	if d.w != nil {
-		ds.Written = d.before + d.w.Stats().Written
+		ds.Written = d.before + d.w.Written() // (not Stats: it waits for a write under way)
 	}
 	return ds, d.err
 }
@@ -824,16 +824,19 @@ func (j diskJournal) ListBegun() { j.e.diskQueue(diskOp{kind: diskOpBegin}) }
 // journalListBegun journals a list as begun.
 func (e *entry) journalListBegun() {
 	d := e.disk
-	var err error
 	d.mu.Lock()
 	w := d.w
 	if w != nil {
 		d.seen = make(map[string]struct{}, len(d.rvs))
 		d.listing = true
-		err = w.Listing()
 	}
 	d.mu.Unlock()
-	if err != nil {
+	if w == nil {
+		return
+	}
+	// (Written without d.mu: a write on a stalled disk must not hold up
+	// Status and the informer's other readers of d.)
+	if err := w.Listing(); err != nil {
 		e.diskWriteFailed(w, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -441,7 +442,8 @@ func (d *Dir) Create(name string, id Identity, st State) (*Writer, error) {
 	for _, g := range d.journals(name) {
 		os.Remove(d.journalPath(name, g))
 	}
-	w := &Writer{dir: d, name: name, id: id, gen: gen, rv: st.RV, listing: st.Listing, snapBytes: size, written: size, base: idx}
+	w := &Writer{dir: d, name: name, id: id, gen: gen, rv: st.RV, listing: st.Listing, snapBytes: size, base: idx}
+	w.written.Store(size)
 	if err := w.openJournal(); err != nil {
 		return nil, err
 	}
@@ -499,6 +501,11 @@ type Writer struct {
 	base   []indexed
 	layers []map[string]loc
 
+	// written counts the bytes written in all, snapshots included; read
+	// without mu (Written), so that a write stuck on a stalled disk,
+	// which holds mu, does not stop readers of the figure.
+	written atomic.Int64
+
 	mu           sync.Mutex // guards the fields below
 	gen          uint64
 	f            *os.File
@@ -507,7 +514,6 @@ type Writer struct {
 	listing      bool  // a Listing not yet followed by Listed
 	journalBytes int64 // in the current journal
 	snapBytes    int64 // the last snapshot's size
-	written      int64 // bytes written in all, snapshots included
 	records      int64
 	changes      map[string]loc // the current journal's, by key (a delete: loc.n 0)
 	queue        []queued       // PutObject's, not yet written
@@ -534,7 +540,7 @@ func (w *Writer) openJournal() error {
 	w.f, w.buf = f, buf
 	w.changes = make(map[string]loc)
 	w.journalBytes = int64(fileHeaderLen + n)
-	w.written += w.journalBytes
+	w.written.Add(w.journalBytes)
 	return nil
 }
 
@@ -663,7 +669,7 @@ func (w *Writer) writeLocked(op byte, key string) error {
 		w.changes[key] = loc{}
 	}
 	w.journalBytes += int64(n)
-	w.written += int64(n)
+	w.written.Add(int64(n))
 	return nil
 }
 
@@ -769,12 +775,17 @@ type Stats struct {
 	Err error
 }
 
-// Stats returns what the writer has done so far.
+// Stats returns what the writer has done so far. It waits for a write
+// under way (on a stalled disk, as long as the disk): a caller that must
+// not wait reads Written.
 func (w *Writer) Stats() Stats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return Stats{RV: w.rv, Listing: w.listing, Records: w.records, Written: w.written, Err: w.err}
+	return Stats{RV: w.rv, Listing: w.listing, Records: w.records, Written: w.written.Load(), Err: w.err}
 }
+
+// Written is Stats().Written without waiting for a write under way.
+func (w *Writer) Written() int64 { return w.written.Load() }
 
 // Fold writes a new snapshot holding the journals written so far, and
 // removes them. Appends go on meanwhile, into a new journal.
@@ -815,7 +826,7 @@ func (w *Writer) fold() error {
 	}
 	w.mu.Lock()
 	w.snapBytes = size
-	w.written += size
+	w.written.Add(size)
 	w.mu.Unlock()
 	return nil
 }
