@@ -614,9 +614,10 @@ func (e *entry) restoredList(st persist.State) (runtime.Object, error) {
 const (
 	// diskTree: the compact tree encoding of an
 	// *unstructured.Unstructured's content (package cache's, through
-	// internal/treecodec). A compact cache's objects are written as they
-	// are cached; others are encoded, which costs a walk of the map and
-	// no escaping or number formatting.
+	// internal/treecodec). A compact cache's objects are written as its
+	// decoder built them (the envelope's decode.Tree, which its Compactor
+	// keeps); others are encoded, which costs a walk of the map and no
+	// escaping or number formatting.
 	diskTree = 'T'
 	// diskJSON: JSON (a *metav1.PartialObjectMetadata, or an object
 	// holding values JSON decoding never makes, such as an int a
@@ -630,6 +631,12 @@ func appendForDisk(dst []byte, obj interface{}) ([]byte, error) {
 		return append(append(dst, diskTree), enc...), nil
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if t, ok := u.Object[decode.TreeKey].(*decode.Tree); ok {
+			// An envelope of the compact decoder (a compact cache's
+			// object before its Compactor): its encoding is the one the
+			// Compact will keep.
+			return append(append(dst, diskTree), t.Enc...), nil
+		}
 		if b, err := treecodec.Encode(append(dst, diskTree), u.Object); err == nil {
 			return b, nil
 		}

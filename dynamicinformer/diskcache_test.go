@@ -378,8 +378,9 @@ func BenchmarkDiskEventCost(b *testing.B) {
 	b.ReportMetric(float64(put)/float64(ik), "persist/informerkit")
 }
 
-// TestDiskStoredForms: each cached form is stored and decoded back
-// as it was (a compact cache's objects are written as they are cached).
+// TestDiskStoredForms: each form the journal is handed is stored and
+// decoded back as it was (a compact cache's objects, and the envelopes
+// its decoder makes, are written in the encoding they hold).
 func TestDiskStoredForms(t *testing.T) {
 	u := diskObject(3)
 	u.Object["spec"] = map[string]interface{}{"replicas": int64(3), "ratio": 0.5, "on": true, "none": nil, "list": []interface{}{"a", int64(1)}}
@@ -389,6 +390,20 @@ func TestDiskStoredForms(t *testing.T) {
 	}
 	odd := diskObject(4)
 	odd.Object["spec"] = map[string]interface{}{"n": 3} // an int: not JSON-like, stored as JSON
+	// What a compact cache's decoder hands the reflector: an envelope
+	// (its Compactor makes the Compact of it later).
+	uJSON, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := decode.TreeObject(uJSON, decode.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := decode.Object(uJSON, decode.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", ResourceVersion: "7", Labels: map[string]string{"a": "b"}}}
 	for _, c := range []struct {
@@ -400,6 +415,7 @@ func TestDiskStoredForms(t *testing.T) {
 	}{
 		{"unstructured", u, diskTree, false, u},
 		{"compact", c, diskTree, false, u},
+		{"compact decoder's envelope", &unstructured.Unstructured{Object: env}, diskTree, false, &unstructured.Unstructured{Object: live}},
 		{"not JSON-like", odd, diskJSON, false, func() interface{} {
 			o := diskObject(4)
 			o.Object["spec"] = map[string]interface{}{"n": int64(3)}

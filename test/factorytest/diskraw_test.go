@@ -108,6 +108,67 @@ func TestRestoredWatchedObjectsAreTheServers(t *testing.T) {
 	leaks.VerifyNoLeaks(t)
 }
 
+// TestRestoredCompactObjectsAreTheServers: a compact cache
+// (Projection{Compact: true}) journals the encoding its decoder builds,
+// for listed objects and for those that come through the watch; a
+// restart resumes (no list) and every restored object, read through the
+// lister, is the server's.
+func TestRestoredCompactObjectsAreTheServers(t *testing.T) {
+	ctx := ctxT(t, 4*time.Minute)
+	ns := unique("diskcompact")
+	kube := cp.Kube()
+	seedConfigMaps(t, ctx, kube, ns)
+	dir := t.TempDir()
+	leaks := controlplane.SnapshotGoroutines()
+	compact := []dynamicinformer.ResourceOption{dynamicinformer.WithNamespaces(ns),
+		dynamicinformer.WithProjection(dynamicinformer.Projection{Compact: true})}
+
+	f1, h1, rec1, _ := diskStartCounted(t, ctx, cp.Config(), dir, []string{ns}, compact...)
+	for i := 0; i < 3; i++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w-%d", i), Labels: map[string]string{"i": fmt.Sprint(i)}},
+			Data: map[string]string{"n": fmt.Sprint(i * 1000), "text": "é ✓ \"quoted\""}}
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm0, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm0.Data = map[string]string{"changed": "through the watch"}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Update(ctx, cm0, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSeen(t, ctx, rec1, 3, 1, 0)
+	converged(t, ctx, h1, rec1.recorder, ns)
+	f1.Shutdown()
+
+	f2, h2, _, lists := diskStartCounted(t, ctx, cp.Config(), dir, []string{ns}, compact...)
+	defer f2.Shutdown()
+	if st := h2.Status(); lists() != 0 || st.Disk.Start != dynamicinformer.DiskResumed || st.Restored != 23 {
+		t.Fatalf("restart: %d lists, status %+v; want 0, Resumed, 23 restored", lists(), st.Disk)
+	}
+	server, err := cp.Dynamic().Resource(configmaps).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(server.Items) != 23 {
+		t.Fatalf("server holds %d configmaps, want 23", len(server.Items))
+	}
+	for i := range server.Items {
+		want := &server.Items[i]
+		got, err := h2.Lister().ByNamespace(ns).Get(want.GetName())
+		if err != nil {
+			t.Fatalf("%s not restored (%v)", want.GetName(), err)
+		}
+		if u, ok := got.(*unstructured.Unstructured); !ok || !reflect.DeepEqual(u.Object, want.Object) {
+			t.Errorf("%s restored as\n%v\nthe server holds\n%v", want.GetName(), got, want.Object)
+		}
+	}
+	f2.Shutdown()
+	leaks.VerifyNoLeaks(t)
+}
+
 // storedBytes returns the content of every file of the configmaps'
 // stored caches in dir.
 func storedBytes(t *testing.T, dir string) []byte {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -111,7 +112,10 @@ func createN(t *testing.T, ctx context.Context, gvr schema.GroupVersionResource,
 func keysOf(objs []interface{}) []string {
 	out := make([]string, 0, len(objs))
 	for _, o := range objs {
-		u := o.(metav1.Object)
+		u, err := meta.Accessor(o) // (a *cache.Compact too)
+		if err != nil {
+			panic(err)
+		}
 		out = append(out, u.GetNamespace()+"/"+u.GetName()+"@"+u.GetResourceVersion())
 	}
 	sort.Strings(out)
@@ -158,7 +162,10 @@ func key(o interface{}) (string, string) {
 	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
 	}
-	m := o.(metav1.Object)
+	m, err := meta.Accessor(o) // (a *cache.Compact too)
+	if err != nil {
+		panic(err)
+	}
 	return m.GetNamespace() + "/" + m.GetName(), m.GetResourceVersion()
 }
 
