@@ -289,6 +289,19 @@ func watchAsync(lw *ListerWatcher, opts metav1.ListOptions) <-chan result {
 	return done
 }
 
+// returned waits (a few seconds at most) for the watch opened by
+// watchAsync to return.
+func returned(t *testing.T, done <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting watch did not return")
+		return result{}
+	}
+}
+
 func notReturned(t *testing.T, done <-chan result, d time.Duration) {
 	t.Helper()
 	select {

@@ -146,12 +146,7 @@ func TestReturnAfterLongerThanIdleBoundRefillsInStream(t *testing.T) {
 		t.Fatal("a removed resource was judged silent")
 	}
 	f.lw.SetServed(true, "", true)
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting watch did not return")
-	}
+	r := returned(t, done)
 	if r.err != nil {
 		t.Fatalf("refill after a long removal: %v, want the refill stream", r.err)
 	}

@@ -194,12 +194,7 @@ func TestRecorderRemovalAndRefill(t *testing.T) {
 	f.cache.set(widget("w9", "8"))
 	done := watchAsync(f.lw, metav1.ListOptions{ResourceVersion: SyntheticRV, AllowWatchBookmarks: true})
 	f.lw.SetServed(true, "", true)
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting watch did not return")
-	}
+	r := returned(t, done)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
