@@ -1273,8 +1273,8 @@ func (e *entry) diskReidentify() {
 		if w, err = dir.Create(d.name, id, persist.State{}); err == nil {
 			e.logger.V(2).Info("disk cache restarted for another CustomResourceDefinition or version", "crd", crd, "version", gvr.Version)
 			d.mu.Lock()
-			d.before += old.Stats().Written
-			d.reported -= old.Stats().Written
+			d.before += old.Written()
+			d.reported -= old.Written()
 			d.w, d.id = w, id
 			d.mu.Unlock()
 			return

@@ -562,7 +562,8 @@ const persistSettle = 1500 * time.Millisecond
 // be (another process may send them). The window ends 1.5 s after
 // the handler has seen side.M of the tagged updates. The CPU and write(2)
 // figures are this process's: run one side per process to read a side's
-// cost alone.
+// cost alone. It turns package diskcost on and off, which is
+// process-wide: two calls must not overlap in one process.
 func MeasurePersistSide(ctx context.Context, cfg *rest.Config, side PersistSide, begin func() error) (PersistSample, error) {
 	var defaults []dynamicinformer.ResourceOption
 	if side.Compact {

@@ -229,6 +229,7 @@ func TestDiskCacheStalledDisk(t *testing.T) {
 		return settled
 	})
 	thaw := freeze(t, dir)
+	defer thaw() // (a failure thaws before f.Shutdown, which waits for the disk)
 	stored := filesSize(t, dir)
 
 	for i := 20; i < 50; i++ {

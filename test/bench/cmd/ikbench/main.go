@@ -422,8 +422,8 @@ func measureOneAndPrint(arg string) {
 	if !ok {
 		log.Fatalf("no implementation %q", m.Impl)
 	}
-	rc := &rest.Config{Host: m.Host, BearerToken: m.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000,
-		DisableCompression: m.DisableCompression}
+	rc := childConfig(m.Host, m.Token)
+	rc.DisableCompression = m.DisableCompression
 	c := bench.Config{SyncCPUProfile: m.SyncProfile, Logf: func(f string, a ...any) { log.Printf(f, a...) }}
 	var samples []bench.Sample
 	var err error

@@ -108,7 +108,7 @@ func persistWriteChild(arg string) {
 	if err := json.Unmarshal([]byte(arg), &a); err != nil {
 		log.Fatal(err)
 	}
-	rc := &rest.Config{Host: a.Host, BearerToken: a.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000}
+	rc := childConfig(a.Host, a.Token)
 	if err := bench.PersistWrite(context.Background(), rc, a.Tag, a.M, a.N, a.Rate); err != nil {
 		log.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func persistSideChild(arg string) {
 	if err := json.Unmarshal([]byte(arg), &a); err != nil {
 		log.Fatal(err)
 	}
-	rc := &rest.Config{Host: a.Host, BearerToken: a.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000}
+	rc := childConfig(a.Host, a.Token)
 	in := bufio.NewReader(os.Stdin)
 	s, err := bench.MeasurePersistSide(context.Background(), rc, a.Side, func() error {
 		if _, err := fmt.Println("ready"); err != nil {
@@ -213,4 +213,11 @@ func persistSideChild(arg string) {
 	if err := json.NewEncoder(os.Stdout).Encode(s); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// childConfig is the client configuration of a child process of this
+// binary: the parent's API server (host, bearer token; its serving
+// certificate is self-signed) without client-side rate limiting.
+func childConfig(host, token string) *rest.Config {
+	return &rest.Config{Host: host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 2000}
 }
