@@ -552,6 +552,12 @@ func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
 	return nil
 }
 
+// NeedLeaderElection is false, as for controller-runtime's cache: a
+// manager starts the cache on every replica, not only on the elected one
+// (a cache handed to manager.Add would otherwise join the
+// leader-election group, and a standby replica's reads would block).
+func (c *Cache) NeedLeaderElection() bool { return false }
+
 // Start runs the informers, those made before and after, until ctx ends,
 // then shuts the factory down (every goroutine it started has ended when
 // Start returns). A second Start is an error.

@@ -18,6 +18,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/go-logr/logr/funcr"
 
@@ -245,4 +246,22 @@ func TestUnresolvedKindMovesOnto(t *testing.T) {
 		t.Error("handler added to a removed informer")
 	}
 	c.factory.Shutdown()
+}
+
+// TestNeedLeaderElectionFalse: as controller-runtime's cache, NewCache's
+// cache runs on every replica; handed to manager.Add it must not join
+// the leader-election group.
+func TestNeedLeaderElectionFalse(t *testing.T) {
+	c, err := NewCache(&rest.Config{Host: "http://127.0.0.1:1"}, cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.(*Cache).factory.Shutdown()
+	le, ok := c.(manager.LeaderElectionRunnable)
+	if !ok {
+		t.Fatalf("%T is not a manager.LeaderElectionRunnable: a manager puts it in the leader-election group", c)
+	}
+	if le.NeedLeaderElection() {
+		t.Error("NeedLeaderElection() = true, want false (controller-runtime's cache.New answers false)")
+	}
 }
