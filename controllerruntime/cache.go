@@ -224,7 +224,15 @@ func (c *Cache) entryFor(ctx context.Context, gvk schema.GroupVersionKind, cl cl
 		newObj = func() (runtime.Object, error) { return c.scheme.New(gvk) }
 	}
 	gen := c.discoveryGen()
-	gvr, namespaced, known := c.lookup(ctx, gvk)
+	gvr, namespaced, known, err := c.lookup(ctx, gvk)
+	if err != nil {
+		if reader && !c.isStarted() {
+			// What controller-runtime's cache answers a read before
+			// Start, whatever its ctx.
+			return nil, &cache.ErrCacheNotStarted{}
+		}
+		return nil, err
+	}
 	oc := c.config(gvk)
 	if cl == classMetadata {
 		// As controller-runtime's metadata informers: objects carry their kind.
@@ -318,31 +326,56 @@ func setGVK(gvk schema.GroupVersionKind, user toolscache.TransformFunc) toolscac
 
 // lookup maps gvk to its served resource: through informerkit's
 // discovery resolver (which follows CRDs), then the Mapper. known is false
-// when neither knows the kind (a CRD not installed yet).
-func (c *Cache) lookup(ctx context.Context, gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced, known bool) {
+// when neither knows the kind (a CRD not installed yet): that is decided
+// only from an answer of discovery (or of the Mapper), never because the
+// caller's ctx ended or discovery did not answer. Then err is a
+// *LookupError and the kind is left as it was (nothing is recorded), so
+// that the next lookup asks again.
+func (c *Cache) lookup(ctx context.Context, gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced, known bool, err error) {
+	var noAnswer error // why discovery gave no answer
 	if r := c.factory.Resolver(); r != nil {
 		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 		res, err := r.Resolve(rctx, gvk.Kind+"."+gvk.Version+"."+gvk.Group)
 		cancel()
-		if err == nil && res.GVK == gvk {
-			return res.GVR, res.Namespaced, true
-		}
-		if err == nil || errors.Is(err, discoveryresolver.ErrNotFound) {
-			if all, lerr := r.Resources(ctx); lerr == nil {
-				for _, res := range all {
-					if res.GVK == gvk {
-						return res.GVR, res.Namespaced, true
-					}
+		switch {
+		case err == nil && res.GVK == gvk:
+			return res.GVR, res.Namespaced, true, nil
+		case isContextError(err):
+			// The resolver answers a miss whose wait for a discovery
+			// round ended with ErrNotFound joined with the context's
+			// error: the round that would have answered did not run.
+			noAnswer = err
+		case err == nil || errors.Is(err, discoveryresolver.ErrNotFound):
+			all, lerr := r.Resources(ctx)
+			if lerr != nil {
+				noAnswer = lerr
+				break
+			}
+			for _, res := range all {
+				if res.GVK == gvk {
+					return res.GVR, res.Namespaced, true, nil
 				}
 			}
+		default:
+			noAnswer = err
 		}
 	}
 	if c.mapper != nil {
 		if m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			return m.Resource, m.Scope.Name() != meta.RESTScopeNameRoot, true
+			return m.Resource, m.Scope.Name() != meta.RESTScopeNameRoot, true, nil
 		}
 	}
-	return schema.GroupVersionResource{}, false, false
+	if noAnswer != nil {
+		if ctx.Err() != nil {
+			noAnswer = fmt.Errorf("%w (%w)", ctx.Err(), noAnswer)
+		}
+		return schema.GroupVersionResource{}, false, false, &LookupError{GVK: gvk, Err: noAnswer}
+	}
+	return schema.GroupVersionResource{}, false, false, nil
+}
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // discoveryGen counts the discovery changes seen.
@@ -421,7 +454,7 @@ func (c *Cache) resolvePending(ctx context.Context, added []discoveryresolver.Re
 			}
 		}
 		if !found && full {
-			gvr, namespaced, found = c.lookup(ctx, e.gvk)
+			gvr, namespaced, found, _ = c.lookup(ctx, e.gvk) // no answer: looked up again at the next change
 		}
 		if !found {
 			continue

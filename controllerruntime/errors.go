@@ -56,6 +56,38 @@ func (e *NotServedError) Status() metav1.Status {
 // Unwrap returns ErrResourceNotServed and the informer's error.
 func (e *NotServedError) Unwrap() []error { return []error{ErrResourceNotServed, e.Err} }
 
+// LookupError is what Get, List, GetInformer and IndexField answer when
+// the kind's resource could not be looked up: the caller's ctx ended (or
+// discovery did not answer, and Options.Mapper does not know the kind)
+// before discovery answered. It is a Timeout (apierrors.IsTimeout), as
+// controller-runtime's answer to a read whose ctx ends before its
+// informer has synced; errors.Is finds the cause (context.Canceled,
+// context.DeadlineExceeded, the discovery error). Nothing is recorded:
+// the kind is not taken as not served, and the next call looks it up
+// again.
+type LookupError struct {
+	GVK schema.GroupVersionKind
+	Err error
+}
+
+func (e *LookupError) Error() string {
+	return fmt.Sprintf("looking up the resource of %s: %v", e.GVK, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *LookupError) Unwrap() error { return e.Err }
+
+// Status makes the error a Timeout (apierrors.APIStatus).
+func (e *LookupError) Status() metav1.Status {
+	return metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusGatewayTimeout,
+		Reason:  metav1.StatusReasonTimeout,
+		Details: &metav1.StatusDetails{Group: e.GVK.Group, Kind: e.GVK.Kind},
+		Message: e.Error(),
+	}
+}
+
 // UnsupportedOptionError names a cache.Options field, a value or a call
 // this cache does not implement (errors.Is ErrUnsupported). NewCache
 // returns it for options it cannot honour rather than ignoring them.
