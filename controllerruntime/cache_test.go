@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
 )
 
@@ -175,7 +178,13 @@ func TestNotServedErrorIsNotFound(t *testing.T) {
 // keeps the handlers (less those removed) and indexers added to it, and
 // moves them onto the factory's informer of the resource once resolved.
 func TestUnresolvedKindMovesOnto(t *testing.T) {
-	c, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, cache.Options{}, dynamicinformerOptionsQuiet())
+	// Discovery answers, and serves no Mouse (nor Gopher).
+	opts := dynamicinformerOptionsQuiet()
+	opts.Resolver = discoveryresolver.New(&fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{Resources: []*metav1.APIResourceList{{
+		GroupVersion: "v1",
+		APIResources: []metav1.APIResource{{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: metav1.Verbs{"list", "watch"}}},
+	}}}})
+	c, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, cache.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,5 +272,37 @@ func TestNeedLeaderElectionFalse(t *testing.T) {
 	}
 	if le.NeedLeaderElection() {
 		t.Error("NeedLeaderElection() = true, want false (controller-runtime's cache.New answers false)")
+	}
+}
+
+// TestNoDiscoveryAnswerIsNotNotServed: a kind is taken as not served only
+// from discovery's answer: when discovery cannot be reached, or the
+// caller's ctx has ended, GetInformer answers a *LookupError (a Timeout
+// wrapping the cause) and makes no informer.
+func TestNoDiscoveryAnswerIsNotNotServed(t *testing.T) {
+	c, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, cache.Options{}, dynamicinformerOptionsQuiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.factory.Shutdown()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Mouse"))
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, ctx := range map[string]context.Context{"unreachable": context.Background(), "cancelled": cancelled} {
+		inf, err := c.GetInformer(ctx, u, cache.BlockUntilSynced(false))
+		var le *LookupError
+		if !errors.As(err, &le) || !apierrors.IsTimeout(err) || apierrors.IsNotFound(err) || errors.Is(err, ErrResourceNotServed) || inf != nil {
+			t.Errorf("%s: GetInformer = %v, %v; want a *LookupError (Timeout), no informer", name, inf, err)
+		}
+		if name == "cancelled" && !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled: %v does not wrap context.Canceled", err)
+		}
+	}
+	c.mu.Lock()
+	n := len(c.entries)
+	c.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d informers recorded from lookups without an answer", n)
 	}
 }
