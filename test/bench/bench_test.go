@@ -13,7 +13,7 @@ import (
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
-// TestBenchShort runs the whole suite at N=2000, once, against a real API
+// TestBenchShort runs the whole suite at N=300 (2000 with INFORMERKIT_LONG), once, against a real API
 // server in this process, so the benchmark code cannot rot. It asserts the
 // facts the numbers rest on, never timings: every informer synced exactly N
 // objects and every handler saw every write (Run's sanity checks), one watch
@@ -22,15 +22,18 @@ import (
 func TestBenchShort(t *testing.T) {
 	ctx, cp := startServer(t, 30*time.Minute)
 
-	const n = 2000
-	// Scaled down to stay near four minutes under -race on a quiet
-	// machine (the context allows for a shared one): one handler count,
-	// K=1 and K=100, five CRDs.
+	// Scaled down: one handler count, two consumer counts, a few CRDs.
+	// The default (short) run checks every row, count and ratio on 300
+	// objects, K=1 and K=20, 3 CRDs (about a minute under -race);
+	// INFORMERKIT_LONG=1 runs N=2000, K=1 and K=100, 5 CRDs (about four
+	// minutes on a quiet machine).
+	n := controlplane.Sized(300, 2000)
+	consumers := controlplane.Sized([]int{1, 20}, []int{1, 100})
 	cfg := Config{
 		Sizes: []int{n}, Runs: 1,
-		LatencyWrites: 20, WriteRate: 40, Handlers: []int{1},
-		Consumers: []int{1, 100},
-		ManyCRDs:  5, ManyObjects: 10,
+		LatencyWrites: controlplane.Sized(10, 20), WriteRate: 40, Handlers: []int{1},
+		Consumers: consumers,
+		ManyCRDs:  controlplane.Sized(3, 5), ManyObjects: 10,
 		Logf: t.Logf,
 	}
 	res, err := Run(ctx, cp.Config(), cfg)
@@ -39,8 +42,8 @@ func TestBenchShort(t *testing.T) {
 	}
 	impls := cfg.Defaults().Impls
 
-	for _, k := range []string{"K=1", "K=100"} {
-		cs := k + ", N=2000"
+	for _, k := range consumers {
+		cs := fmt.Sprintf("K=%d, N=%d", k, n)
 		for _, im := range impls {
 			if im.SyncOnly {
 				continue
@@ -56,7 +59,7 @@ func TestBenchShort(t *testing.T) {
 			t.Logf("%s %s: %v watches", im.Name, cs, w)
 		}
 	}
-	for _, cs := range []string{"1 handler(s), N=2000"} {
+	for _, cs := range []string{fmt.Sprintf("1 handler(s), N=%d", n)} {
 		for _, im := range impls {
 			if im.SyncOnly {
 				continue
@@ -95,7 +98,7 @@ func TestBenchShort(t *testing.T) {
 	// client CPU it took.
 	for _, im := range impls {
 		for _, m := range []string{"sync", "client CPU"} {
-			if v, ok := res.Median(RowSync, "N=2000", m, im.Name); !ok || !(v > 0) {
+			if v, ok := res.Median(RowSync, fmt.Sprintf("N=%d", n), m, im.Name); !ok || !(v > 0) {
 				t.Errorf("%s: initial sync %s = %v (recorded %v), want > 0", im.Name, m, v, ok)
 			}
 		}

@@ -142,6 +142,7 @@ func waitEqual(t *testing.T, f fixture, list func(sel labels.Selector) ([]string
 }
 
 func TestDynamicInformerTransformsAndLabelIndex(t *testing.T) {
+	controlplane.Parallel(t)
 	f := setup(t, "dyn.cachetest.example.com", 60)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -223,6 +224,7 @@ func TestDynamicInformerTransformsAndLabelIndex(t *testing.T) {
 }
 
 func TestMetadataInformerGenericLister(t *testing.T) {
+	controlplane.Parallel(t)
 	f := setup(t, "meta.cachetest.example.com", 45)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

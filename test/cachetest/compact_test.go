@@ -16,12 +16,14 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/genericlister"
+	"github.com/informerkit/informerkit/test/controlplane"
 )
 
 // TestCompactMode keeps objects encoded in the cache (a Compactor) and
 // checks that listers and DecodingHandler still serve Unstructured objects
 // equal to the server's, with label-indexed lists equal to the server's.
 func TestCompactMode(t *testing.T) {
+	controlplane.Parallel(t)
 	f := setup(t, "compact.cachetest.example.com", 30)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -100,6 +102,7 @@ func equalJSON(t *testing.T, a, b *unstructured.Unstructured) bool {
 // the namespace List — serve the
 // server's new state, never the kept old version.
 func TestCompactorReadsAfterWrites(t *testing.T) {
+	controlplane.Parallel(t)
 	f := setup(t, "compactor.cachetest.example.com", 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

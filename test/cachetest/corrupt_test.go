@@ -52,6 +52,7 @@ import (
 // ignoreStoreReadErrorWithClusterBreakingPotential: the cache then equals
 // the server and handlers get the delete.
 func TestCorruptObjectInStorage(t *testing.T) {
+	controlplane.Parallel(t)
 	const n = 10
 	group := "corrupt.cachetest.example.com"
 	f := setup(t, group, n)

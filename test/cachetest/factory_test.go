@@ -66,6 +66,7 @@ func (s *lastSeen) snapshot() map[string]interface{} {
 // before and after label changes and deletes. Nothing informerkit started
 // is left running after Shutdown.
 func TestFactoryReducedObjects(t *testing.T) {
+	controlplane.Parallel(t)
 	f := setup(t, "factory.cachetest.example.com", 45)
 	before := controlplane.SnapshotGoroutines()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -29,6 +29,7 @@ const quiet = 2 * time.Second
 // exactly once each after sync, then once per change (update, delete),
 // with the cached object (or gone) in the request.
 func TestReconcileOnceThenPerChange(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 5*time.Minute)
 	leaks := controlplane.SnapshotGoroutines()
 	ns := newNamespace(t, ctx)
@@ -160,6 +161,7 @@ func (l *recordingLimiter) recorded() []time.Duration {
 // delays, then succeeds; success forgets the key, so its next failure
 // starts the back-off over. Other keys are not held back meanwhile.
 func TestRetryWithBackoff(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 5*time.Minute)
 	leaks := controlplane.SnapshotGoroutines()
 	ns := newNamespace(t, ctx)
@@ -237,6 +239,7 @@ func TestRetryWithBackoff(t *testing.T) {
 // request for its objects follows; a second CRD is unaffected. When the
 // CRD is re-created, each new object is reconciled exactly once.
 func TestRemovedResourceDropsKeysAndComesBack(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 6*time.Minute)
 	leaks := controlplane.SnapshotGoroutines()
 	ns := newNamespace(t, ctx)
@@ -378,6 +381,7 @@ func TestRemovedResourceDropsKeysAndComesBack(t *testing.T) {
 // that outlives the bound has its context cancelled and Run reports it.
 // No goroutine is left either way.
 func TestShutdownDrains(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 5*time.Minute)
 	ns := newNamespace(t, ctx)
 	gvr, _ := installCRD(t, ctx)
@@ -460,6 +464,7 @@ func TestShutdownDrains(t *testing.T) {
 // reading them from the cache, is told when the CRD is deleted, and
 // reconciles each object once when it is installed again.
 func TestSubscriptionFollowsCRDsInstalledLater(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 5*time.Minute)
 	leaks := controlplane.SnapshotGoroutines()
 	ns := newNamespace(t, ctx)
@@ -545,6 +550,7 @@ func TestSubscriptionFollowsCRDsInstalledLater(t *testing.T) {
 // TestPanicsRecovered: a panicking reconcile is retried and counted; a
 // panicking filter skips its event and is counted; the controller goes on.
 func TestPanicsRecovered(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 5*time.Minute)
 	leaks := controlplane.SnapshotGoroutines()
 	ns := newNamespace(t, ctx)

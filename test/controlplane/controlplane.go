@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -48,6 +49,9 @@ type ControlPlane struct {
 	storage    *storagebackend.Config
 
 	proxy *Proxy
+
+	proxiesMu sync.Mutex          // guards proxies
+	proxies   map[*Proxy]struct{} // private proxies (NewProxy), open
 
 	// tokenFile holds a static admin token (group system:masters) that
 	// every API server start accepts, so clients survive restarts (the
@@ -241,14 +245,56 @@ func (cp *ControlPlane) Stop() {
 // API server start of every ControlPlane (test only: loopback, throwaway).
 const adminToken = "informerkit-test-admin-token"
 
+// NewProxy starts a private proxy in front of the API server, for a test
+// that injects network faults (CutAll, SetRefuse, SetStalled) between its
+// own clients and the server while other tests share the control plane:
+// build the clients under test on p.Config or p.UserConfig and only they
+// are affected. It follows API server restarts like the shared proxy and
+// is closed when t ends.
+func (cp *ControlPlane) NewProxy(t testing.TB) *Proxy {
+	t.Helper()
+	p, err := newProxy(cp.backendAddr())
+	if err != nil {
+		t.Fatalf("controlplane: private proxy: %v", err)
+	}
+	cp.proxiesMu.Lock()
+	if cp.proxies == nil {
+		cp.proxies = map[*Proxy]struct{}{}
+	}
+	cp.proxies[p] = struct{}{}
+	cp.proxiesMu.Unlock()
+	t.Cleanup(func() {
+		cp.proxiesMu.Lock()
+		delete(cp.proxies, p)
+		cp.proxiesMu.Unlock()
+		p.close()
+	})
+	return p
+}
+
+// allProxies is the shared proxy and every open private one.
+func (cp *ControlPlane) allProxies() []*Proxy {
+	cp.proxiesMu.Lock()
+	defer cp.proxiesMu.Unlock()
+	out := []*Proxy{cp.proxy}
+	for p := range cp.proxies {
+		out = append(out, p)
+	}
+	return out
+}
+
 // Config returns a new admin (system:masters) client config that reaches the
 // API server through the proxy. It survives RestartAPIServer: it uses a
 // static token every start accepts, and TLS verification is disabled
 // because each start has a new self-signed certificate. QPS limits are
 // raised for tests.
-func (cp *ControlPlane) Config() *rest.Config {
+func (cp *ControlPlane) Config() *rest.Config { return cp.proxy.Config() }
+
+// Config returns a new admin (system:masters) client config that reaches
+// the API server through p (see ControlPlane.Config).
+func (p *Proxy) Config() *rest.Config {
 	return &rest.Config{
-		Host:            "https://" + cp.proxy.Addr(),
+		Host:            "https://" + p.Addr(),
 		BearerToken:     adminToken,
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		QPS:             1000,
@@ -269,7 +315,13 @@ func (cp *ControlPlane) DirectConfig() *rest.Config {
 // the admin credentials. RBAC denies such a user everything until roles are
 // bound (see Grant).
 func (cp *ControlPlane) UserConfig(user string, groups ...string) *rest.Config {
-	cfg := cp.Config()
+	return cp.proxy.UserConfig(user, groups...)
+}
+
+// UserConfig returns a config that impersonates user (with groups) through
+// p (see ControlPlane.UserConfig).
+func (p *Proxy) UserConfig(user string, groups ...string) *rest.Config {
+	cfg := p.Config()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	return cfg
 }
@@ -312,8 +364,18 @@ func (cp *ControlPlane) StopAPIServer() error {
 	if teardown == nil {
 		return errors.New("controlplane: API server is not running")
 	}
+	// Cut the proxied connections first, and refuse new ones: the
+	// server's graceful shutdown waits (up to its request timeout, a
+	// minute) for open watch streams, which end only when their
+	// connections do.
+	for _, p := range cp.allProxies() {
+		p.setDown(true)
+		p.CutAll()
+	}
 	teardown()
-	cp.proxy.CutAll()
+	for _, p := range cp.allProxies() {
+		p.CutAll()
+	}
 	return nil
 }
 
@@ -330,7 +392,10 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	cp.proxy.setBackend(cp.backendAddr())
+	for _, p := range cp.allProxies() {
+		p.setBackend(cp.backendAddr())
+		p.setDown(false)
+	}
 	return nil
 }
 

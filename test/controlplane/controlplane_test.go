@@ -44,6 +44,7 @@ func newCronTab(ns, name string, labels map[string]string) *unstructured.Unstruc
 // a CRD installed, objects created, client-go's own dynamic informer syncs
 // exactly them.
 func TestSmokeClientGoDynamicInformer(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	crd := controlplane.NewCRD("smoke.example.com", "CronTab", "crontabs", controlplane.ShortNames("sct"))
@@ -81,6 +82,7 @@ func TestSmokeClientGoDynamicInformer(t *testing.T) {
 // TestCompactionGivesGone: a watch from a resourceVersion older than a
 // compaction gets 410 Gone (as an error on watch start, or an error event).
 func TestCompactionGivesGone(t *testing.T) {
+	// Not parallel: it compacts the shared etcd (other tests' watches from older revisions would get 410).
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kube := cp.Kube()
@@ -157,6 +159,7 @@ func TestCompactionGivesGone(t *testing.T) {
 // TestRestartKeepsDataAndAddress: a client built before a restart works
 // after it (same proxy address), and data written before is still there.
 func TestRestartKeepsDataAndAddress(t *testing.T) {
+	// Not parallel: it restarts the shared API server.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	kube := cp.Kube()
@@ -225,6 +228,7 @@ func drain(in <-chan watch.Event) <-chan watch.Event {
 // TestRestrictedUserIsForbidden: UserConfig with no roles is Forbidden;
 // Grant makes the same call succeed.
 func TestRestrictedUserIsForbidden(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cp.CreateNamespace(ctx, "rbac"); err != nil {
@@ -255,6 +259,7 @@ func TestRestrictedUserIsForbidden(t *testing.T) {
 
 // TestProxyCutAll: cutting connections ends open watches.
 func TestProxyCutAll(t *testing.T) {
+	// Not parallel: it cuts the shared proxy's connections.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, err := cp.Kube().CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
@@ -280,6 +285,7 @@ func TestProxyCutAll(t *testing.T) {
 // shows that the server serves every version as declared and enforces the
 // large schema, then deletes them all.
 func TestInstallCRDYAMLAndDelete(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var names []string
@@ -376,6 +382,7 @@ func TestInstallCRDYAMLAndDelete(t *testing.T) {
 // corpus ($INFORMERKIT_TESTDATA): Gateway API's GatewayClass and
 // prometheus-operator's Prometheus (an ~830 KB schema), then deletes them.
 func TestInstallCRDYAMLCorpus(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, tc := range []struct {
@@ -413,6 +420,7 @@ func TestInstallCRDYAMLCorpus(t *testing.T) {
 // finalizer can then stall until its resync; DeleteCRD nudges it): every
 // deletion completes, within 30 s.
 func TestDeleteCRDRightAfterCreate(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var slowest time.Duration

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -25,10 +26,33 @@ func RunTests(m *testing.M, opts Options, cp **ControlPlane) int {
 	}
 	*cp = c
 	code := m.Run()
+	// Each test checks its own goroutines; this catches what no test
+	// tracked (a goroutine started outside any test's tree).
+	if left := CheckNoGoroutinesLeft(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "informerkit goroutines left after all tests (%d stacks):\n%s\n", len(left), strings.Join(left, "\n\n"))
+		code = 1
+	}
 	c.Stop()
 	if err := writeReport(); err != nil {
 		fmt.Fprintf(os.Stderr, "reliability report: %v\n", err)
 		code = 1
 	}
 	return code
+}
+
+// LongEnv names the environment variable that selects the long versions of
+// the load, soak, property and benchmark tests (INFORMERKIT_LONG=1). Unset,
+// as in the README's test command, they run short versions that still
+// check every count and every answer, on fewer objects, for less time.
+const LongEnv = "INFORMERKIT_LONG"
+
+// Long reports whether LongEnv is set: pick the long version's sizes.
+func Long() bool { return os.Getenv(LongEnv) != "" }
+
+// Sized returns long when LongEnv is set, short otherwise.
+func Sized[T any](short, long T) T {
+	if Long() {
+		return long
+	}
+	return short
 }

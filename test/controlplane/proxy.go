@@ -17,10 +17,11 @@ import (
 type Proxy struct {
 	ln net.Listener
 
-	mu      sync.Mutex // guards backend, conns, refuse, stalled
+	mu      sync.Mutex // guards backend, conns, refuse, down, stalled
 	backend string
 	conns   map[*proxyConn]struct{}
-	refuse  bool
+	refuse  bool // set by the test (SetRefuse)
+	down    bool // set while the API server behind is stopped
 	stalled bool
 	resume  chan struct{} // closed when a stall ends
 
@@ -53,6 +54,14 @@ func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
 func (p *Proxy) setBackend(addr string) {
 	p.mu.Lock()
 	p.backend = addr
+	p.mu.Unlock()
+}
+
+// setDown refuses new connections while the API server behind is stopped
+// (down=true), whatever SetRefuse says, and accepts them again (false).
+func (p *Proxy) setDown(down bool) {
+	p.mu.Lock()
+	p.down = down
 	p.mu.Unlock()
 }
 
@@ -119,7 +128,7 @@ func (p *Proxy) acceptLoop() {
 		}
 		p.accepted.Add(1)
 		p.mu.Lock()
-		refuse, backend := p.refuse, p.backend
+		refuse, backend := p.refuse || p.down, p.backend
 		p.mu.Unlock()
 		if refuse {
 			_ = c.Close()

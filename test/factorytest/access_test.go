@@ -23,6 +23,7 @@ import (
 // themselves and hold the server's objects. Nothing is left running after
 // Shutdown.
 func TestRBACPreflight(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	ns := unique("preflight")

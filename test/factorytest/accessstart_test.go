@@ -40,6 +40,7 @@ const accessStartResources = 85
 // resource; a namespaced check costs rules reviews (one per
 // namespace), not access reviews per resource and namespace.
 func TestAccessCheckStartCost(t *testing.T) {
+	controlplane.Parallel(t)
 	if testing.Short() {
 		t.Skip("load test")
 	}

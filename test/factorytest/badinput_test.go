@@ -28,6 +28,7 @@ import (
 // and TestAmbiguous, FuzzResolve; cache FuzzParseFieldPath. Objects that
 // fail to decode are covered separately.
 func TestBadInput(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 5*time.Minute)
 	sc := scenario(t)
 	// Two CRDs sharing a plural in different groups make the bare plural

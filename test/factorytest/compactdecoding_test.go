@@ -58,6 +58,7 @@ func (s decodedStore) List() []interface{} {
 // compacted) and with a Compactor's Transform given as WithTransform (an
 // opaque transform too).
 func TestCompactDecodingSameAsClientGo(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	gvr, ns, ns2 := seedDecoding(t, ctx, "compact")
 	createConfigMaps(t, ctx, 20, func(i int) *corev1.ConfigMap {

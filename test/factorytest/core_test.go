@@ -25,7 +25,9 @@ import (
 // errors.Is ErrNoContact; when the server is back it is Synced again, the
 // error clears, and what changed meanwhile arrives.
 func TestLostServerIsReported(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
+	px := cp.NewProxy(t) // faults below reach this test's clients only
 	sc := scenario(t)
 	ns := unique("contact")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
@@ -33,7 +35,7 @@ func TestLostServerIsReported(t *testing.T) {
 	}
 	gvr, _ := installCRD(t, ctx)
 	createN(t, ctx, gvr, ns, 3, nil)
-	f := newFactory(t, cp.Config())
+	f := newFactory(t, px.Config())
 	defer f.Shutdown()
 	h := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
 	var changes []dynamicinformer.Status
@@ -52,16 +54,16 @@ func TestLostServerIsReported(t *testing.T) {
 	}
 
 	lost := time.Now()
-	t.Cleanup(func() { cp.Proxy().SetRefuse(false) })
-	cp.Proxy().SetRefuse(true)
-	cp.Proxy().CutAll()
+	t.Cleanup(func() { px.SetRefuse(false) })
+	px.SetRefuse(true)
+	px.CutAll()
 	eventually(t, ctx, "Stale", func() bool { return h.Status().State == dynamicinformer.Stale })
 	tookLost := time.Since(lost)
 	st := h.Status()
 	if !errors.Is(st.ContactErr, dynamicinformer.ErrNoContact) || st.Objects != 3 || st.Err != nil {
 		t.Fatalf("after losing the server: state %s, %d objects, err %v, ContactErr %v", st.State, st.Objects, st.Err, st.ContactErr)
 	}
-	if !strings.HasPrefix(st.Reason, "no contact with the API server: ") || strings.Contains(st.Reason, "://") || strings.Contains(st.Reason, cp.Config().Host) {
+	if !strings.HasPrefix(st.Reason, "no contact with the API server: ") || strings.Contains(st.Reason, "://") || strings.Contains(st.Reason, px.Config().Host) {
 		t.Fatalf("Stale's reason %q: want the lost contact in words, no URL", st.Reason)
 	}
 	if tookLost > 3*time.Second { // 1.0–1.5 s measured; slack for a loaded machine
@@ -76,7 +78,7 @@ func TestLostServerIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := time.Now()
-	cp.Proxy().SetRefuse(false)
+	px.SetRefuse(false)
 	eventually(t, ctx, "contact restored", func() bool { return h.Status().ContactErr == nil })
 	tookBack := time.Since(restored)
 	if st := h.Status(); st.State != dynamicinformer.Synced || st.Reason != "" {
@@ -123,6 +125,7 @@ func TestLostServerIsReported(t *testing.T) {
 // instead of an error; the error clears when the server is back, and
 // what changed meanwhile arrives.
 func TestLostServerIsReportedByClientFactory(t *testing.T) {
+	// Not parallel: it stops and starts the shared API server.
 	ctx := ctxT(t, 4*time.Minute)
 	sc := scenario(t)
 	ns := unique("clientcontact")
@@ -195,6 +198,7 @@ func TestLostServerIsReportedByClientFactory(t *testing.T) {
 // from the 404 of the namespaced URL and a cluster-wide check) — not
 // Pending "not served" forever.
 func TestClusterScopedResourceInNamespace(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 2*time.Minute)
 	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	for _, withDiscovery := range []bool{true, false} {
@@ -224,6 +228,7 @@ func TestClusterScopedResourceInNamespace(t *testing.T) {
 // an allowed informer without waiting for presence's readiness timeout
 // (5 s): a forbidden CRD list is an answer.
 func TestForbiddenCRDListDoesNotDelaySync(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 2*time.Minute)
 	ns := unique("nocrd")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
@@ -257,6 +262,7 @@ func TestForbiddenCRDListDoesNotDelaySync(t *testing.T) {
 // two namespaces, one of which the user may not list, syncs and delivers
 // the allowed namespace's objects; its status names the forbidden one.
 func TestSeveralNamespacesOneForbidden(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 2*time.Minute)
 	allowed, denied := unique("ns-ok"), unique("ns-denied")
 	for _, ns := range []string{allowed, denied} {
@@ -299,6 +305,7 @@ func TestSeveralNamespacesOneForbidden(t *testing.T) {
 // one list (answered 404) and then waits quietly for the CRD, instead of
 // re-trying every 250 ms doubling.
 func TestNoCRDNoDiscoveryIsQuiet(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 2*time.Minute)
 	gvr := schema.GroupVersionResource{Group: unique("g") + ".quiet.example.com", Version: "v1", Resource: "widgets"}
 	cfg, counter := controlplane.CountRequests(cp.Config())

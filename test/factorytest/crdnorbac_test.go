@@ -29,6 +29,7 @@ import (
 // to a minute); re-created, the CRD brings the informer back to Synced by
 // itself.
 func TestCRDRemovedWithoutCRDRBAC(t *testing.T) {
+	controlplane.Parallel(t)
 	hold := time.Duration(envInt(t, "INFORMERKIT_NORBAC_HOLD", 60)) * time.Second
 	ctx := ctxT(t, 5*time.Minute)
 	sc := scenario(t)

@@ -252,6 +252,7 @@ func checkManagedFields(t *testing.T, g storeGroup, store string, stripped bool)
 // too, alone and in a cache.Chain; for one namespace, all namespaces and several namespaces (a merged,
 // paginated list and watch).
 func TestFastDecodingSameAsClientGo(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	gvr, ns, ns2 := seedDecoding(t, ctx, "decode")
 	createConfigMaps(t, ctx, 20, func(i int) *corev1.ConfigMap { return decodingConfigMap(ns, i) })
@@ -316,6 +317,7 @@ func TestFastDecodingSameAsClientGo(t *testing.T) {
 // informer the same typed error on both decode paths (ErrForbidden
 // wrapping the server's 403 Status, field for field).
 func TestFastDecodingForbiddenSameError(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 2*time.Minute)
 	ns := unique("decode-forbidden")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {

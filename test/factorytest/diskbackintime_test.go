@@ -31,6 +31,7 @@ import (
 // cluster had when the state was stored; the test checks that ordering
 // before relying on it.
 func TestRestartNeverBackInTime(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 6*time.Minute)
 	ns := unique("diskback")
 	dir := t.TempDir()

@@ -60,6 +60,7 @@ func (w *watchRVs) list() []string {
 // bookmark: the next restart watches from it, not from the resource's
 // last change.
 func TestRestartCatchesUpWithBookmark(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 12*time.Minute)
 	gvr, _ := installCRD(t, ctx)
 	ns := unique("diskbm")

@@ -242,6 +242,7 @@ func waitSeen(t *testing.T, ctx context.Context, rec *initialRecorder, adds, upd
 // initial-list adds), sends no list, and its watch delivers exactly the
 // 7 changes.
 func TestRestartResumesFromDisk(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	ns := unique("disk")
 	kube := cp.Kube()
@@ -297,6 +298,7 @@ func TestRestartResumesFromDisk(t *testing.T) {
 // handlers still see only the 7 real changes (client-go's Replace against
 // the restored store), no update for an unchanged object.
 func TestRestartAfterCompactionDiffs(t *testing.T) {
+	// Not parallel: it compacts the shared etcd (other tests' watches from older revisions would get 410).
 	ctx := ctxT(t, 4*time.Minute)
 	ns := unique("diskcompact")
 	kube := cp.Kube()
@@ -340,6 +342,7 @@ func TestRestartAfterCompactionDiffs(t *testing.T) {
 // without it (Status.CacheErr is ErrCache wrapping ErrLocked... as text);
 // Secrets are not written without CacheSecrets.
 func TestDiskCacheFaults(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	ns := unique("diskfault")
 	kube := cp.Kube()
@@ -407,6 +410,7 @@ func TestDiskCacheFaults(t *testing.T) {
 // others, and the restart, resuming from there, would never see the
 // missing ones.
 func TestRestartAfterImmediateShutdown(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	ns := unique("diskquick")
 	kube := cp.Kube()
@@ -466,6 +470,7 @@ func crdRun(t *testing.T, ctx context.Context, dir string, gvr schema.GroupVersi
 // if the process had watched it happen). Before the fix both were cold
 // starts: no delete reached the handlers, Status.Disk did not exist.
 func TestRestartAfterCRDDeleted(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 6*time.Minute)
 	gvr, name := installCRD(t, ctx)
 	ns := unique("diskcrd")
@@ -553,6 +558,7 @@ func TestRestartAfterCRDDeleted(t *testing.T) {
 // adds), lists each namespace once, and its handlers see only the 14
 // changes made while it was down (Disk.Start Diffed, with the reason).
 func TestRestartSeveralNamespacesDiffs(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	nss := []string{unique("diskmany"), unique("diskmany")}
 	kube := cp.Kube()

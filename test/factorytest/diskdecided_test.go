@@ -61,6 +61,7 @@ func diffOf(restored, now map[string]string) (added, updated, deleted []string) 
 // and for the shard source, which moved from half of the objects to all
 // of them, the other half as adds.
 func TestRestartDecidedAtStartDiffs(t *testing.T) {
+	controlplane.Parallel(t)
 	half, err := shard.Static(0, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 // preferred than the stored one does not restore objects of the old
 // version (a cold start, "another informer spec").
 func TestRestartFollowingInformer(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	group := unique("diskfollow") + ".factory.example.com"
 	crd := controlplane.NewCRD(group, "Widget", "widgets")

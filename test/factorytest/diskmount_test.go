@@ -42,6 +42,7 @@ func mount(t *testing.T, target string, args ...string) {
 // naming the cause, and the informer works from the server (synced with
 // every object, then an object created later reaches the handler).
 func TestDiskCacheReadOnlyDir(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	ns := unique("diskro")
 	kube := cp.Kube()
@@ -83,6 +84,7 @@ func TestDiskCacheReadOnlyDir(t *testing.T) {
 // working from the server: synced with every object, and a configmap
 // created afterwards, and one deleted, reach the handler.
 func TestDiskCacheFullDisk(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	ns := unique("diskfull")
 	kube := cp.Kube()
@@ -190,6 +192,7 @@ func statusWithin(t *testing.T, h *dynamicinformer.InformerHandle, d time.Durati
 // resumes from it with no list and restores the 45 objects the server
 // has, and its handler sees no change.
 func TestDiskCacheStalledDisk(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	for _, tool := range []string{"mkfs.ext4", "fsfreeze"} {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -25,6 +25,7 @@ import (
 // encodes them: the control); a restart restores every one exactly as
 // the server holds it.
 func TestRestoredWatchedObjectsAreTheServers(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	ns := unique("diskraw")
 	kube := cp.Kube()
@@ -98,6 +99,7 @@ func TestRestoredWatchedObjectsAreTheServers(t *testing.T) {
 // restart resumes (no list) and every restored object, read through the
 // lister, is the server's.
 func TestRestoredCompactObjectsAreTheServers(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	ns := unique("diskcompact")
 	kube := cp.Kube()

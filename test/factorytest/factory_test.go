@@ -31,6 +31,7 @@ func toIfaces(objs []runtime.Object) []interface{} {
 // without a version gives a following informer (see ForName), shared among
 // such calls only.
 func TestTwoConsumersShareOneWatch(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	gvr, _ := installCRD(t, ctx)
 	ns := unique("share")
@@ -92,6 +93,7 @@ func TestTwoConsumersShareOneWatch(t *testing.T) {
 // TestNamespaceAndSelectorOptions: the cache holds exactly what the server
 // returns for the same namespaces and selectors.
 func TestNamespaceAndSelectorOptions(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	gvr, _ := installCRD(t, ctx)
 	nsA, nsB, nsC := unique("nsa"), unique("nsb"), unique("nsc")
@@ -161,6 +163,7 @@ func TestNamespaceAndSelectorOptions(t *testing.T) {
 // informer and its watch; another resource keeps running; a new
 // ForResource builds a fresh informer.
 func TestReleaseStopsOnlyThatInformer(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	gvrA, _ := installCRD(t, ctx)
 	gvrB, _ := installCRD(t, ctx)
@@ -218,6 +221,7 @@ func TestReleaseStopsOnlyThatInformer(t *testing.T) {
 // TestLateHandlerSeesExistingObjects: a handler added after sync receives
 // every cached object as an add, and its registration reports HasSynced.
 func TestLateHandlerSeesExistingObjects(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	gvr, _ := installCRD(t, ctx)
 	ns := unique("late")
@@ -245,6 +249,7 @@ func TestLateHandlerSeesExistingObjects(t *testing.T) {
 // TestSideBySideWithClientGo: for the same server state our lister and
 // client-go's dynamicinformer return identical object sets.
 func TestSideBySideWithClientGo(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	gvr, _ := installCRD(t, ctx)
 	ns := unique("side")
@@ -292,6 +297,7 @@ func TestSideBySideWithClientGo(t *testing.T) {
 // TestShutdownLeavesNoGoroutines runs a factory with several informers,
 // including a pending one, and checks that Shutdown ends every goroutine.
 func TestShutdownLeavesNoGoroutines(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	gvr, _ := installCRD(t, ctx)
 	opts := controlplane.SnapshotGoroutines()

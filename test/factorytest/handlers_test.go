@@ -55,6 +55,7 @@ func (r *recorder) events() int      { _, a, u, d := r.snapshot(); return a + u 
 // no one); every panic is recovered and counted in Status; the others
 // converge later.
 func TestSlowAndPanickingHandlers(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 5*time.Minute)
 	sc := scenario(t)
 	ns := unique("handlers")
@@ -114,6 +115,7 @@ func TestSlowAndPanickingHandlers(t *testing.T) {
 // pending entry per key and ends with the server's state; the same
 // consumer without it processes every event.
 func TestCoalescingUnderBurst(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 5*time.Minute)
 	sc := scenario(t)
 	ns := unique("coalesce")

@@ -17,6 +17,7 @@ import (
 // is Pending (no error, no spinning), then Synced once the CRD is
 // installed, and its handler sees objects created after.
 func TestPendingUntilCRDInstalled(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	group := unique("pending") + ".factory.example.com"
 	crd := controlplane.NewCRD(group, "Widget", "widgets")
@@ -76,6 +77,7 @@ func TestPendingUntilCRDInstalled(t *testing.T) {
 // empties the cache, says Removed, and sends no further requests; creating
 // it again brings the informer back with the same handlers.
 func TestCRDRemovedAndRestored(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	sc := scenario(t)
 	sc.Injected("CRD with 6 objects deleted while watched, 10 s idle, then re-created and 2 objects written")
@@ -134,6 +136,7 @@ func TestCRDRemovedAndRestored(t *testing.T) {
 // TestCRDCycleNoGoroutineGrowth: 20 delete/re-create cycles of a watched
 // CRD end with the informer synced and no goroutine growth.
 func TestCRDCycleNoGoroutineGrowth(t *testing.T) {
+	controlplane.Parallel(t)
 	if testing.Short() {
 		t.Skip("long: 20 CRD cycles")
 	}

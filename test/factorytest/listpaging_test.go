@@ -28,6 +28,7 @@ func (g watchListOff) Enabled(f clientfeatures.Feature) bool {
 // the client never holds the whole list's body. Every object arrives, in
 // pages of the reflector's size, the later ones by continue token.
 func TestListSyncIsPaged(t *testing.T) {
+	// Not parallel: it replaces client-go's process-wide feature gates.
 	ctx := ctxT(t, 5*time.Minute)
 	gvr, _ := installCRD(t, ctx)
 	ns := unique("paged")

@@ -59,17 +59,19 @@ func heapMiB() float64 {
 }
 
 // TestManyCRDs: one factory watches INFORMERKIT_LOAD_CRDS CRDs at once
-// (default 40; the 200 with INFORMERKIT_LOAD_CRDS=200). Every
+// (default 20, 40 with INFORMERKIT_LONG; the 200 with
+// INFORMERKIT_LOAD_CRDS=200). Every
 // informer syncs and holds its object; goroutines per informer are
 // reported. The default is smaller because installing a CRD under -race
 // on 2 cores takes about a second (the API server builds a handler and
 // republishes discovery and OpenAPI for each), which would put 200 above
 // the CI budget.
 func TestManyCRDs(t *testing.T) {
+	// Not parallel: it measures the process's goroutines and heap.
 	if testing.Short() {
 		t.Skip("load test")
 	}
-	n := envInt(t, "INFORMERKIT_LOAD_CRDS", 40)
+	n := envInt(t, "INFORMERKIT_LOAD_CRDS", controlplane.Sized(20, 40))
 	ctx := ctxT(t, 30*time.Minute)
 	sc := scenario(t)
 	ns := unique("many")
@@ -123,18 +125,20 @@ func TestManyCRDs(t *testing.T) {
 		n, synced.Round(time.Millisecond), perInformer, perInformerAll)
 }
 
-// TestManyObjects: INFORMERKIT_LOAD_OBJECTS configmaps (default 2000; the
-// issue's 100k does not fit in an in-process API server under -race on 2
-// cores) in one namespace, then updates by 8 writers as fast as the server
-// takes them for INFORMERKIT_LOAD_SECONDS (default 20). The cache and a
+// TestManyObjects: INFORMERKIT_LOAD_OBJECTS configmaps (default 1000,
+// 2000 with INFORMERKIT_LONG; the 100k does not fit in an
+// in-process API server under -race on 2 cores) in one namespace, then
+// updates by 8 writers as fast as the server takes them for
+// INFORMERKIT_LOAD_SECONDS (default 5, 20 with INFORMERKIT_LONG). The cache and a
 // handler converge to the server; heap after the initial sync and at the
 // end are reported (whole process: the API server and etcd share it).
 func TestManyObjects(t *testing.T) {
+	// Not parallel: it loads the server as hard as it takes, and measures the process's heap.
 	if testing.Short() {
 		t.Skip("load test")
 	}
-	n := envInt(t, "INFORMERKIT_LOAD_OBJECTS", 2000)
-	secs := envInt(t, "INFORMERKIT_LOAD_SECONDS", 20)
+	n := envInt(t, "INFORMERKIT_LOAD_OBJECTS", controlplane.Sized(1000, 2000))
+	secs := envInt(t, "INFORMERKIT_LOAD_SECONDS", controlplane.Sized(5, 20))
 	ctx := ctxT(t, 30*time.Minute)
 	sc := scenario(t)
 	ns := unique("load")
@@ -209,6 +213,7 @@ func TestManyObjects(t *testing.T) {
 // CRD through v1, the CRD gets a v2 that becomes the storage version (v1
 // still served, conversion None). The informer on v1 keeps converging.
 func TestStorageVersionConversionUnderLoad(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 5*time.Minute)
 	sc := scenario(t)
 	crd := controlplane.NewCRD(unique("conv")+".factory.example.com", "Widget", "widgets")

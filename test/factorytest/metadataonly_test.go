@@ -20,6 +20,7 @@ import (
 // *metav1.PartialObjectMetadata, after the initial sync and after watch
 // events (an update, a create, a delete).
 func TestMetadataOnlyWithoutMetadataClient(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 2*time.Minute)
 	gvr, _ := installCRD(t, ctx)
 	ns := unique("mdonly")

@@ -125,7 +125,9 @@ func (ri *recordedInformer) StoreResourceVersion(rv float64) {
 // deletion (Removed, a Deleted event per object, no object cached, no
 // longer running), and nothing after Stopped.
 func TestMetricsFromTheServer(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
+	px := cp.NewProxy(t) // faults below reach this test's clients only
 	sc := scenario(t)
 	sc.Injected("informers with Options.Metrics: one forbidden by RBAC, one on a CRD with 5 objects; connections cut (proxy); the CRD deleted; released")
 	gvr, crdName := installCRD(t, ctx)
@@ -136,11 +138,11 @@ func TestMetricsFromTheServer(t *testing.T) {
 	createN(t, ctx, gvr, ns, 5, nil)
 	leaks := controlplane.SnapshotGoroutines()
 	rec := newMetricsRecorder()
-	f := newFactory(t, cp.Config(), dynamicinformer.Options{Metrics: rec})
+	f := newFactory(t, px.Config(), dynamicinformer.Options{Metrics: rec})
 	defer f.Shutdown()
 	h := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
 	deniedRec := newMetricsRecorder()
-	denied := newFactory(t, cp.UserConfig(unique("metrics-nobody")), dynamicinformer.Options{Metrics: deniedRec, DisableCRDTracking: true})
+	denied := newFactory(t, px.UserConfig(unique("metrics-nobody")), dynamicinformer.Options{Metrics: deniedRec, DisableCRDTracking: true})
 	defer denied.Shutdown()
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	denied.ForResource(secrets, dynamicinformer.WithNamespaces(ns))
@@ -170,7 +172,7 @@ func TestMetricsFromTheServer(t *testing.T) {
 	})
 
 	// The connection is cut: the watch ends and is opened again.
-	cp.Proxy().CutAll()
+	px.CutAll()
 	eventually(t, ctx, "a watch restart", func() bool {
 		return rec.read(gvr, func(c *informerCounts) bool { return c.restarts >= 1 })
 	})

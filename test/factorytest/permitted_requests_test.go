@@ -133,6 +133,8 @@ func (s stateRequests) String() string {
 // window is 15 s; INFORMERKIT_PERMITTED_WINDOW (a Go duration, 60s for
 // the minute) sets it; docs/PERFORMANCE.md records the 60 s run.
 func TestPermittedRequestsPerState(t *testing.T) {
+	// Not parallel: it counts the access reviews that every namespace
+	// created on the server causes, and other tests create namespaces.
 	window := 15 * time.Second
 	if env := os.Getenv("INFORMERKIT_PERMITTED_WINDOW"); env != "" {
 		d, err := time.ParseDuration(env)

@@ -64,6 +64,7 @@ func waitDenied(t *testing.T, ctx context.Context, user, ns string) {
 //
 // Requests are counted over each episode and over a quiet time after.
 func TestPermittedRevokedWhileWatching(t *testing.T) {
+	// Not parallel: it cuts the shared proxy's connections.
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	ns := permittedNamespaces(t, ctx, "revoked", 4)
@@ -218,6 +219,8 @@ func (r episodeRequests) sum() int {
 // seconds; one not permitted deleted leaves Status.NotPermitted within
 // seconds. Requests are counted over the episode.
 func TestPermittedNamespaceWatched(t *testing.T) {
+	// Not parallel: it counts the access reviews that every namespace
+	// created on the server causes, and other tests create namespaces.
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	ns := permittedNamespaces(t, ctx, "nswatch", 2)

@@ -101,6 +101,8 @@ func revoke(t *testing.T, ctx context.Context, user, ns, name string) {
 // denied namespace. A Role granted later brings the objects in as adds
 // within the re-check period, and the informer becomes Ready.
 func TestPermittedTwoNamespaces(t *testing.T) {
+	// Not parallel: it counts the access reviews that every namespace
+	// created on the server causes, and other tests create namespaces.
 	for _, check := range []bool{true, false} {
 		t.Run(fmt.Sprintf("access-check=%v", check), func(t *testing.T) {
 			ctx := ctxT(t, 3*time.Minute)
@@ -194,6 +196,8 @@ func TestPermittedTwoNamespaces(t *testing.T) {
 // sends reviews only (bounded), no list or watch; nothing is left after
 // Shutdown.
 func TestPermittedNamespaces(t *testing.T) {
+	// Not parallel: it counts the access reviews that every namespace
+	// created on the server causes, and other tests create namespaces.
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	ns := permittedNamespaces(t, ctx, "perm", 10)
@@ -286,6 +290,8 @@ func TestPermittedNamespaces(t *testing.T) {
 // TestPermittedNamespaceCreated: a user who may list namespaces gets them
 // from the server: a namespace created later with a RoleBinding comes in.
 func TestPermittedNamespaceCreated(t *testing.T) {
+	// Not parallel: it counts the access reviews that every namespace
+	// created on the server causes, and other tests create namespaces.
 	ctx := ctxT(t, 3*time.Minute)
 	ns := permittedNamespaces(t, ctx, "created", 2)
 	u := newPermittedUser(t, ctx, "created-user", readConfigMaps, nil, ns[0])
@@ -339,6 +345,8 @@ func TestPermittedNamespaceCreated(t *testing.T) {
 // informer; one who may not list namespaces and names no candidate gets
 // Failed with ErrForbidden.
 func TestPermittedClusterWide(t *testing.T) {
+	// Not parallel: it counts the access reviews that every namespace
+	// created on the server causes, and other tests create namespaces.
 	ctx := ctxT(t, 3*time.Minute)
 	ns := permittedNamespaces(t, ctx, "wide", 3)
 	wide, nobody := unique("wide-user"), unique("nobody")
@@ -397,6 +405,8 @@ func TestPermittedClusterWide(t *testing.T) {
 // (1000: the bound, about 5 minutes). The steady window is two
 // re-check periods (at least a minute); docs/PERFORMANCE.md records it.
 func TestPermittedCost(t *testing.T) {
+	// Not parallel: it counts the access reviews that every namespace
+	// created on the server causes, and other tests create namespaces.
 	env := os.Getenv("INFORMERKIT_PERMITTED_COST")
 	if env == "" {
 		t.Skip("INFORMERKIT_PERMITTED_COST not set")

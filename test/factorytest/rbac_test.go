@@ -22,6 +22,7 @@ import (
 // the forbidden informers retry at the reflector's backoff, a handful of
 // requests each.
 func TestRBACPartialAccess(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	nsA, nsB := unique("rbac-a"), unique("rbac-b")

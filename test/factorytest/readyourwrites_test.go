@@ -24,7 +24,11 @@ import (
 // the context, not with a stale yes; once the connection is back it
 // succeeds. When the CRD is deleted, a wait ends with ErrNotServed.
 func TestReadYourWrites(t *testing.T) {
+	// Not parallel: it waits for the resourceVersion of a list made after
+	// a delete, which other tests' writes move past this resource's last
+	// event (the wait then needs a bookmark; see the package notes).
 	ctx := ctxT(t, 4*time.Minute)
+	px := cp.NewProxy(t) // faults below reach this test's clients only
 	sc := scenario(t)
 	sc.Injected("writes through a direct client, each followed by a wait on the informer's cache; the informer's connection stalled (proxy) during one write; the CRD deleted during a wait")
 	gvr, crdName := installCRD(t, ctx)
@@ -33,7 +37,7 @@ func TestReadYourWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaks := controlplane.SnapshotGoroutines()
-	f := newFactory(t, cp.Config())
+	f := newFactory(t, px.Config())
 	defer f.Shutdown()
 	h := f.ForResource(gvr, dynamicinformer.WithNamespaces(ns))
 	all := f.ForResource(gvr) // all namespaces: a write in ns is the resource's too
@@ -107,17 +111,17 @@ func TestReadYourWrites(t *testing.T) {
 
 	// The informer's connection stalls: a write is not in the cache, and
 	// the wait says so when its context ends.
-	cp.Proxy().SetStalled(true)
+	px.SetStalled(true)
 	stalled, err := writer.Create(ctx, obj(gvr.GroupVersion().String(), "Widget", ns, "during-stall", nil), metav1.CreateOptions{})
 	if err != nil {
-		cp.Proxy().SetStalled(false)
+		px.SetStalled(false)
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	err = h.WaitForObject(short, stalled)
 	cancel()
 	_, getErr := lister.Get("during-stall")
-	cp.Proxy().SetStalled(false)
+	px.SetStalled(false)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("wait during the stall: %v, want context.DeadlineExceeded", err)
 	}

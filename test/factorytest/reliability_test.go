@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/test/controlplane"
@@ -127,9 +128,9 @@ func (w *writer) run(ctx context.Context, t *testing.T, steps int) {
 	}
 }
 
-func startConfigMapInformer(t *testing.T, ctx context.Context, ns string) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *recorder) {
+func startConfigMapInformer(t *testing.T, ctx context.Context, cfg *rest.Config, ns string) (*dynamicinformer.Factory, *dynamicinformer.InformerHandle, *recorder) {
 	t.Helper()
-	f := newFactory(t, cp.Config())
+	f := newFactory(t, cfg)
 	h := f.ForResource(configmaps, dynamicinformer.WithNamespaces(ns))
 	rec := newRecorder()
 	if _, err := h.Informer().AddEventHandler(rec); err != nil {
@@ -143,6 +144,7 @@ func startConfigMapInformer(t *testing.T, ctx context.Context, ns string) (*dyna
 // TestConvergesAcrossAPIServerRestart: writes before the stop and right
 // after the restart all reach the cache and the handler.
 func TestConvergesAcrossAPIServerRestart(t *testing.T) {
+	// Not parallel: it restarts the shared API server.
 	ctx := ctxT(t, 6*time.Minute)
 	sc := scenario(t)
 	sc.Injected("kube-apiserver stopped and restarted on the same etcd; 60 random configmap writes before, 60 right after")
@@ -151,7 +153,7 @@ func TestConvergesAcrossAPIServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaks := controlplane.SnapshotGoroutines()
-	f, h, rec := startConfigMapInformer(t, ctx, ns)
+	f, h, rec := startConfigMapInformer(t, ctx, cp.Config(), ns)
 	defer f.Shutdown()
 	w := &writer{kube: cp.Kube(), ns: ns, rnd: rand.New(rand.NewSource(1))}
 	w.run(ctx, t, 60)
@@ -176,7 +178,9 @@ func TestConvergesAcrossAPIServerRestart(t *testing.T) {
 // connection comes back the watch gets 410 Gone, the informer relists, and
 // the deletes reach the handler (as DeletedFinalStateUnknown).
 func TestRelistAfterCompactionDeliversDeletes(t *testing.T) {
+	// Not parallel: it compacts the shared etcd (other tests' watches from older revisions would get 410).
 	ctx := ctxT(t, 6*time.Minute)
+	px := cp.NewProxy(t) // faults below reach this test's clients only
 	sc := scenario(t)
 	sc.Injected("informer's connection stalled; 10 of 20 configmaps deleted; etcd compacted; connection cut and restored (watch gets 410 Gone, relist)")
 	ns := unique("compact")
@@ -190,23 +194,23 @@ func TestRelistAfterCompactionDeliversDeletes(t *testing.T) {
 		}
 	}
 	leaks := controlplane.SnapshotGoroutines()
-	f, h, rec := startConfigMapInformer(t, ctx, ns)
+	f, h, rec := startConfigMapInformer(t, ctx, px.Config(), ns)
 	defer f.Shutdown()
 	converged(t, ctx, h, rec, ns)
 	// The informer falls behind: its connection is black-holed.
-	cp.Proxy().SetStalled(true)
+	px.SetStalled(true)
 	for i := 0; i < 10; i++ {
 		if err := direct.CoreV1().ConfigMaps(ns).Delete(ctx, fmt.Sprintf("cm-%d", i), metav1.DeleteOptions{}); err != nil {
-			cp.Proxy().SetStalled(false)
+			px.SetStalled(false)
 			t.Fatal(err)
 		}
 	}
 	if _, err := cp.Compact(ctx); err != nil {
-		cp.Proxy().SetStalled(false)
+		px.SetStalled(false)
 		t.Fatal(err)
 	}
-	cp.Proxy().CutAll()
-	cp.Proxy().SetStalled(false)
+	px.CutAll()
+	px.SetStalled(false)
 	n := converged(t, ctx, h, rec, ns)
 	_, _, _, deletes := rec.snapshot()
 	if n != 10 || deletes != 10 {
@@ -220,14 +224,16 @@ func TestRelistAfterCompactionDeliversDeletes(t *testing.T) {
 // TestConvergesThroughConnectionCuts: for a bounded time the proxy cuts,
 // stalls and refuses connections at random while writes continue.
 func TestConvergesThroughConnectionCuts(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 6*time.Minute)
+	px := cp.NewProxy(t) // faults below reach this test's clients only
 	sc := scenario(t)
 	ns := unique("cuts")
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	leaks := controlplane.SnapshotGoroutines()
-	f, h, rec := startConfigMapInformer(t, ctx, ns)
+	f, h, rec := startConfigMapInformer(t, ctx, px.Config(), ns)
 	defer f.Shutdown()
 	w := &writer{kube: kubernetes.NewForConfigOrDie(cp.DirectConfig()), ns: ns, rnd: rand.New(rand.NewSource(2))}
 	rnd := rand.New(rand.NewSource(3))
@@ -237,25 +243,25 @@ func TestConvergesThroughConnectionCuts(t *testing.T) {
 		w.run(ctx, t, 10)
 		switch rnd.Intn(4) {
 		case 0:
-			cp.Proxy().CutAll()
+			px.CutAll()
 			faults["cut"]++
 		case 1:
-			cp.Proxy().SetStalled(true)
+			px.SetStalled(true)
 			time.Sleep(time.Duration(rnd.Intn(500)) * time.Millisecond)
-			cp.Proxy().SetStalled(false)
+			px.SetStalled(false)
 			faults["stall"]++
 		case 2:
-			cp.Proxy().SetRefuse(true)
-			cp.Proxy().CutAll()
+			px.SetRefuse(true)
+			px.CutAll()
 			time.Sleep(time.Duration(rnd.Intn(500)) * time.Millisecond)
-			cp.Proxy().SetRefuse(false)
+			px.SetRefuse(false)
 			faults["refuse"]++
 		default:
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	cp.Proxy().SetStalled(false)
-	cp.Proxy().SetRefuse(false)
+	px.SetStalled(false)
+	px.SetRefuse(false)
 	n := converged(t, ctx, h, rec, ns)
 	t.Logf("converged on %d objects after %d writes and faults %v", n, w.n, faults)
 	_, adds, updates, deletes := rec.snapshot()

@@ -18,6 +18,7 @@ import (
 // back with an add, and an object the server never had (a delete it
 // missed) goes with a delete. An informer without the option lists once.
 func TestPeriodicRelist(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	ns := unique("relist")

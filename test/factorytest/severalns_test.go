@@ -52,6 +52,7 @@ func (a *arrivals) get(k string) (time.Time, bool) {
 // about once a period, and the readable one is listed again only after
 // the cuts.
 func TestSeveralNamespacesForbiddenStaysCurrent(t *testing.T) {
+	// Not parallel: it cuts the shared proxy's connections.
 	ctx := ctxT(t, 3*time.Minute)
 	ns := permittedNamespaces(t, ctx, "sevns", 2)
 	allowed, denied := ns[0], ns[1]

@@ -33,6 +33,7 @@ func sharingSetup(t *testing.T, ctx context.Context, prefix string, n int) (f *d
 // another order — share one informer: one list and one watch reach the
 // server; a different projection makes a second informer.
 func TestShareEqualProjections(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 2*time.Minute)
 	f, inNS, requests := sharingSetup(t, ctx, "share", 3)
 	leaks := controlplane.SnapshotGoroutines()
@@ -70,6 +71,7 @@ func TestShareEqualProjections(t *testing.T) {
 // handle whose resync period the informer cannot honour is Failed with
 // ErrOptionConflict and the shared informer goes on.
 func TestSharedRelistPeriod(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 2*time.Minute)
 	f, inNS, requests := sharingSetup(t, ctx, "relist", 2)
 	leaks := controlplane.SnapshotGoroutines()

@@ -113,6 +113,7 @@ func (b *initialEventsEnd) Close() error {
 // sync every informer; the times to all synced are logged (3 rounds,
 // alternating).
 func TestInitialListsBoundedOnServer(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 8*time.Minute)
 	sc := scenario(t)
 	const crds, limit, rounds = 200, 50, 3 // limit: Options.MaxConcurrentInitialLists' default

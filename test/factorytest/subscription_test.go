@@ -47,6 +47,7 @@ func (l *eventLog) count(t subscription.EventType, gvr schema.GroupVersionResour
 // installed after it started (objects arrive with their GVR), and stops
 // seeing it after deletion (a Deleted per object, resource dropped).
 func TestSubscriptionFollowsCRDs(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	group := unique("sub") + ".factory.example.com"
 	first := controlplane.NewCRD(group, "Gadget", "gadgets", controlplane.Categories("subtest"))

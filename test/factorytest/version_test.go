@@ -23,6 +23,7 @@ import (
 // being served, the pinned one goes Removed with a reason and the follower
 // stays on v2.
 func TestForNameFollowsPreferredVersion(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	sc.Injected("CRD v1 → v2 served beside v1 → v1 no longer served, under an informer by name and one pinned to v1")
