@@ -3,6 +3,7 @@ package genericlister
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -164,8 +165,13 @@ func indexerVariants() map[string]toolscache.Indexer {
 // updates, deletes and adds.
 func TestListMatchesBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 2026))
-	nObjects, nSelectors := 2000, 250
-	if testing.Short() {
+	// The default run checks 1000 objects and 150 selectors;
+	// INFORMERKIT_LONG=1 checks 2000 and 250, -short 500 and 100.
+	nObjects, nSelectors := 1000, 150
+	switch {
+	case os.Getenv("INFORMERKIT_LONG") != "":
+		nObjects, nSelectors = 2000, 250
+	case testing.Short():
 		nObjects, nSelectors = 500, 100
 	}
 	w := world{}

@@ -152,6 +152,7 @@ func changeConfigMaps(t *testing.T, ctx context.Context, kube kubernetes.Interfa
 // from the stored resourceVersion answers 410, the watcher lists once,
 // and again prints exactly the changes.
 func TestE2ECacheDirRestart(t *testing.T) {
+	// Not parallel: it compacts the shared etcd.
 	watcherBinary(t) // skips with -short
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()

@@ -101,6 +101,7 @@ func clientGoSync(t *testing.T, cp *controlplane.ControlPlane, gvr schema.GroupV
 // another fresh resource is logged for comparison. And a fresh empty
 // custom resource breaks no quiet start: no SYNC, Syncing or Pending line.
 func TestE2EItemsAEmptyCRSync(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	var ratios []float64
 	for i := 0; i < 2; i++ {
@@ -130,6 +131,7 @@ func TestE2EItemsAEmptyCRSync(t *testing.T) {
 // Issue 33, item 8: the same resource named three ways is watched once,
 // with a note and no Stopped line; one row in the final status.
 func TestE2EItemsADuplicateName(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	// A short name and a version-pinned name of the same resource: the
@@ -158,6 +160,7 @@ func TestE2EItemsADuplicateName(t *testing.T) {
 // kubectl does, in STATUS and in /readyz, never in Go form
 // ("never.example.com/v1, Resource=later").
 func TestE2EItemsARemovalAndNames(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	crd := controlplane.NewCRD("gone.e2e.example.com", "Ghost", perRun("ghosts"))

@@ -27,6 +27,7 @@ import (
 // of that category installed later is watched. Without --wait-for-crds, a
 // misspelt category next to a known one is exit 2, as an unknown name is.
 func TestE2EItemsBCategoryWaitForCRDs(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	known := perRun("e2e-known")
@@ -91,6 +92,7 @@ func TestE2EItemsBCategoryWaitForCRDs(t *testing.T) {
 // the DELETED line when the finalizer is released. In JSON the record
 // says terminating and the finalizers, beside the diff.
 func TestE2EItemsBTerminating(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	crd := controlplane.NewCRD("held.e2e.example.com", "Held", "helds")
@@ -161,6 +163,7 @@ func TestE2EItemsBTerminating(t *testing.T) {
 // /metrics has informerkit_build_info 1 with the versions built in: the
 // watcher's module ("(devel)" from a work tree), Go's and client-go's.
 func TestE2EItemsBBuildInfo(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", "namespaces", "--metrics-addr", "127.0.0.1:0")
 	base := metricsBase(t, p)
@@ -186,6 +189,7 @@ func TestE2EItemsBBuildInfo(t *testing.T) {
 // --metrics-addr is exit 2 even when the cluster cannot be reached (it was
 // exit 1, found only after connecting).
 func TestE2EItemsBFlagsBeforeContact(t *testing.T) {
+	controlplane.Parallel(t)
 	watcherBinary(t)
 	server := silentListener(t) // would hang until --request-timeout
 	for _, args := range [][]string{

@@ -109,6 +109,7 @@ func newConfigMap(name string, labels map[string]string) *corev1.ConfigMap {
 // (the subscription used to release its informers as the run ended, so
 // the final snapshot missed some).
 func TestE2EAllFinalStatusListsEveryResource(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	for _, kind := range []string{"Alpha", "Beta", "Gamma", "Delta"} {
@@ -159,6 +160,7 @@ func TestE2EAllFinalStatusListsEveryResource(t *testing.T) {
 // 2. Nothing to watch is a usage error, said at once: no --resource and no
 // --all; --all with a category (or group) the server does not know.
 func TestE2ENothingToWatch(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	if err := cp.InstallCRD(context.Background(), controlplane.NewCRD("cat.e2e.example.com", "Tabby", "tabbies", controlplane.Categories("e2e-cats"))); err != nil {
 		t.Fatal(err)
@@ -192,6 +194,7 @@ func TestE2ENothingToWatch(t *testing.T) {
 // 3. Resources named with no cluster configured: exit 1 at once with what
 // is missing; the demo server is not started.
 func TestE2ENamedResourcesWithoutCluster(t *testing.T) {
+	controlplane.Parallel(t)
 	watcherBinary(t)
 	start := time.Now()
 	p := startWatcher(t, "--resource", "gtw")
@@ -218,6 +221,7 @@ func silentListener(t *testing.T) string {
 
 // 4. Ctrl-C while connecting is a normal end: exit 0.
 func TestE2EInterruptWhileConnecting(t *testing.T) {
+	controlplane.Parallel(t)
 	server := silentListener(t)
 	p := startWatcher(t, "--kubeconfig", kubeconfigAt(t, nil, server, ""), "--resource", "pods", "--request-timeout", "2m")
 	p.waitStderr(t, regexp.MustCompile(`still connecting to `+regexp.QuoteMeta(server)), 2*time.Minute)
@@ -238,6 +242,7 @@ func TestE2EInterruptWhileConnecting(t *testing.T) {
 // no "not served", no Pending, no Syncing just before Synced, no SYNC
 // progress when the caches synced before its first interval.
 func TestE2EStartIsQuiet(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	kc := cp.Kubeconfig(t)
 	t.Run("text", func(t *testing.T) {
@@ -280,6 +285,7 @@ func TestE2EStartIsQuiet(t *testing.T) {
 // 6. Diffs name what changed: list elements by key (name; conditions by
 // type), no last-applied-configuration, many changes one per line.
 func TestE2EDiffByKey(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	crd := controlplane.NewCRD("diff.e2e.example.com", "Portal", "portals")
@@ -386,6 +392,7 @@ func TestE2EDiffByKey(t *testing.T) {
 // 7. An object relabelled out of -l is not a delete: the line says it no
 // longer matches; a real delete stays a plain DELETED.
 func TestE2ESelectorDeleteIsNotADelete(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	ns := perRun("e2e-selector")
@@ -433,6 +440,7 @@ func TestE2ESelectorDeleteIsNotADelete(t *testing.T) {
 // context, user), say "still connecting…" while waiting, and honour
 // --request-timeout.
 func TestE2EConnectionErrors(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	silent := silentListener(t)
 	notKube := httptest.NewTLSServer(http.NotFoundHandler())
@@ -488,6 +496,7 @@ func TestE2EConnectionErrors(t *testing.T) {
 // names shown), without the library's error chain; a Kind under
 // --wait-for-crds is told the plural form.
 func TestE2EDidYouMean(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	if err := cp.InstallCRD(context.Background(), controlplane.NewCRD("gw.e2e.example.com", "Gateway", "gateways", controlplane.ShortNames("gtw"))); err != nil {
 		t.Fatal(err)
@@ -518,6 +527,7 @@ func TestE2EDidYouMean(t *testing.T) {
 // 10. A config file mistake names the file, the line and the key, with
 // the closest key; no JSON or Go wording.
 func TestE2EConfigFileError(t *testing.T) {
+	controlplane.Parallel(t)
 	cfgFile := filepath.Join(t.TempDir(), "watch.yaml")
 	if err := os.WriteFile(cfgFile, []byte("# watch the web tier\nresources: [configmaps]\nnamespace: [default]\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -535,6 +545,7 @@ func TestE2EConfigFileError(t *testing.T) {
 // forbidden (it recovers once a role is bound) and while the API server is
 // gone; ready again when it answers.
 func TestE2EReadiness(t *testing.T) {
+	// Not parallel: it cuts the shared proxy's connections.
 	cp := controlPlane(t)
 	ctx := context.Background()
 	user := perRun("e2e-ready") // a user no earlier run granted the role
@@ -579,6 +590,7 @@ func TestE2EReadiness(t *testing.T) {
 // Stale (its reason the lost contact, no URL), and Synced again once the
 // server is back.
 func TestE2EOutageShowsStale(t *testing.T) {
+	// Not parallel: it cuts the shared proxy's connections.
 	cp := controlPlane(t)
 	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", "namespaces", "-o", "json",
 		"--metrics-addr", "127.0.0.1:0", "--request-timeout", "3s")
@@ -656,6 +668,7 @@ func TestE2EOutageShowsStale(t *testing.T) {
 // scope). --exit-on-failure ends the run with exit 3 on it, and on a
 // server that goes away, which is reported within seconds.
 func TestE2EFailuresAreReported(t *testing.T) {
+	// Not parallel: it cuts the shared proxy's connections.
 	cp := controlPlane(t)
 	t.Run("forbidden", func(t *testing.T) {
 		p := startWatcher(t, "--kubeconfig", kubeconfigAt(t, cp, cp.Config().Host, "e2e-nobody"), "--resource", "secrets", "--exit-on-failure")

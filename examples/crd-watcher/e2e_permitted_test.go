@@ -40,6 +40,7 @@ func oneOfTwoNamespaces(t *testing.T, cp *controlplane.ControlPlane, prefix stri
 // off the allowed namespace's objects are printed, /readyz answers 503
 // naming the denied namespace, and --exit-on-failure exits 3 saying so.
 func TestE2ESeveralNamespacesOneDenied(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	for _, check := range []string{"true", "false"} {
 		t.Run("access-check="+check, func(t *testing.T) {
@@ -73,6 +74,7 @@ func TestE2ESeveralNamespacesOneDenied(t *testing.T) {
 // and /readyz (200: the watcher holds what the user may see) name the
 // other namespace as not permitted with the missing verbs.
 func TestE2EPermittedNamespacesNamed(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ok, denied, kc := oneOfTwoNamespaces(t, cp, "e2e-perm")
 	p := startWatcher(t, "--kubeconfig", kc, "--resource", "configmaps", "-n", ok+","+denied, "--permitted-namespaces", "--metrics-addr", "127.0.0.1:0")

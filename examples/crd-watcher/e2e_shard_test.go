@@ -91,6 +91,7 @@ func selectorContains(t *testing.T, sel string, h uint64) bool {
 }
 
 func TestE2EShardGroup(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	crd := controlplane.NewCRD("shard.e2e.example.com", "Piece", "pieces")

@@ -58,6 +58,7 @@ func (p *proc) waitRow(t *testing.T, after int, extra int, want ...string) int {
 }
 
 func TestE2ETableOutput(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	ns := perRun("e2e-table")

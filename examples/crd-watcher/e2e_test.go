@@ -258,6 +258,7 @@ func has(recs []record, typ, resource, name string) bool {
 }
 
 func TestE2EHelpDocumentsEveryFlag(t *testing.T) {
+	controlplane.Parallel(t)
 	p := startWatcher(t, "--help")
 	if code := p.wait(t, 2*time.Minute); code != 0 {
 		t.Fatalf("--help exit code %d", code)
@@ -288,6 +289,7 @@ func TestE2EHelpDocumentsEveryFlag(t *testing.T) {
 }
 
 func TestE2EDemo(t *testing.T) {
+	controlplane.Parallel(t)
 	// No flags that point at a cluster, no KUBECONFIG, HOME without
 	// .kube/config: the no-cluster rule selects the demo by itself.
 	// Progress lines appear only while some cache has not settled at a
@@ -359,6 +361,7 @@ func TestE2EDemo(t *testing.T) {
 }
 
 func TestE2EUnknownAndAmbiguousResource(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	for _, g := range []string{"a.e2e.example.com", "b.e2e.example.com"} {
@@ -400,6 +403,7 @@ func TestE2EUnknownAndAmbiguousResource(t *testing.T) {
 }
 
 func TestE2EMetricsAndSignals(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	ctx := context.Background()
 	crd := controlplane.NewCRD("metrics.e2e.example.com", "Gadget", "gadgets", controlplane.ShortNames("gd"))
@@ -569,6 +573,7 @@ func (p *proc) waitEventLine(t *testing.T, parts ...string) {
 }
 
 func TestE2EConfigFileAndDuration(t *testing.T) {
+	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	cfgFile := filepath.Join(t.TempDir(), "watch.yaml")
 	if err := os.WriteFile(cfgFile, []byte(`

@@ -2,13 +2,17 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/informerkit/informerkit/test/controlplane"
 )
 
-// TestPeakShort runs the peak-memory scenario at N=500, once, against a
+// TestPeakShort runs the peak-memory scenario at N=200 (500 with
+// INFORMERKIT_LONG), once, against a
 // real API server in this process, so its code cannot rot. It asserts
 // facts, never amounts: every implementation synced exactly N objects in
 // each list mode with that mode's requests (a LIST sync sent a list
@@ -19,7 +23,7 @@ import (
 func TestPeakShort(t *testing.T) {
 	ctx, cp := startServer(t, 15*time.Minute)
 
-	const n = 500
+	n := controlplane.Sized(200, 500)
 	cfg := Config{Sizes: []int{n}, Runs: 1, PeakOnly: true, ManyCRDs: -1, PeakMemLimit: 1.5, Logf: t.Logf}
 	res, err := Run(ctx, cp.Config(), cfg)
 	if err != nil {
@@ -30,7 +34,7 @@ func TestPeakShort(t *testing.T) {
 		t.Errorf("%d peak implementations, want 7 (5 informerkit modes, client-go, controller-runtime)", len(impls))
 	}
 	for _, mode := range ListModes {
-		cs := "N=500, " + string(mode)
+		cs := fmt.Sprintf("N=%d, %s", n, mode)
 		for _, im := range impls {
 			lists, _ := res.Median(RowPeak, cs, "list requests", im.Name)
 			if want := mode == PlainList || im.Name == InformerKitNamespaces; (lists > 0) != want {
