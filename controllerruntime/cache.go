@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -65,21 +67,9 @@ func New(config *rest.Config, opts cache.Options, factoryOpts dynamicinformer.Op
 	if opts.Scheme == nil {
 		opts.Scheme = scheme.Scheme
 	}
-	defaults, err := defaultConfig(opts)
+	defaults, byGVK, err := newPlans(opts, opts.NewInformer != nil)
 	if err != nil {
 		return nil, err
-	}
-	byGVK := map[schema.GroupVersionKind]objConfig{}
-	for obj, bo := range opts.ByObject {
-		gvk, err := apiutil.GVKForObject(obj, opts.Scheme)
-		if err != nil {
-			return nil, fmt.Errorf("failed to get GVK for type %T: %w", obj, err)
-		}
-		oc, err := byObjectConfig(defaults, bo, fmt.Sprintf("ByObject[%T]", obj))
-		if err != nil {
-			return nil, err
-		}
-		byGVK[gvk] = oc
 	}
 	f, err := dynamicinformer.NewForConfig(config, factoryOpts)
 	if err != nil {
@@ -92,14 +82,26 @@ func New(config *rest.Config, opts cache.Options, factoryOpts dynamicinformer.Op
 		defaults:    defaults,
 		byGVK:       byGVK,
 		failMissing: opts.ReaderFailOnMissingInformer,
+		newInformer: opts.NewInformer,
 		entries:     map[entryKey]*entry{},
+		kinds:       map[kindKey]*kindCache{},
 		startedCh:   make(chan struct{}),
+		stoppedCh:   make(chan struct{}),
 		changed:     make(chan struct{}),
 		logger:      factoryOpts.Logger,
 		wake:        make(chan struct{}, 1),
 	}
+	if opts.NewInformer != nil {
+		if c.clients.dynamic, err = dynamic.NewForConfig(config); err != nil {
+			f.Shutdown()
+			return nil, err
+		}
+		if c.clients.metadata, err = metadata.NewForConfig(config); err != nil {
+			f.Shutdown()
+			return nil, err
+		}
+	}
 	c.pend.full = true // at Start: the kinds asked for before
-	c.removeStatus = f.OnStatusChange(func(dynamicinformer.Status) { c.notify() })
 	if r := f.Resolver(); r != nil {
 		c.removeChange = r.OnChange(c.resourcesChanged)
 	}
@@ -109,21 +111,28 @@ func New(config *rest.Config, opts cache.Options, factoryOpts dynamicinformer.Op
 // Cache is a controller-runtime cache.Cache over one informerkit
 // dynamicinformer factory. Its methods are safe for concurrent use.
 type Cache struct {
-	scheme       *runtime.Scheme
-	mapper       meta.RESTMapper
-	factory      *dynamicinformer.Factory
-	defaults     objConfig
-	byGVK        map[schema.GroupVersionKind]objConfig
-	failMissing  bool
+	scheme      *runtime.Scheme
+	mapper      meta.RESTMapper
+	factory     *dynamicinformer.Factory
+	defaults    kindPlan
+	byGVK       map[schema.GroupVersionKind]kindPlan
+	failMissing bool
+	// newInformer is Options.NewInformer: when set, each informer is the
+	// one it returns (over clients), not the factory's.
+	newInformer  func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
+	clients      customClients
 	logger       logr.Logger
-	removeStatus func()
 	removeChange func() // nil without a resolver
 
-	mu        sync.Mutex // guards entries, started, stopped; writes of unresolved
-	entries   map[entryKey]*entry
-	started   bool
-	stopped   bool
-	startedCh chan struct{}
+	mu            sync.Mutex // guards entries, kinds, started, stopped, runCtx, customPending; writes of unresolved
+	entries       map[entryKey]*entry
+	kinds         map[kindKey]*kindCache
+	started       bool
+	stopped       bool
+	runCtx        context.Context // Start's, once started
+	customPending []customRun     // custom informers made before Start
+	startedCh     chan struct{}
+	stoppedCh     chan struct{} // closed when Start ends
 	// hasStopped is stopped, read without c.mu (by entry.status, which
 	// may run where c.mu is held).
 	hasStopped atomic.Bool
@@ -181,9 +190,18 @@ const (
 	classTyped
 )
 
+// kindKey names a kindCache.
+type kindKey struct {
+	gvk   schema.GroupVersionKind
+	class class
+}
+
+// entryKey names an informer: its kind, class and group (the kindPlan
+// group's key; "" for a kind's only informer).
 type entryKey struct {
 	gvk   schema.GroupVersionKind
 	class class
+	group string
 }
 
 func classOf(obj runtime.Object) class {
@@ -196,22 +214,22 @@ func classOf(obj runtime.Object) class {
 	return classTyped
 }
 
-func (c *Cache) config(gvk schema.GroupVersionKind) objConfig {
-	if oc, ok := c.byGVK[gvk]; ok {
-		return oc
+func (c *Cache) plan(gvk schema.GroupVersionKind) kindPlan {
+	if p, ok := c.byGVK[gvk]; ok {
+		return p
 	}
 	return c.defaults
 }
 
-// entryFor returns the kind's informer, making it unless reader is set
+// kindFor returns the kind's informers, making them unless reader is set
 // and ReaderFailOnMissingInformer is.
-func (c *Cache) entryFor(ctx context.Context, gvk schema.GroupVersionKind, cl class, reader bool) (*entry, error) {
-	key := entryKey{gvk: gvk, class: cl}
+func (c *Cache) kindFor(ctx context.Context, gvk schema.GroupVersionKind, cl class, reader bool) (*kindCache, error) {
+	key := kindKey{gvk: gvk, class: cl}
 	c.mu.Lock()
-	e, ok := c.entries[key]
+	k, ok := c.kinds[key]
 	c.mu.Unlock()
 	if ok {
-		return e, nil
+		return k, nil
 	}
 	if reader && c.failMissing {
 		return nil, &cache.ErrResourceNotCached{GVK: gvk}
@@ -233,7 +251,52 @@ func (c *Cache) entryFor(ctx context.Context, gvk schema.GroupVersionKind, cl cl
 		}
 		return nil, err
 	}
-	oc := c.config(gvk)
+	p := c.plan(gvk)
+	groups := []group{{oc: p.cluster}}
+	if known && !namespaced && p.namespacesSet {
+		return nil, fmt.Errorf("type %s is not namespaced, but its %s.Namespaces setting is not nil", gvk, p.name)
+	}
+	if p.perNamespace && (!known || namespaced) {
+		// A kind not known yet is taken as namespaced.
+		groups = p.groups
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.kinds[key]; ok {
+		return k, nil
+	}
+	k = &kindCache{}
+	if len(groups) > 1 || groups[0].key != "" {
+		k.byNS = map[string]*entry{}
+	}
+	infs := make([]*Informer, 0, len(groups))
+	for _, g := range groups {
+		e := c.newEntryLocked(gvk, cl, g, newObj, known, gvr, namespaced)
+		k.entries = append(k.entries, e)
+		infs = append(infs, e.inf)
+		for _, ns := range g.namespaces {
+			k.byNS[ns] = e
+		}
+		if g.key == "all" {
+			k.all = e
+		}
+	}
+	if len(infs) == 1 {
+		k.inf = infs[0]
+	} else {
+		k.inf = newMultiInformer(c, fmt.Sprintf("informers of %s", gvk), infs)
+	}
+	c.kinds[key] = k
+	if !known && c.discoveryGen() != gen {
+		c.lookAgain() // a change may have come before the entries were here
+	}
+	return k, nil
+}
+
+// newEntryLocked makes the informer of group g of a kind. c.mu is held.
+func (c *Cache) newEntryLocked(gvk schema.GroupVersionKind, cl class, g group, newObj func() (runtime.Object, error), known bool, gvr schema.GroupVersionResource, namespaced bool) *entry {
+	oc := g.oc
 	if cl == classMetadata {
 		// As controller-runtime's metadata informers: objects carry their kind.
 		oc.transform = setGVK(gvk, oc.transform)
@@ -246,8 +309,8 @@ func (c *Cache) entryFor(ctx context.Context, gvk schema.GroupVersionKind, cl cl
 			dynamicinformer.WithFieldSelector(oc.field),
 			dynamicinformer.WithResyncPeriod(oc.resync),
 		}
-		if namespaced && len(oc.namespaces) > 0 {
-			ropts = append(ropts, dynamicinformer.WithNamespaces(oc.namespaces...))
+		if namespaced && len(g.namespaces) > 0 {
+			ropts = append(ropts, dynamicinformer.WithNamespaces(g.namespaces...))
 		}
 		if cl == classMetadata {
 			ropts = append(ropts, dynamicinformer.WithProjection(dynamicinformer.Projection{MetadataOnly: true}))
@@ -257,31 +320,23 @@ func (c *Cache) entryFor(ctx context.Context, gvk schema.GroupVersionKind, cl cl
 		}
 		return ropts
 	}
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[key]; ok {
-		return e, nil
-	}
-	e = &entry{
-		c: c, gvk: gvk, class: cl, noDeepCopy: oc.noDeepCopy, options: options,
+	e := &entry{
+		c: c, gvk: gvk, class: cl, group: g.key, noDeepCopy: oc.noDeepCopy, options: options,
+		namespaces: g.namespaces, oc: oc, transform: t,
 		fieldIndexes: map[string]toolscache.IndexFunc{},
 	}
 	e.inf = &Informer{e: e}
 	if known {
 		e.gvr, e.namespaced = gvr, namespaced
-		e.handle = c.factory.ForResource(gvr, options(namespaced)...)
+		e.handle, e.custom, e.stopCustom = c.makeInformer(e, gvr, namespaced)
 	} else {
 		// No source knows the kind: wait for a resource that serves it
 		// (followPending), whatever its plural and scope.
 		e.placeholder = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &unstructured.Unstructured{}, 0, toolscache.Indexers{})
 		c.unresolved.Add(1)
-		if c.discoveryGen() != gen {
-			c.lookAgain() // a change may have come before the entry was here
-		}
 	}
-	c.entries[key] = e
-	return e, nil
+	c.entries[entryKey{gvk: gvk, class: cl, group: g.key}] = e
+	return e
 }
 
 // transform is the informer's transform: the conversion of an
@@ -332,6 +387,14 @@ func setGVK(gvk schema.GroupVersionKind, user toolscache.TransformFunc) toolscac
 // *LookupError and the kind is left as it was (nothing is recorded), so
 // that the next lookup asks again.
 func (c *Cache) lookup(ctx context.Context, gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced, known bool, err error) {
+	if c.newInformer != nil && c.mapper != nil {
+		// Custom informers (Options.NewInformer): the Mapper decides
+		// first, as in controller-runtime's cache, which asks nothing
+		// else (a test's fake informers and Mapper need no server).
+		if m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			return m.Resource, m.Scope.Name() != meta.RESTScopeNameRoot, true, nil
+		}
+	}
 	var noAnswer error // why discovery gave no answer
 	if r := c.factory.Resolver(); r != nil {
 		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
@@ -438,7 +501,7 @@ func (c *Cache) resolvePending(ctx context.Context, added []discoveryresolver.Re
 	c.mu.Lock()
 	var pending []*entry
 	for _, e := range c.entries {
-		if h, _ := e.current(); h == nil {
+		if !e.isResolved() {
 			pending = append(pending, e)
 		}
 	}
@@ -460,7 +523,7 @@ func (c *Cache) resolvePending(ctx context.Context, added []discoveryresolver.Re
 			continue
 		}
 		c.mu.Lock()
-		if c.entries[entryKey{gvk: e.gvk, class: e.class}] == e && !c.stopped {
+		if c.entries[entryKey{gvk: e.gvk, class: e.class, group: e.group}] == e && !c.stopped {
 			e.resolved(gvr, namespaced)
 		}
 		c.mu.Unlock()
@@ -474,29 +537,42 @@ func (c *Cache) gvkOf(obj runtime.Object) (schema.GroupVersionKind, error) {
 // Get reads one object from the kind's cache (see client.Reader). Before
 // Start it is *cache.ErrCacheNotStarted; while the kind is not served,
 // a *NotServedError (errors.Is ErrResourceNotServed); while the informer
-// syncs it waits, bounded by ctx.
+// syncs it waits, bounded by ctx. A namespace the cache does not hold
+// (DefaultNamespaces or ByObject.Namespaces without it nor
+// NamespaceAll) is an error, as in controller-runtime's cache.
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
 	gvk, err := c.gvkOf(out)
 	if err != nil {
 		return err
 	}
-	e, err := c.entryFor(ctx, gvk, classOf(out), true)
+	k, err := c.kindFor(ctx, gvk, classOf(out), true)
 	if err != nil {
 		return err
 	}
 	if !c.isStarted() {
 		return &cache.ErrCacheNotStarted{}
 	}
-	h, err := e.wait(ctx, waitRead)
+	e, ok := k.forNamespace(key.Namespace)
+	if !ok {
+		return fmt.Errorf("unable to get: %v because of unknown namespace for the cache", key)
+	}
+	src, err := e.wait(ctx, waitRead)
 	if err != nil {
 		return err
 	}
-	return e.get(h, key, out, opts...)
+	return e.get(src, key, out, opts...)
 }
 
 // List reads the kind's cache (see client.Reader), as Get does; the label
-// selector is answered from informerkit's label index.
+// selector is answered from informerkit's label index. Over all
+// namespaces of a kind held per namespace config, it is each informer's
+// objects one after the other (Limit counted over them all).
 func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.ListOption) error {
+	var lo client.ListOptions
+	lo.ApplyOptions(opts)
+	if lo.Continue != "" {
+		return fmt.Errorf("continue list option is not supported by the cache")
+	}
 	gvk, err := c.gvkOf(out)
 	if err != nil {
 		return err
@@ -508,25 +584,59 @@ func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.
 			return err
 		}
 	}
-	e, err := c.entryFor(ctx, gvk, cl, true)
+	k, err := c.kindFor(ctx, gvk, cl, true)
 	if err != nil {
 		return err
 	}
 	if !c.isStarted() {
 		return &cache.ErrCacheNotStarted{}
 	}
-	h, err := e.wait(ctx, waitRead)
-	if err != nil {
+	entries := k.readers()
+	if lo.Namespace != "" {
+		e, ok := k.forNamespace(lo.Namespace)
+		if !ok {
+			return fmt.Errorf("unable to list: %v because of unknown namespace for the cache", lo.Namespace)
+		}
+		entries = []*entry{e}
+	}
+	var items []runtime.Object
+	for _, e := range entries {
+		src, err := e.wait(ctx, waitRead)
+		if err != nil {
+			return err
+		}
+		got, err := e.items(src, lo)
+		if err != nil {
+			return err
+		}
+		if items == nil {
+			items = got
+		} else {
+			items = append(items, got...)
+		}
+		if lo.Limit > 0 {
+			if lo.Limit -= int64(len(got)); lo.Limit <= 0 {
+				break
+			}
+		}
+	}
+	if items == nil {
+		items = []runtime.Object{}
+	}
+	if err := meta.SetList(out, items); err != nil {
 		return err
 	}
-	return e.list(h, out, opts...)
+	out.SetContinue("continue-not-supported")
+	return nil
 }
 
 // GetInformer returns the informer of obj's kind, making it if needed.
 // With BlockUntilSynced (the default) on a started cache it waits until
 // the informer has synced, its resource is found not served (it then
 // syncs by itself once served), or it fails (a forbidden resource: the
-// error names the verbs and namespaces), bounded by ctx.
+// error names the verbs and namespaces), bounded by ctx. A kind held per
+// namespace config has one informer per config: the Informer returned
+// adds handlers and indexers to each (it is then not an *Informer).
 func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	gvk, err := c.gvkOf(obj)
 	if err != nil {
@@ -545,7 +655,7 @@ func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionK
 }
 
 func (c *Cache) getInformer(ctx context.Context, gvk schema.GroupVersionKind, cl class, opts []cache.InformerGetOption) (cache.Informer, error) {
-	e, err := c.entryFor(ctx, gvk, cl, false)
+	k, err := c.kindFor(ctx, gvk, cl, false)
 	if err != nil {
 		return nil, err
 	}
@@ -554,33 +664,41 @@ func (c *Cache) getInformer(ctx context.Context, gvk schema.GroupVersionKind, cl
 		opt(&o)
 	}
 	if (o.BlockUntilSynced == nil || *o.BlockUntilSynced) && c.isStarted() {
-		if _, err := e.wait(ctx, waitInformer); err != nil {
-			return nil, err
+		for _, e := range k.entries {
+			if _, err := e.wait(ctx, waitInformer); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return e.inf, nil
+	return k.inf, nil
 }
 
-// RemoveInformer stops the informer of obj's kind (its handlers get no
-// more events) and forgets it; a later GetInformer makes a new one.
+// RemoveInformer stops the informers of obj's kind (their handlers get
+// no more events) and forgets them; a later GetInformer makes new ones.
 func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
 	gvk, err := c.gvkOf(obj)
 	if err != nil {
 		return err
 	}
-	key := entryKey{gvk: gvk, class: classOf(obj)}
+	key := kindKey{gvk: gvk, class: classOf(obj)}
 	c.mu.Lock()
-	e, ok := c.entries[key]
-	delete(c.entries, key)
-	c.mu.Unlock()
+	k, ok := c.kinds[key]
+	delete(c.kinds, key)
 	if ok {
+		for _, e := range k.entries {
+			delete(c.entries, entryKey{gvk: gvk, class: e.class, group: e.group})
+		}
+	}
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	for _, e := range k.entries {
 		e.mu.Lock()
 		e.removed = true
-		h := e.handle
+		h, stop := e.handle, e.stopCustom
 		e.mu.Unlock()
-		if h != nil {
-			h.Release()
-		}
+		release(h, stop)
 	}
 	return nil
 }
@@ -601,9 +719,23 @@ func (c *Cache) Start(ctx context.Context) error {
 		return errors.New("informer already started")
 	}
 	c.started = true
+	c.runCtx = ctx
+	for _, r := range c.customPending {
+		c.startCustomLocked(r.ctx, r.inf)
+	}
+	c.customPending = nil
 	close(c.startedCh)
 	c.mu.Unlock()
-	c.factory.Start(ctx)
+	// Status changes are followed from Start (a goroutine of the
+	// factory's: a cache never started leaves none behind); nothing
+	// runs before, and the notify makes every read ask again.
+	removeStatus := c.factory.OnStatusChange(func(dynamicinformer.Status) { c.notify() })
+	c.notify()
+	if c.newInformer == nil {
+		// With Options.NewInformer every informer is a custom one: the
+		// factory (and its discovery and CRD watch) has nothing to run.
+		c.factory.Start(ctx)
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -615,10 +747,11 @@ func (c *Cache) Start(ctx context.Context) error {
 	c.stopped = true
 	c.hasStopped.Store(true)
 	c.mu.Unlock()
+	close(c.stoppedCh)
 	if c.removeChange != nil {
 		c.removeChange()
 	}
-	c.removeStatus()
+	removeStatus()
 	c.factory.Shutdown()
 	return nil
 }
@@ -641,6 +774,12 @@ func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
 	}
 	c.mu.Unlock()
 	for _, e := range entries {
+		if e.isCustom() {
+			if _, err := e.wait(ctx, waitInformer); err != nil {
+				return false
+			}
+			continue
+		}
 		for !e.inf.HasSynced() {
 			ch := c.changes()
 			if e.inf.HasSynced() {
@@ -656,12 +795,21 @@ func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
 	return true
 }
 
-// IndexField adds a field index to the informer of obj's kind, for List
+// IndexField adds a field index to the informers of obj's kind, for List
 // with a field selector (client.MatchingFields), as controller-runtime's.
 func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error {
-	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	gvk, err := c.gvkOf(obj)
 	if err != nil {
 		return err
 	}
-	return inf.(*Informer).e.indexField(field, extractValue)
+	k, err := c.kindFor(ctx, gvk, classOf(obj), false)
+	if err != nil {
+		return err
+	}
+	for _, e := range k.entries {
+		if err := e.indexField(field, extractValue); err != nil {
+			return err
+		}
+	}
+	return nil
 }

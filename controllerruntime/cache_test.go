@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -31,44 +32,88 @@ import (
 func TestOptionsFold(t *testing.T) {
 	d := time.Minute
 	yes := true
-	oc, err := defaultConfig(cache.Options{
+	defaults, _, err := newPlans(cache.Options{
 		DefaultNamespaces:            map[string]cache.Config{"b": {}, "a": {}},
 		DefaultLabelSelector:         labels.SelectorFromSet(labels.Set{"app": "web"}),
 		DefaultFieldSelector:         fields.OneTermEqualSelector("metadata.name", "x"),
 		DefaultUnsafeDisableDeepCopy: &yes,
 		SyncPeriod:                   &d,
-	})
+	}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(oc.namespaces, []string{"a", "b"}) || oc.label != "app=web" || oc.field != "metadata.name=x" || !oc.noDeepCopy || oc.resync != d {
-		t.Errorf("defaults: %+v", oc)
+	if !defaults.perNamespace || len(defaults.groups) != 1 {
+		t.Fatalf("defaults: %+v", defaults)
+	}
+	g := defaults.groups[0]
+	if !reflect.DeepEqual(g.namespaces, []string{"a", "b"}) || g.key != "ns:a,b" || g.oc.label != "app=web" || g.oc.field != "metadata.name=x" || !g.oc.noDeepCopy || g.oc.resync != d {
+		t.Errorf("defaults' group: %+v", g)
 	}
 	no := false
-	bo, err := byObjectConfig(oc, cache.ByObject{Namespaces: map[string]cache.Config{}, Label: labels.Everything(), UnsafeDisableDeepCopy: &no}, "ByObject")
+	_, byGVK, err := newPlans(cache.Options{
+		Scheme:               scheme.Scheme,
+		DefaultNamespaces:    map[string]cache.Config{"b": {}, "a": {}},
+		DefaultFieldSelector: fields.OneTermEqualSelector("metadata.name", "x"),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{}, Label: labels.Everything(), UnsafeDisableDeepCopy: &no},
+		},
+	}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bo.namespaces != nil || bo.label != "" || bo.field != "metadata.name=x" || bo.noDeepCopy {
+	bo := byGVK[corev1.SchemeGroupVersion.WithKind("ConfigMap")]
+	if bo.perNamespace || !bo.namespacesSet || bo.cluster.label != "" || bo.cluster.field != "metadata.name=x" || bo.cluster.noDeepCopy {
 		t.Errorf("ByObject: %+v", bo)
 	}
-	if all, _ := namespaces(map[string]cache.Config{"a": {}, "": {}}, "x"); all != nil {
-		t.Errorf("AllNamespaces among others: %v", all)
-	}
-	def, _ := defaultConfig(cache.Options{})
-	if def.resync != 10*time.Hour || def.namespaces != nil {
+	def, _, _ := newPlans(cache.Options{}, false)
+	if def.cluster.resync != 10*time.Hour || def.perNamespace {
 		t.Errorf("zero options: %+v", def)
 	}
+}
+
+// TestNamespaceAllBesideNamedNamespaces: a namespace's Config beside
+// NamespaceAll is kept, whatever the map order (Go randomizes it): the
+// NamespaceAll informer leaves the named namespace out (its field
+// selector), and the named one has its own selectors, as in
+// controller-runtime. (Before: the first key met decided; "" first
+// dropped the other namespace's options silently.)
+func TestNamespaceAllBesideNamedNamespaces(t *testing.T) {
+	for i := 0; i < 50; i++ {
+		p, _, err := newPlans(cache.Options{DefaultNamespaces: map[string]cache.Config{
+			cache.AllNamespaces: {},
+			"a":                 {LabelSelector: labels.SelectorFromSet(labels.Set{"app": "x"})},
+			"b":                 {},
+		}}, false)
+		if err != nil {
+			t.Fatalf("construction %d: %v", i, err)
+		}
+		want := []group{
+			{key: "ns:a", namespaces: []string{"a"}, oc: objConfig{label: "app=x", resync: defaultSyncPeriod}},
+			{key: "all", oc: objConfig{field: "metadata.namespace!=a,metadata.namespace!=b", resync: defaultSyncPeriod}},
+			{key: "ns:b", namespaces: []string{"b"}, oc: objConfig{resync: defaultSyncPeriod}},
+		}
+		if !p.perNamespace || !reflect.DeepEqual(sortedGroups(p.groups), sortedGroups(want)) {
+			t.Fatalf("construction %d: groups %+v, want %+v", i, p.groups, want)
+		}
+	}
+}
+
+func sortedGroups(gs []group) map[string]group {
+	m := map[string]group{}
+	for _, g := range gs {
+		m[g.key] = g
+	}
+	return m
 }
 
 func TestUnsupportedOptions(t *testing.T) {
 	no := false
 	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
 	for name, o := range map[string]cache.Options{
-		"Options.DefaultEnableWatchBookmarks=false": {DefaultEnableWatchBookmarks: &no},
-		`Options.DefaultNamespaces["a"]`:            {DefaultNamespaces: map[string]cache.Config{"a": {SyncPeriod: new(time.Duration)}}},
-		`ByObject[*v1.ConfigMap].Namespaces["n"]`: {ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{"n": {Transform: func(i any) (any, error) { return i, nil }}}}}},
+		"Options.DefaultEnableWatchBookmarks=false":                 {DefaultEnableWatchBookmarks: &no},
+		`Options.DefaultNamespaces["a"].EnableWatchBookmarks=false`: {DefaultNamespaces: map[string]cache.Config{"a": {EnableWatchBookmarks: &no}}},
+		`ByObject[*v1.ConfigMap].Namespaces["n"].EnableWatchBookmarks=false`: {ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{"n": {EnableWatchBookmarks: &no}}}}},
 	} {
 		_, err := NewCache(cfg, o)
 		var ue *UnsupportedOptionError

@@ -65,19 +65,48 @@
 //
 // # Options
 //
-// Honoured as controller-runtime does: Scheme, DefaultNamespaces and
-// ByObject[...].Namespaces (the set of namespaces), DefaultLabelSelector,
-// DefaultFieldSelector, DefaultTransform, DefaultUnsafeDisableDeepCopy,
-// SyncPeriod (a resync, default 10 h), ReaderFailOnMissingInformer, and
-// ByObject's Label, Field, Transform, UnsafeDisableDeepCopy, SyncPeriod.
+// Every cache.Options field is honoured as controller-runtime v0.25
+// documents it, with its defaulting order (a namespace's Config, then
+// the ByObject's settings, then DefaultNamespaces[namespace], then the
+// Default* options): Scheme, SyncPeriod (a resync, default 10 h),
+// ReaderFailOnMissingInformer, the Default* selectors, transform and
+// UnsafeDisableDeepCopy, ByObject's Label, Field, Transform,
+// UnsafeDisableDeepCopy and SyncPeriod, and NewInformer (each informer is
+// then the one it returns, over a ListerWatcher of the kind's resource,
+// namespace and selectors, run by the cache: informerkit's informer
+// features — Status, presence, access checks, label indexes — are not
+// theirs).
+//
+// DefaultNamespaces and ByObject[...].Namespaces may give each namespace
+// a Config of its own (label and field selectors, transform,
+// UnsafeDisableDeepCopy, SyncPeriod), and NamespaceAll ("") a Config for
+// every namespace not named beside it (its field selector gains
+// metadata.namespace!=<name> for each named one). Such a namespaced kind
+// is held as controller-runtime's multi-namespace cache holds it, by one
+// informer per namespace config — the named namespaces whose defaulted
+// Configs are equal (a transform set by the same option) share one
+// informer over those namespaces — and read the same way: Get and List
+// in a namespace read the informer that holds it (else NamespaceAll's;
+// with neither, they are an error, not a NotFound); a List over all
+// namespaces is each informer's objects one after the other;
+// GetInformer returns an Informer that adds handlers and indexers to
+// each. Cluster-scoped kinds have one informer with the Default* (or
+// ByObject) settings.
+//
 // Mapper is a fallback for kinds the discovery resolver does not know (its
 // mapping is used as is, also for a CRD not installed yet);
 // HTTPClient is not used (the factory builds its clients from the
 // rest.Config, to see every request). An *UnsupportedOptionError
 // (errors.Is ErrUnsupported) from NewCache names what is refused:
-// NewInformer, DefaultWatchErrorHandler (errors are in the informers'
-// Status), EnableWatchBookmarks=false, and a per-namespace Config with
-// settings of its own (one informer serves all of a kind's namespaces).
+// DefaultWatchErrorHandler (errors are in the informers' Status) and
+// EnableWatchBookmarks=false (at any level).
+//
+// A kind is taken as not served only from discovery's answer (or the
+// Mapper's): when the caller's ctx ends, or discovery does not answer,
+// before the kind's resource is known, nothing is recorded and the call
+// answers as controller-runtime's cache does — ErrCacheNotStarted for a
+// read before Start, else a *LookupError, a Timeout (apierrors.IsTimeout)
+// that wraps the cause.
 //
 // Reads follow controller-runtime's cache reader: Get and List before
 // Start are *cache.ErrCacheNotStarted; they wait for a syncing informer

@@ -32,8 +32,14 @@ type entry struct {
 	c          *Cache
 	gvk        schema.GroupVersionKind
 	class      class
+	group      string // its key among the kind's informers (entryKey.group)
 	inf        *Informer
 	noDeepCopy bool
+	// namespaces and oc are its group's (kindPlan); transform is the one
+	// it runs (typed conversion, metadata's kind, the user's).
+	namespaces []string
+	oc         objConfig
+	transform  toolscache.TransformFunc
 	// options are the factory options of the kind's informer, given
 	// whether its resource is namespaced.
 	options func(namespaced bool) []dynamicinformer.ResourceOption
@@ -41,10 +47,14 @@ type entry struct {
 	// unresolved (never run: an empty store, the indexers added so far).
 	placeholder toolscache.SharedIndexInformer
 
-	mu           sync.Mutex // guards the fields below
-	gvr          schema.GroupVersionResource
-	namespaced   bool
-	handle       *dynamicinformer.InformerHandle // nil while unresolved
+	mu         sync.Mutex // guards the fields below
+	gvr        schema.GroupVersionResource
+	namespaced bool
+	handle     *dynamicinformer.InformerHandle // nil while unresolved, and for a custom informer
+	// custom is the informer Options.NewInformer made (nil without it, or
+	// while unresolved); stopCustom stops it.
+	custom       toolscache.SharedIndexInformer
+	stopCustom   context.CancelFunc
 	waiting      []*registration                 // handlers added while unresolved
 	removed      bool                            // RemoveInformer was called
 	fieldIndexes map[string]toolscache.IndexFunc // by index name ("field:" + field)
@@ -71,24 +81,58 @@ func (e *entry) status() dynamicinformer.Status {
 	return e.lastStatus
 }
 
-// current is the factory's informer handle (nil while unresolved) and
-// the informer reads and handlers go to (the placeholder while
-// unresolved).
+// current is the factory's informer handle (nil while unresolved, and
+// for a custom informer) and the informer reads and handlers go to (the
+// placeholder while unresolved).
 func (e *entry) current() (*dynamicinformer.InformerHandle, toolscache.SharedIndexInformer) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.handle == nil {
-		return nil, e.placeholder
+	return e.handle, e.liveLocked()
+}
+
+// liveLocked is the informer reads and handlers go to: the factory's, the
+// custom one, or the placeholder while unresolved. e.mu is held.
+func (e *entry) liveLocked() toolscache.SharedIndexInformer {
+	switch {
+	case e.handle != nil:
+		return e.handle.Informer()
+	case e.custom != nil:
+		return e.custom
 	}
-	return e.handle, e.handle.Informer()
+	return e.placeholder
+}
+
+// resolvedLocked: the entry has its informer (the factory's or a custom
+// one). e.mu is held.
+func (e *entry) resolvedLocked() bool { return e.handle != nil || e.custom != nil }
+
+func (e *entry) isCustom() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.custom != nil
+}
+
+func (e *entry) isResolved() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.resolvedLocked()
 }
 
 // handleStatus is the factory informer's Status; while the kind is
 // unresolved, Pending with ErrNotServed.
 func (e *entry) handleStatus() dynamicinformer.Status {
-	h, _ := e.current()
+	e.mu.Lock()
+	h, custom, gvr := e.handle, e.custom, e.gvr
+	e.mu.Unlock()
 	if h != nil {
 		return h.Status()
+	}
+	if custom != nil {
+		st := dynamicinformer.Status{GVR: gvr, State: dynamicinformer.Syncing}
+		if custom.HasSynced() {
+			st.State = dynamicinformer.Synced
+		}
+		return st
 	}
 	reason := fmt.Sprintf("no served resource has kind %s", e.gvk)
 	return dynamicinformer.Status{
@@ -102,14 +146,23 @@ func (e *entry) handleStatus() dynamicinformer.Status {
 // unresolved) and moves the handlers and indexers added meanwhile onto
 // it. c.mu is held (so RemoveInformer cannot run meanwhile).
 func (e *entry) resolved(gvr schema.GroupVersionResource, namespaced bool) {
-	h := e.c.factory.ForResource(gvr, e.options(namespaced)...)
 	e.mu.Lock()
-	if e.handle != nil || e.removed {
+	if e.resolvedLocked() || e.removed {
 		e.mu.Unlock()
-		h.Release()
 		return
 	}
-	inf := h.Informer()
+	e.mu.Unlock()
+	h, custom, stop := e.c.makeInformer(e, gvr, namespaced)
+	e.mu.Lock()
+	if e.resolvedLocked() || e.removed {
+		e.mu.Unlock()
+		release(h, stop)
+		return
+	}
+	inf := custom
+	if h != nil {
+		inf = h.Informer()
+	}
 	var errs []error
 	if ix := e.placeholder.GetIndexer().GetIndexers(); len(ix) > 0 {
 		if err := inf.AddIndexers(ix); err != nil {
@@ -127,7 +180,7 @@ func (e *entry) resolved(gvr schema.GroupVersionResource, namespaced bool) {
 		r.mu.Unlock()
 	}
 	e.waiting = nil
-	e.handle, e.gvr, e.namespaced = h, gvr, namespaced
+	e.handle, e.custom, e.stopCustom, e.gvr, e.namespaced = h, custom, stop, gvr, namespaced
 	e.mu.Unlock()
 	if len(errs) > 0 {
 		e.c.logger.Error(errors.Join(errs...), "cannot move what was added to a pending informer onto the informer of its resource", "gvk", e.gvk.String(), "gvr", gvr.String())
@@ -153,9 +206,30 @@ const (
 	waitInformer                 // GetInformer: not served returns the informer
 )
 
+// customPoll is how often a wait looks at a custom informer's HasSynced
+// (it reports no status changes).
+const customPoll = 50 * time.Millisecond
+
 // wait waits until the informer can answer (see Get and GetInformer). For
-// waitRead it returns the handle to read from.
-func (e *entry) wait(ctx context.Context, mode waitMode) (*dynamicinformer.InformerHandle, error) {
+// waitRead it returns the source to read from.
+func (e *entry) wait(ctx context.Context, mode waitMode) (source, error) {
+	e.mu.Lock()
+	custom := e.custom
+	e.mu.Unlock()
+	if custom != nil {
+		// A custom informer (Options.NewInformer): waited for as
+		// controller-runtime waits for its informers.
+		t := time.NewTicker(customPoll)
+		defer t.Stop()
+		for !custom.HasSynced() {
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return source{}, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %s Informer to sync: %v", e.gvk, ctx.Err()), 0)
+			}
+		}
+		return source{inf: custom}, nil
+	}
 	for {
 		ch := e.c.changes()
 		h, _ := e.current()
@@ -169,21 +243,21 @@ func (e *entry) wait(ctx context.Context, mode waitMode) (*dynamicinformer.Infor
 			e.mu.Lock()
 			gvr := e.gvr
 			e.mu.Unlock()
-			return nil, &NotServedError{GVK: e.gvk, GVR: gvr, Err: err}
+			return source{}, &NotServedError{GVK: e.gvk, GVR: gvr, Err: err}
 		case notServed(st):
-			return h, nil
+			return source{h: h}, nil
 		case h != nil && h.Informer().HasSynced():
-			return h, nil
+			return source{h: h, inf: h.Informer()}, nil
 		case st.State == dynamicinformer.Failed, st.State == dynamicinformer.Stopped:
 			if st.Err != nil {
-				return nil, fmt.Errorf("informer for %s: %w", e.gvk, st.Err)
+				return source{}, fmt.Errorf("informer for %s: %w", e.gvk, st.Err)
 			}
-			return nil, fmt.Errorf("informer for %s: %s: %s", e.gvk, st.State, st.Reason)
+			return source{}, fmt.Errorf("informer for %s: %s: %s", e.gvk, st.State, st.Reason)
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %s Informer to sync (%s: %s): %v", e.gvk, st.State, st.Reason, ctx.Err()), 0)
+			return source{}, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %s Informer to sync (%s: %s): %v", e.gvk, st.State, st.Reason, ctx.Err()), 0)
 		}
 	}
 }
@@ -192,7 +266,38 @@ func (e *entry) deepCopy(opt *bool) bool {
 	return !e.noDeepCopy && (opt == nil || !*opt)
 }
 
-func (e *entry) get(h *dynamicinformer.InformerHandle, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
+// source is what a read reads: a synced informer, with its factory
+// handle (nil for a custom informer).
+type source struct {
+	h   *dynamicinformer.InformerHandle
+	inf toolscache.SharedIndexInformer
+}
+
+// list is the objects of namespace ns ("": all) matching sel: through
+// informerkit's label index, or a scan of a custom informer's store.
+func (s source) list(ns string, sel labels.Selector) ([]runtime.Object, error) {
+	if s.h != nil {
+		if ns != "" {
+			return s.h.Lister().ByNamespace(ns).List(sel)
+		}
+		return s.h.Lister().List(sel)
+	}
+	var out []runtime.Object
+	add := func(o any) {
+		if ro, ok := o.(runtime.Object); ok {
+			out = append(out, ro)
+		}
+	}
+	var err error
+	if ns != "" {
+		err = toolscache.ListAllByNamespace(s.inf.GetIndexer(), ns, sel, add)
+	} else {
+		err = toolscache.ListAll(s.inf.GetIndexer(), sel, add)
+	}
+	return out, err
+}
+
+func (e *entry) get(src source, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
 	var getOpts client.GetOptions
 	getOpts.ApplyOptions(opts)
 	e.mu.Lock()
@@ -205,7 +310,7 @@ func (e *entry) get(h *dynamicinformer.InformerHandle, key client.ObjectKey, out
 	if key.Namespace != "" {
 		storeKey = key.Namespace + "/" + key.Name
 	}
-	obj, exists, err := h.Informer().GetIndexer().GetByKey(storeKey)
+	obj, exists, err := src.inf.GetIndexer().GetByKey(storeKey)
 	if err != nil {
 		return err
 	}
@@ -231,36 +336,27 @@ func (e *entry) get(h *dynamicinformer.InformerHandle, key client.ObjectKey, out
 	return nil
 }
 
-func (e *entry) list(h *dynamicinformer.InformerHandle, out client.ObjectList, opts ...client.ListOption) error {
-	var lo client.ListOptions
-	lo.ApplyOptions(opts)
-	if lo.Continue != "" {
-		return fmt.Errorf("continue list option is not supported by the cache")
-	}
+// items is what List answers from src (see Cache.List), at most
+// lo.Limit if set.
+func (e *entry) items(src source, lo client.ListOptions) ([]runtime.Object, error) {
 	sel := lo.LabelSelector
 	var objs []any
 	switch {
 	case lo.FieldSelector != nil:
 		if !requiresExactMatch(lo.FieldSelector) {
-			return fmt.Errorf("non-exact field matches are not supported by the cache")
+			return nil, fmt.Errorf("non-exact field matches are not supported by the cache")
 		}
 		var err error
-		if objs, err = e.byIndexes(h, lo.FieldSelector.Requirements(), lo.Namespace); err != nil {
-			return err
+		if objs, err = e.byIndexes(src, lo.FieldSelector.Requirements(), lo.Namespace); err != nil {
+			return nil, err
 		}
 	default:
 		if sel == nil {
 			sel = labels.Everything()
 		}
-		var ros []runtime.Object
-		var err error
-		if lo.Namespace != "" {
-			ros, err = h.Lister().ByNamespace(lo.Namespace).List(sel)
-		} else {
-			ros, err = h.Lister().List(sel)
-		}
+		ros, err := src.list(lo.Namespace, sel)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sel = nil // matched by the lister
 		objs = make([]any, len(ros))
@@ -276,12 +372,12 @@ func (e *entry) list(h *dynamicinformer.InformerHandle, out client.ObjectList, o
 		}
 		obj, ok := item.(runtime.Object)
 		if !ok {
-			return fmt.Errorf("cache contained %T, which is not an Object", item)
+			return nil, fmt.Errorf("cache contained %T, which is not an Object", item)
 		}
 		if sel != nil {
 			m, err := apimeta.Accessor(obj)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !sel.Matches(labels.Set(m.GetLabels())) {
 				continue
@@ -293,11 +389,7 @@ func (e *entry) list(h *dynamicinformer.InformerHandle, out client.ObjectList, o
 		}
 		items = append(items, obj)
 	}
-	if err := apimeta.SetList(out, items); err != nil {
-		return err
-	}
-	out.SetContinue("continue-not-supported")
-	return nil
+	return items, nil
 }
 
 func requiresExactMatch(sel fields.Selector) bool {
@@ -315,8 +407,8 @@ func requiresExactMatch(sel fields.Selector) bool {
 
 // byIndexes answers exact field requirements from IndexField indexes, as
 // controller-runtime's cache reader does.
-func (e *entry) byIndexes(h *dynamicinformer.InformerHandle, reqs fields.Requirements, namespace string) ([]any, error) {
-	indexer := h.Informer().GetIndexer()
+func (e *entry) byIndexes(src source, reqs fields.Requirements, namespace string) ([]any, error) {
+	indexer := src.inf.GetIndexer()
 	var objs []any
 	for i, req := range reqs {
 		name := fieldIndexName(req.Field)
@@ -428,19 +520,25 @@ func (i *Informer) HasSynced() bool {
 	if i.e.notServed() {
 		return true
 	}
-	h, _ := i.e.current()
-	return h != nil && h.Informer().HasSynced()
+	e := i.e
+	e.mu.Lock()
+	inf, ok := e.liveLocked(), e.resolvedLocked()
+	e.mu.Unlock()
+	return ok && inf.HasSynced()
 }
 
 // HasSyncedChecker is done when HasSynced is true at the time of the call
 // of its Done, else when the informer syncs.
 func (i *Informer) HasSyncedChecker() toolscache.DoneChecker {
 	return checker{e: i.e, inner: func() toolscache.DoneChecker {
-		h, _ := i.e.current()
-		if h == nil {
+		e := i.e
+		e.mu.Lock()
+		inf, ok := e.liveLocked(), e.resolvedLocked()
+		e.mu.Unlock()
+		if !ok {
 			return nil
 		}
-		return h.Informer().HasSyncedChecker()
+		return inf.HasSyncedChecker()
 	}}
 }
 
@@ -457,14 +555,14 @@ func (i *Informer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler,
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r := &registration{e: e, handler: h, opts: o}
-	if e.handle == nil {
+	if !e.resolvedLocked() {
 		if e.removed {
 			return nil, fmt.Errorf("informer for %s was removed (RemoveInformer)", e.gvk)
 		}
 		e.waiting = append(e.waiting, r)
 		return r, nil
 	}
-	inner, err := e.handle.Informer().AddEventHandlerWithOptions(h, o)
+	inner, err := e.liveLocked().AddEventHandlerWithOptions(h, o)
 	if err != nil {
 		return nil, err
 	}
@@ -488,10 +586,10 @@ func (i *Informer) RemoveEventHandler(reg toolscache.ResourceEventHandlerRegistr
 	r.mu.Lock()
 	inner := r.inner
 	r.mu.Unlock()
-	if inner == nil || e.handle == nil {
+	if inner == nil || !e.resolvedLocked() {
 		return nil
 	}
-	return e.handle.Informer().RemoveEventHandler(inner)
+	return e.liveLocked().RemoveEventHandler(inner)
 }
 
 // AddIndexers adds indexers to the informer's store (kept and moved onto
@@ -500,10 +598,7 @@ func (i *Informer) AddIndexers(indexers toolscache.Indexers) error {
 	e := i.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.handle == nil {
-		return e.placeholder.AddIndexers(indexers)
-	}
-	return e.handle.Informer().AddIndexers(indexers)
+	return e.liveLocked().AddIndexers(indexers)
 }
 
 // IsStopped: the informer was removed (RemoveInformer) or has stopped.
@@ -511,10 +606,10 @@ func (i *Informer) IsStopped() bool {
 	e := i.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.handle == nil {
+	if !e.resolvedLocked() || e.removed {
 		return e.removed
 	}
-	return e.handle.Informer().IsStopped()
+	return e.liveLocked().IsStopped()
 }
 
 func (i *Informer) GetStore() toolscache.Store {

@@ -419,12 +419,9 @@ func TestCRUnsupportedOptionsAreErrors(t *testing.T) {
 	cfg := cp.Config()
 	no := false
 	for name, opts := range map[string]crcache.Options{
-		"Options.NewInformer": {NewInformer: func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
-			return nil
-		}},
-		"Options.DefaultWatchErrorHandler":          {DefaultWatchErrorHandler: func(context.Context, *toolscache.Reflector, error) {}},
-		"Options.DefaultEnableWatchBookmarks=false": {DefaultEnableWatchBookmarks: &no},
-		`Options.DefaultNamespaces["a"]`:            {DefaultNamespaces: map[string]crcache.Config{"a": {LabelSelector: labels.Everything()}}},
+		"Options.DefaultWatchErrorHandler":                          {DefaultWatchErrorHandler: func(context.Context, *toolscache.Reflector, error) {}},
+		"Options.DefaultEnableWatchBookmarks=false":                 {DefaultEnableWatchBookmarks: &no},
+		`Options.DefaultNamespaces["a"].EnableWatchBookmarks=false`: {DefaultNamespaces: map[string]crcache.Config{"a": {EnableWatchBookmarks: &no}}},
 	} {
 		_, err := controllerruntime.NewCache(cfg, opts)
 		var ue *controllerruntime.UnsupportedOptionError
