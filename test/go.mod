@@ -43,12 +43,20 @@ replace (
 require (
 	github.com/informerkit/informerkit v0.0.0
 	github.com/informerkit/informerkit/controllerruntime v0.0.0
+	github.com/onsi/ginkgo/v2 v2.32.0
 	k8s.io/apiextensions-apiserver v0.37.0
 	k8s.io/apiserver v0.37.2
 	k8s.io/kubernetes v1.37.2
 )
 
-require gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
+require (
+	github.com/Masterminds/semver/v3 v3.4.0 // indirect
+	github.com/go-logr/zapr v1.3.0 // indirect
+	github.com/go-task/slim-sprig/v3 v3.0.0 // indirect
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936 // indirect
+	golang.org/x/mod v0.37.0 // indirect
+	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -109,7 +117,7 @@ require (
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
-	github.com/onsi/gomega v1.40.0 // indirect
+	github.com/onsi/gomega v1.40.0
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/selinux v1.15.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
