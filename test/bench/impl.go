@@ -110,7 +110,40 @@ const (
 	// ControllerRuntimeTyped is controller-runtime's cache reading typed
 	// objects (Widget), its usual use.
 	ControllerRuntimeTyped = "controller-runtime cache typed"
+	// ControllerRuntimePerNamespace and InformerKitNewCachePerNamespace
+	// read Unstructured objects with a cache.Config per namespace
+	// (PerNamespaceOptions): one informer per namespace config in both.
+	ControllerRuntimePerNamespace   = "controller-runtime cache per-namespace"
+	InformerKitNewCachePerNamespace = "ik NewCache per-namespace"
 )
+
+// PerNamespaceImpls are controller-runtime's cache and NewCache with
+// PerNamespaceOptions (not among DefaultImpls: informerkit's informers
+// are one per namespace config there, not one per resource; ikbench
+// -impls selects them by name).
+func PerNamespaceImpls() []Impl {
+	return []Impl{
+		{Name: ControllerRuntimePerNamespace, Peer: true, New: newControllerRuntimeWith(crcache.New, false, PerNamespaceOptions)},
+		{Name: InformerKitNewCachePerNamespace, New: newControllerRuntimeWith(ikcontrollerruntime.NewCache, false, PerNamespaceOptions)},
+	}
+}
+
+// PerNamespaceOptions are the per-namespace cache.Options of the
+// per-namespace rows: each of the objects' namespaces with a label
+// selector of its own (each selects all its objects, so the caches hold
+// N), and NamespaceAll for the others (the latency scenario's): 11
+// informers per kind, one per namespace config.
+func PerNamespaceOptions() crcache.Options {
+	nss := map[string]crcache.Config{crcache.AllNamespaces: {}}
+	for i := 0; i < Namespaces; i++ {
+		sel, err := labels.Parse(fmt.Sprintf("app!=none-%d", i))
+		if err != nil {
+			panic(err)
+		}
+		nss[namespaceName(i)] = crcache.Config{LabelSelector: sel}
+	}
+	return crcache.Options{DefaultNamespaces: nss}
+}
 
 // DefaultImpls are informerkit's factory with default options, with each
 // memory option and with client-go's decode path, client-go's
@@ -314,9 +347,15 @@ var silenceControllerRuntime sync.Once
 // newControllerRuntime builds the cache with newCache; typed reads Widget
 // objects through Scheme, else Unstructured with the default options.
 func newControllerRuntime(newCache crcache.NewCacheFunc, typed bool) func(cfg *rest.Config) (Instance, error) {
+	return newControllerRuntimeWith(newCache, typed, func() crcache.Options { return crcache.Options{} })
+}
+
+// newControllerRuntimeWith is newControllerRuntime with the options
+// options returns.
+func newControllerRuntimeWith(newCache crcache.NewCacheFunc, typed bool, options func() crcache.Options) func(cfg *rest.Config) (Instance, error) {
 	return func(cfg *rest.Config) (Instance, error) {
 		silenceControllerRuntime.Do(func() { crlog.SetLogger(logr.Discard()) })
-		var opts crcache.Options
+		opts := options()
 		if typed {
 			opts.Scheme = Scheme
 		}
@@ -407,7 +446,13 @@ func (c *crInstance) Synced() bool {
 func (c *crInstance) Len(r Resource) int {
 	si, ok := c.informers[r.GVK].(toolscache.SharedIndexInformer)
 	if !ok {
-		return -1
+		// An informer per namespace config (no store of its own): the
+		// cache's List, without copies.
+		n, err := c.list(r, crclient.UnsafeDisableDeepCopy)
+		if err != nil {
+			return -1
+		}
+		return n
 	}
 	return len(si.GetStore().ListKeys())
 }

@@ -119,9 +119,10 @@ func PeakImpls(impls []Impl) []Impl {
 	return out
 }
 
-// ImplByName finds an implementation of DefaultImpls, or NamespacesImpl.
+// ImplByName finds an implementation of DefaultImpls, NamespacesImpl or
+// PerNamespaceImpls.
 func ImplByName(name string) (Impl, bool) {
-	for _, im := range append(DefaultImpls(), NamespacesImpl()) {
+	for _, im := range append(append(DefaultImpls(), NamespacesImpl()), PerNamespaceImpls()...) {
 		if im.Name == name {
 			return im, true
 		}

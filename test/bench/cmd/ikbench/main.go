@@ -129,6 +129,11 @@ func main() {
 			cfg.Impls = append(cfg.Impls, im)
 		}
 	}
+	for _, im := range bench.PerNamespaceImpls() { // by name only
+		if slices.Contains(strings.Split(*only, ","), im.Name) {
+			cfg.Impls = append(cfg.Impls, im)
+		}
+	}
 	if len(cfg.Impls) == 0 {
 		log.Fatalf("-impls %q matches no implementation", *only)
 	}
