@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -21,6 +25,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/go-logr/logr/funcr"
@@ -349,5 +354,83 @@ func TestNoDiscoveryAnswerIsNotNotServed(t *testing.T) {
 	c.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d informers recorded from lookups without an answer", n)
+	}
+}
+
+// fakeMapper maps every kind to a namespaced resource of its lowercased
+// kind.
+type fakeMapper struct{ apimeta.RESTMapper }
+
+func (fakeMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*apimeta.RESTMapping, error) {
+	return &apimeta.RESTMapping{
+		Resource:         schema.GroupVersionResource{Group: gk.Group, Version: versions[0], Resource: strings.ToLower(gk.Kind) + "s"},
+		GroupVersionKind: gk.WithVersion(versions[0]),
+		Scope:            apimeta.RESTScopeNamespace,
+	}, nil
+}
+
+// TestNewInformerHonoured: Options.NewInformer makes each informer (as
+// controller-runtime's own tests inject theirs): the cache runs it,
+// reads wait for its sync (a Timeout until then) and then read its store,
+// and no server is needed. (Before: an *UnsupportedOptionError.)
+func TestNewInformerHonoured(t *testing.T) {
+	var made []*controllertest.FakeInformer
+	var mu sync.Mutex
+	c, err := NewCache(&rest.Config{Host: "http://127.0.0.1:1"}, cache.Options{
+		Mapper: fakeMapper{},
+		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, _ time.Duration, _ toolscache.Indexers) toolscache.SharedIndexInformer {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := obj.(*corev1.ConfigMap); !ok || lw == nil {
+				t.Errorf("NewInformer got %T and ListerWatcher %v", obj, lw)
+			}
+			fi := controllertest.NewFakeInformer()
+			made = append(made, fi)
+			return fi
+		},
+	})
+	if err != nil {
+		t.Fatalf("NewCache with NewInformer: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	runCtx, stop := context.WithCancel(ctx)
+	go func() { done <- c.Start(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for !c.(*Cache).isStarted() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the cache did not start")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	inf, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	n := len(made)
+	mu.Unlock()
+	if n != 1 || inf.HasSynced() {
+		t.Fatalf("%d informers made, HasSynced %v; want 1, false", n, inf.HasSynced())
+	}
+	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelShort()
+	if err := c.List(short, &corev1.ConfigMapList{}); !apierrors.IsTimeout(err) {
+		t.Fatalf("List before the informer synced = %v, want a Timeout", err)
+	}
+	made[0].Synced()
+	var l corev1.ConfigMapList
+	if err := c.List(ctx, &l); err != nil {
+		t.Fatalf("List after the informer synced: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "n", Name: "missing"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get of a missing object = %v, want NotFound", err)
 	}
 }

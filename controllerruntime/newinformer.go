@@ -96,6 +96,9 @@ func (c *Cache) runCustomLocked(ctx context.Context, inf toolscache.SharedIndexI
 		c.customPending = append(c.customPending, customRun{ctx: ctx, inf: inf})
 		return
 	}
+	if c.runCtx.Err() != nil {
+		return // Start is ending: its WaitGroup takes no more
+	}
 	c.startCustomLocked(ctx, inf)
 }
 
