@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -50,8 +51,10 @@ func TestAccessCheckStartCost(t *testing.T) {
 
 	// Built-in resources that can be listed and watched, then CRDs to
 	// make up accessStartResources.
+	// Other tests' CRDs come and go (some deliberately broken): a group
+	// whose discovery fails is not one of the built-ins wanted here.
 	lists, err := cp.Kube().Discovery().ServerPreferredResources()
-	if err != nil {
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		t.Fatal(err)
 	}
 	type res struct {

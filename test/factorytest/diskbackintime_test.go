@@ -31,7 +31,8 @@ import (
 // cluster had when the state was stored; the test checks that ordering
 // before relying on it.
 func TestRestartNeverBackInTime(t *testing.T) {
-	controlplane.Parallel(t)
+	// Not parallel: it starts a second control plane, which must come up
+	// within its start-up bound on a machine the other tests keep busy.
 	ctx := ctxT(t, 6*time.Minute)
 	ns := unique("diskback")
 	dir := t.TempDir()

@@ -272,21 +272,29 @@ func TestSideBySideWithClientGo(t *testing.T) {
 	theirs.Start(stop)
 	ours.WaitForCacheSync(ctx)
 	theirs.WaitForCacheSync(stop)
+	// Other tests write configmaps meanwhile: the two caches hold the
+	// same server state once both have its latest events, so each pair of
+	// lists is compared until it agrees (or the deadline).
 	for _, r := range []schema.GroupVersionResource{gvr, cms} {
 		for _, sel := range []string{"", "even=true"} {
 			s, _ := labels.Parse(sel)
-			a, err := ours.ForResource(r).Lister().List(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := theirs.ForResource(r).Lister().List(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ka, kb := keysOf(toIfaces(a)), keysOf(toIfaces(b))
-			if !reflect.DeepEqual(ka, kb) {
-				t.Fatalf("%s %q: informerkit %d objects, client-go %d", r, sel, len(ka), len(kb))
-			}
+			var ka, kb []string
+			eventually(t, ctx, fmt.Sprintf("%s %q: the same objects in both caches", r, sel), func() bool {
+				a, err := ours.ForResource(r).Lister().List(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := theirs.ForResource(r).Lister().List(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ka, kb = keysOf(toIfaces(a)), keysOf(toIfaces(b))
+				if !reflect.DeepEqual(ka, kb) {
+					t.Logf("%s %q: informerkit %d objects, client-go %d", r, sel, len(ka), len(kb))
+					return false
+				}
+				return true
+			})
 			if r == gvr && len(ka) == 0 {
 				t.Fatalf("%s %q: no objects at all", r, sel)
 			}
