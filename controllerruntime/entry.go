@@ -503,7 +503,11 @@ func (e *entry) indexField(field string, extract client.IndexerFunc) error {
 // resource is not known yet), GetStore and GetIndexer are empty, and the
 // handlers and indexers added are moved onto the informer of the
 // resource once one serves the kind; Status is then Pending with
-// ErrNotServed and an empty GVR. Its methods are safe for concurrent use.
+// ErrNotServed and an empty GVR. With Options.NewInformer it stands for
+// the informer NewInformer returned (its Status is then Syncing or
+// Synced). A kind held per namespace config has one Informer per config;
+// GetInformer then returns one cache.Informer over them all. Its methods
+// are safe for concurrent use.
 type Informer struct {
 	e *entry
 }
