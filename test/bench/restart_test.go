@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,8 @@ import (
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
-// TestRestartShort runs the restart scenario at N=300, once, against a
+// TestRestartShort runs the restart scenario at N=100 (300 with
+// INFORMERKIT_LONG), once, against a
 // real API server in this process, so that it cannot rot. It asserts what
 // the numbers rest on, never timings: RunRestart's sanity checks (the
 // cold start lists once and restores nothing; the resumed restart
@@ -29,7 +31,7 @@ func TestRestartShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cp.Stop()
-	const n = 300
+	n := controlplane.Sized(100, 300)
 	restart, persist, err := RunRestart(ctx, cp.Config(), RestartConfig{
 		Sizes: []int{n}, Runs: 1, Changes: 5, PersistEvents: 100, PersistRate: 100, LoadWorkers: 4,
 		Compact: func(ctx context.Context) error { _, err := cp.Compact(ctx); return err },
@@ -38,7 +40,7 @@ func TestRestartShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := "N=300"
+	cs := fmt.Sprintf("N=%d", n)
 	for _, im := range []string{RestartCold, RestartResumed, RestartDiffed} {
 		if x, ok := restart.Ratio(RowRestart, cs, "sync", im, ClientGo); !ok || !(x > 0) {
 			t.Errorf("%s: sync ratio to client-go %v (%v)", im, x, ok)
@@ -57,7 +59,7 @@ func TestRestartShort(t *testing.T) {
 			t.Errorf("%s: %v handler events, want %v (5 changes of each kind made while down)", im, v, want)
 		}
 	}
-	pcs := "100 events, N=300"
+	pcs := fmt.Sprintf("100 events, N=%d", n)
 	// (Bytes passed to write(2) are recorded too, but this process also
 	// runs the API server and etcd, whose writes swamp the journal's:
 	// the directory's growth is the check here.)

@@ -29,13 +29,13 @@ import (
 )
 
 // objectCount is how many objects the static tests shard
-// (INFORMERKIT_SHARD_OBJECTS, default 10000, the size: creating
-// them against a race-built server on 2 cores takes 1–1.5 min per gate
-// setting; set a smaller count for a quick run).
+// (INFORMERKIT_SHARD_OBJECTS; by default 1000, and with INFORMERKIT_LONG
+// 10000, the size: creating them against a race-built server on 2
+// cores takes 1–1.5 min per gate setting).
 func objectCount(t *testing.T) int {
 	v := os.Getenv("INFORMERKIT_SHARD_OBJECTS")
 	if v == "" {
-		return 10000
+		return controlplane.Sized(1000, 10000)
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 30 {
