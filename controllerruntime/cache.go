@@ -539,7 +539,8 @@ func (c *Cache) gvkOf(obj runtime.Object) (schema.GroupVersionKind, error) {
 // a *NotServedError (errors.Is ErrResourceNotServed); while the informer
 // syncs it waits, bounded by ctx. A namespace the cache does not hold
 // (DefaultNamespaces or ByObject.Namespaces without it nor
-// NamespaceAll) is an error, as in controller-runtime's cache.
+// NamespaceAll) is a *NamespaceNotCachedError, as controller-runtime's
+// cache answers an error.
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
 	gvk, err := c.gvkOf(out)
 	if err != nil {
@@ -554,7 +555,7 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	}
 	e, ok := k.forNamespace(key.Namespace)
 	if !ok {
-		return fmt.Errorf("unable to get: %v because of unknown namespace for the cache", key)
+		return &NamespaceNotCachedError{GVK: gvk, Namespace: key.Namespace, Name: key.Name}
 	}
 	src, err := e.wait(ctx, waitRead)
 	if err != nil {
@@ -595,7 +596,7 @@ func (c *Cache) List(ctx context.Context, out client.ObjectList, opts ...client.
 	if lo.Namespace != "" {
 		e, ok := k.forNamespace(lo.Namespace)
 		if !ok {
-			return fmt.Errorf("unable to list: %v because of unknown namespace for the cache", lo.Namespace)
+			return &NamespaceNotCachedError{GVK: gvk, Namespace: lo.Namespace, List: true}
 		}
 		entries = []*entry{e}
 	}

@@ -434,3 +434,19 @@ func TestNewInformerHonoured(t *testing.T) {
 		t.Fatalf("Get of a missing object = %v, want NotFound", err)
 	}
 }
+
+func TestNamespaceNotCachedError(t *testing.T) {
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	for _, e := range []*NamespaceNotCachedError{
+		{GVK: gvk, Namespace: "x", Name: "a"},
+		{GVK: gvk, Namespace: "x", List: true},
+	} {
+		var err error = e
+		if !errors.Is(err, ErrNamespaceNotCached) || apierrors.IsNotFound(err) {
+			t.Errorf("%v: errors.Is %v, NotFound %v", err, errors.Is(err, ErrNamespaceNotCached), apierrors.IsNotFound(err))
+		}
+	}
+	if got := (&NamespaceNotCachedError{Namespace: "x", Name: "a"}).Error(); got != "unable to get: x/a because of unknown namespace for the cache" {
+		t.Errorf("Get message %q (controller-runtime's)", got)
+	}
+}

@@ -87,7 +87,7 @@
 // Configs are equal (a transform set by the same option) share one
 // informer over those namespaces — and read the same way: Get and List
 // in a namespace read the informer that holds it (else NamespaceAll's;
-// with neither, they are an error, not a NotFound); a List over all
+// with neither, a *NamespaceNotCachedError, not a NotFound); a List over all
 // namespaces is each informer's objects one after the other;
 // GetInformer returns an Informer that adds handlers and indexers to
 // each. Cluster-scoped kinds have one informer with the Default* (or

@@ -88,6 +88,32 @@ func (e *LookupError) Status() metav1.Status {
 	}
 }
 
+// ErrNamespaceNotCached is the kind of every *NamespaceNotCachedError.
+var ErrNamespaceNotCached = errors.New("unknown namespace for the cache")
+
+// NamespaceNotCachedError is what Get and List answer for a namespace the
+// cache does not hold for the kind: DefaultNamespaces (or the kind's
+// ByObject.Namespaces) names neither it nor NamespaceAll. Its message is
+// controller-runtime's; errors.Is(err, ErrNamespaceNotCached). It is not
+// a NotFound: the object may exist.
+type NamespaceNotCachedError struct {
+	GVK       schema.GroupVersionKind
+	Namespace string
+	// Name is the object's, for a Get ("" for a List).
+	Name string
+	List bool
+}
+
+func (e *NamespaceNotCachedError) Error() string {
+	if e.List {
+		return fmt.Sprintf("unable to list: %v because of %v", e.Namespace, ErrNamespaceNotCached)
+	}
+	return fmt.Sprintf("unable to get: %s/%s because of %v", e.Namespace, e.Name, ErrNamespaceNotCached)
+}
+
+// Unwrap returns ErrNamespaceNotCached.
+func (e *NamespaceNotCachedError) Unwrap() error { return ErrNamespaceNotCached }
+
 // UnsupportedOptionError names a cache.Options field, a value or a call
 // this cache does not implement (errors.Is ErrUnsupported). NewCache
 // returns it for options it cannot honour rather than ignoring them.
