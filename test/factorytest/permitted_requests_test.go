@@ -118,7 +118,7 @@ func (s stateRequests) String() string {
 // 60 s in each state, with no 403 loop"). A user with Roles for configmaps
 // and secrets in 3 of 8 candidate namespaces, who may not list
 // namespaces; one factory, a WithPermittedNamespaces informer per
-// resource, re-check period 5 s. Requests are counted for a window in
+// resource, re-check period 2 s (5 s with INFORMERKIT_PERMITTED_WINDOW). Requests are counted for a window in
 // each of four states: (a) steady, 5 namespaces denied; (b) from a grant
 // of a fourth; (c) from a revocation of one; (d) from the revocation of
 // the last three, no namespace permitted. The bounds are the design's:
@@ -135,15 +135,17 @@ func (s stateRequests) String() string {
 func TestPermittedRequestsPerState(t *testing.T) {
 	// Not parallel: it counts the access reviews that every namespace
 	// created on the server causes, and other tests create namespaces.
-	window := 15 * time.Second
+	// By default the re-check period is 2 s and each window three
+	// periods: three rounds of re-checks per state, each of which would
+	// show a 403 loop or a relist that should not be there.
+	window, period := 6*time.Second, 2*time.Second
 	if env := os.Getenv("INFORMERKIT_PERMITTED_WINDOW"); env != "" {
 		d, err := time.ParseDuration(env)
 		if err != nil || d < 5*time.Second {
 			t.Fatalf("INFORMERKIT_PERMITTED_WINDOW=%q: want a duration of at least 5s", env)
 		}
-		window = d
+		window, period = d, 5*time.Second
 	}
-	const period = 5 * time.Second
 	ctx := ctxT(t, 4*window+3*time.Minute)
 	sc := scenario(t)
 	ns := permittedNamespaces(t, ctx, "states", 8)
