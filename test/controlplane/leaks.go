@@ -60,6 +60,30 @@ func (s GoroutineSnapshot) Leaked() []string {
 	})
 }
 
+// Running counts the goroutines alive now that the snapshot's goroutine
+// started since the snapshot (or their descendants), whatever code they
+// run: a test's own measure of the goroutines it keeps, which other
+// tests running beside it do not disturb.
+func (s GoroutineSnapshot) Running() int {
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
+		return -1
+	}
+	n := 0
+	want := fmt.Sprintf("%q:%q", leakLabel, s.id)
+	for _, rec := range strings.Split(buf.String(), "\n\n") {
+		if !strings.Contains(rec, "# labels: ") || !strings.Contains(rec, want) ||
+			strings.Contains(rec, "runtime/pprof.writeGoroutine") || strings.Contains(rec, "testing.tRunner") {
+			continue
+		}
+		var count int
+		if _, err := fmt.Sscanf(rec, "%d @", &count); err == nil {
+			n += count
+		}
+	}
+	return n
+}
+
 // VerifyNoLeaks waits (up to 5 s) for the goroutines started since s to
 // end, and reports those left as an error of t.
 func (s GoroutineSnapshot) VerifyNoLeaks(t interface {
