@@ -103,8 +103,13 @@ func clientGoSync(t *testing.T, cp *controlplane.ControlPlane, gvr schema.GroupV
 func TestE2EItemsAEmptyCRSync(t *testing.T) {
 	controlplane.Parallel(t)
 	cp := controlPlane(t)
+	// A loaded machine only adds time, to either side: the best of three
+	// tries is compared. The defect this guards against (the first
+	// watch-list refused 429 and retried after the reflector's back-off)
+	// adds that back-off, about a second, to every try.
 	var ratios []float64
-	for i := 0; i < 2; i++ {
+	best, bestTheirs := time.Duration(1<<62), time.Duration(1<<62)
+	for i := 0; i < 3; i++ {
 		gvr := freshCRD(t, cp, "Hollow")
 		ours := watcherSync(t, cp, gvr)
 		theirs := clientGoSync(t, cp, gvr)
@@ -112,11 +117,12 @@ func TestE2EItemsAEmptyCRSync(t *testing.T) {
 		t.Logf("empty CR %s: watcher %s (first request), client-go %s (same resource), client-go %s on a fresh one",
 			gvrString(gvr), ours.Round(time.Millisecond), theirs.Round(time.Millisecond), cold.Round(time.Millisecond))
 		ratios = append(ratios, float64(ours)/float64(theirs))
-		if ours > 600*time.Millisecond && ours > 4*theirs {
-			t.Errorf("the watcher synced an empty custom resource in %s, client-go in %s", ours, theirs)
-		}
+		best, bestTheirs = min(best, ours), min(bestTheirs, theirs)
 	}
-	t.Logf("watcher / client-go: %.2f", ratios)
+	t.Logf("watcher / client-go: %.2f; best %s against %s", ratios, best.Round(time.Millisecond), bestTheirs.Round(time.Millisecond))
+	if backoff := 800 * time.Millisecond; best > bestTheirs+backoff {
+		t.Errorf("the watcher synced an empty custom resource in %s at best, client-go in %s: more than the reflector's back-off (%s) apart", best, bestTheirs, backoff)
+	}
 
 	gvr := freshCRD(t, cp, "Void")
 	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", gvrString(gvr), "--resource", "namespaces", "--duration", "3s")
