@@ -42,6 +42,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	controlplane.SideBySide()
 	if os.Getenv("CONTROLPLANE_VERBOSE") == "" {
 		setupLogging(false, io.Discard) // the test's own control plane logs through klog
 	}

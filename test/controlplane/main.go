@@ -2,20 +2,24 @@ package controlplane
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 // RunTests is for TestMain: it starts a ControlPlane, stores it in *cp, runs
-// the package's tests and stops the control plane. It returns the exit code
+// the package's tests (SideBySide of them at once) and stops the control
+// plane. It returns the exit code
 // for os.Exit. A control plane that cannot start fails the package (it is
 // never skipped silently).
 //
 //	var cp *controlplane.ControlPlane
 //	func TestMain(m *testing.M) { os.Exit(controlplane.RunTests(m, controlplane.Options{}, &cp)) }
 func RunTests(m *testing.M, opts Options, cp **ControlPlane) int {
+	SideBySide()
 	if opts.Logf == nil && os.Getenv("CONTROLPLANE_VERBOSE") != "" {
 		opts.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "controlplane: "+f+"\n", a...) }
 	}
@@ -55,4 +59,21 @@ func Sized[T any](short, long T) T {
 		return long
 	}
 	return short
+}
+
+// TestsAtOnce is how many of a package's parallel tests (Parallel) run at
+// once on its control plane: they spend most of their time waiting on the
+// server, so more than the machine's cores.
+const TestsAtOnce = 8
+
+// SideBySide sets go test's -test.parallel to TestsAtOnce for this test
+// binary; a -parallel on the command line still wins. Call it in TestMain
+// before m.Run (RunTests does). The value is set without marking the flag
+// as given, and not on the command line, because a command-line -parallel
+// reaches every package, and Ginkgo's runner refuses to run when it was
+// given.
+func SideBySide() {
+	if f := flag.Lookup("test.parallel"); f != nil {
+		_ = f.Value.Set(strconv.Itoa(TestsAtOnce))
+	}
 }
