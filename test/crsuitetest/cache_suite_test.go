@@ -20,12 +20,14 @@ limitations under the License.
 // once for the package by TestMain (the suite's BeforeSuite takes its
 // admin config; AfterSuite has nothing left to stop). The API server is
 // the same kind envtest runs (no controllers, no kubelet), at the version
-// the test module builds (v1.37.2).
+// the test module builds (v1.37.2). BeforeSuite also lengthens gomega's
+// default Eventually timeout (see there).
 package crsuitetest
 
 import (
 	"os"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -52,6 +54,13 @@ func TestMain(m *testing.M) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+
+	// informerkit port: an Eventually without a timeout of its own
+	// (a handler receiving the add of a pod just created) waits up to
+	// 30 s instead of gomega's 1 s default, as the suite runs beside
+	// other packages' tests on a shared machine; the assertions are
+	// unchanged, and so are the timeouts the specs set themselves.
+	SetDefaultEventuallyTimeout(30 * time.Second)
 
 	cfg = cp.Config()
 
