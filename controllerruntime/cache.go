@@ -272,7 +272,7 @@ func (c *Cache) kindFor(ctx context.Context, gvk schema.GroupVersionKind, cl cla
 	}
 	infs := make([]*Informer, 0, len(groups))
 	for _, g := range groups {
-		e := c.newEntryLocked(gvk, cl, g, newObj, known, gvr, namespaced)
+		e := c.newEntryLocked(gvk, cl, g, p.cluster, newObj, known, gvr, namespaced)
 		k.entries = append(k.entries, e)
 		infs = append(infs, e.inf)
 		for _, ns := range g.namespaces {
@@ -294,15 +294,26 @@ func (c *Cache) kindFor(ctx context.Context, gvk schema.GroupVersionKind, cl cla
 	return k, nil
 }
 
-// newEntryLocked makes the informer of group g of a kind. c.mu is held.
-func (c *Cache) newEntryLocked(gvk schema.GroupVersionKind, cl class, g group, newObj func() (runtime.Object, error), known bool, gvr schema.GroupVersionResource, namespaced bool) *entry {
-	oc := g.oc
-	if cl == classMetadata {
-		// As controller-runtime's metadata informers: objects carry their kind.
-		oc.transform = setGVK(gvk, oc.transform)
+// newEntryLocked makes the informer of group g of a kind. cluster is the
+// kind's config if it is cluster-scoped: a kind not known yet is taken as
+// namespaced, and its group informers take cluster's settings if it turns
+// out cluster-scoped (they then share one factory informer unless a
+// transform makes each its own). c.mu is held.
+func (c *Cache) newEntryLocked(gvk schema.GroupVersionKind, cl class, g group, cluster objConfig, newObj func() (runtime.Object, error), known bool, gvr schema.GroupVersionResource, namespaced bool) *entry {
+	settings := func(oc objConfig) (objConfig, toolscache.TransformFunc) {
+		if cl == classMetadata {
+			// As controller-runtime's metadata informers: objects carry their kind.
+			oc.transform = setGVK(gvk, oc.transform)
+		}
+		return oc, transform(newObj, oc.transform)
 	}
-	t := transform(newObj, oc.transform)
+	oc, t := settings(g.oc)
+	clusterOC, clusterT := settings(cluster)
 	options := func(namespaced bool) []dynamicinformer.ResourceOption {
+		oc, t := oc, t
+		if !namespaced && g.key != "" {
+			oc, t = clusterOC, clusterT
+		}
 		ropts := []dynamicinformer.ResourceOption{
 			dynamicinformer.WithAccessCheck(true),
 			dynamicinformer.WithLabelSelector(oc.label),
@@ -324,6 +335,9 @@ func (c *Cache) newEntryLocked(gvk schema.GroupVersionKind, cl class, g group, n
 		c: c, gvk: gvk, class: cl, group: g.key, noDeepCopy: oc.noDeepCopy, options: options,
 		namespaces: g.namespaces, oc: oc, transform: t,
 		fieldIndexes: map[string]toolscache.IndexFunc{},
+	}
+	if g.key != "" {
+		e.clusterOC, e.clusterTransform = &clusterOC, clusterT
 	}
 	e.inf = &Informer{e: e}
 	if known {

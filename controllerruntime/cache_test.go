@@ -450,3 +450,62 @@ func TestNamespaceNotCachedError(t *testing.T) {
 		t.Errorf("Get message %q (controller-runtime's)", got)
 	}
 }
+
+// TestPendingKindClusterScopedTakesClusterConfig: a kind not known when
+// its informers are made is taken as namespaced, one informer per
+// namespace config; if it turns out cluster-scoped, each takes the
+// kind's cluster config (the Default* settings, not a namespace's), so
+// they are one factory informer with the defaults' settings.
+func TestPendingKindClusterScopedTakesClusterConfig(t *testing.T) {
+	opts := dynamicinformerOptionsQuiet()
+	opts.Resolver = discoveryresolver.New(&fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{Resources: []*metav1.APIResourceList{{
+		GroupVersion: "v1",
+		APIResources: []metav1.APIResource{{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: metav1.Verbs{"list", "watch"}}},
+	}}}})
+	yes := true
+	c, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, cache.Options{DefaultNamespaces: map[string]cache.Config{
+		"a": {LabelSelector: labels.SelectorFromSet(labels.Set{"app": "x"}), UnsafeDisableDeepCopy: &yes},
+		"b": {},
+	}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.factory.Shutdown()
+	u := &unstructured.Unstructured{}
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gopher"}
+	u.SetGroupVersionKind(gvk)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.GetInformer(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	k := c.kinds[kindKey{gvk: gvk, class: classUnstructured}]
+	c.mu.Unlock()
+	if len(k.entries) != 2 {
+		t.Fatalf("%d informers for a pending kind under two namespace configs, want 2", len(k.entries))
+	}
+	gvr := gvk.GroupVersion().WithResource("gophers")
+	c.mu.Lock()
+	for _, e := range k.entries {
+		e.resolved(gvr, false)
+	}
+	c.mu.Unlock()
+	n := 0
+	for _, st := range c.factory.Statuses() {
+		if st.GVR == gvr {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d factory informers of the cluster-scoped kind, want 1 (both with the cluster config)", n)
+	}
+	for _, e := range k.entries {
+		if !e.deepCopy(nil) || e.oc.label != "" {
+			t.Errorf("informer %q: deep copy %v, label %q; want the defaults' (copies, no selector)", e.group, e.deepCopy(nil), e.oc.label)
+		}
+	}
+	if e, ok := k.forNamespace(""); !ok || e != k.entries[0] {
+		t.Errorf("a cluster-scoped key reads informer %v", e)
+	}
+}

@@ -36,10 +36,15 @@ type entry struct {
 	inf        *Informer
 	noDeepCopy bool
 	// namespaces and oc are its group's (kindPlan); transform is the one
-	// it runs (typed conversion, metadata's kind, the user's).
-	namespaces []string
-	oc         objConfig
-	transform  toolscache.TransformFunc
+	// it runs (typed conversion, metadata's kind, the user's). oc,
+	// transform and noDeepCopy become clusterOC's and clusterTransform
+	// (set for a group's informer) if the kind, not known when the entry
+	// was made, turns out cluster-scoped (resolved; under mu from then).
+	namespaces       []string
+	oc               objConfig
+	transform        toolscache.TransformFunc
+	clusterOC        *objConfig
+	clusterTransform toolscache.TransformFunc
 	// options are the factory options of the kind's informer, given
 	// whether its resource is namespaced.
 	options func(namespaced bool) []dynamicinformer.ResourceOption
@@ -150,6 +155,11 @@ func (e *entry) resolved(gvr schema.GroupVersionResource, namespaced bool) {
 	if e.resolvedLocked() || e.removed {
 		e.mu.Unlock()
 		return
+	}
+	if !namespaced && e.clusterOC != nil {
+		// Taken as namespaced while not known: a cluster-scoped kind
+		// has the kind's cluster config, not its namespace's.
+		e.oc, e.transform, e.noDeepCopy = *e.clusterOC, e.clusterTransform, e.clusterOC.noDeepCopy
 	}
 	e.mu.Unlock()
 	h, custom, stop := e.c.makeInformer(e, gvr, namespaced)
@@ -263,7 +273,10 @@ func (e *entry) wait(ctx context.Context, mode waitMode) (source, error) {
 }
 
 func (e *entry) deepCopy(opt *bool) bool {
-	return !e.noDeepCopy && (opt == nil || !*opt)
+	e.mu.Lock()
+	no := e.noDeepCopy
+	e.mu.Unlock()
+	return !no && (opt == nil || !*opt)
 }
 
 // source is what a read reads: a synced informer, with its factory
