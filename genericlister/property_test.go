@@ -165,9 +165,9 @@ func indexerVariants() map[string]toolscache.Indexer {
 // updates, deletes and adds.
 func TestListMatchesBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 2026))
-	// The default run checks 1000 objects and 150 selectors;
+	// The default run checks 1000 objects and 250 selectors;
 	// INFORMERKIT_LONG=1 checks 2000 and 250, -short 500 and 100.
-	nObjects, nSelectors := 1000, 150
+	nObjects, nSelectors := 1000, 250
 	switch {
 	case os.Getenv("INFORMERKIT_LONG") != "":
 		nObjects, nSelectors = 2000, 250
