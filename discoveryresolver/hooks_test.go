@@ -6,12 +6,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/informerkit/informerkit/internal/resolverhooks"
 )
 
-// The factory's maintenance calls reach the resolver through
-// internal/resolverhooks: a rate-limited refresh that adds no round while
+// The factory's maintenance calls on the resolver: a rate-limited refresh that adds no round while
 // the latest is young, an invalidation (with group-versions to read
 // directly) that makes the next one run at once, and the failed groups.
 func TestMaintenanceHooks(t *testing.T) {
@@ -19,7 +16,7 @@ func TestMaintenanceHooks(t *testing.T) {
 	f := newFake(cluster()...)
 	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
 	r := New(f, withClock(clock), WithMinRefreshInterval(time.Second))
-	m := resolverhooks.Of(r)
+	m := r
 	ctx := context.Background()
 	if err := m.RefreshIfStale(ctx, time.Minute); err != nil {
 		t.Fatal(err)

@@ -52,26 +52,26 @@ func TestRefreshIfStale(t *testing.T) {
 			t.Fatalf("%s: %d rounds, want %d", what, got, want)
 		}
 	}
-	if err := r.refreshIfStale(ctx, time.Minute); err != nil {
+	if err := r.RefreshIfStale(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	rounds(1, "no snapshot yet")
-	if err := r.refreshIfStale(ctx, time.Minute); err != nil {
+	if err := r.RefreshIfStale(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	rounds(1, "right after a round")
 	clock.advance(10 * time.Second)
-	_ = r.refreshIfStale(ctx, 30*time.Second)
+	_ = r.RefreshIfStale(ctx, 30*time.Second)
 	rounds(1, "10s after a round, maxAge 30s")
-	_ = r.refreshIfStale(ctx, 0) // 0 means the minimum refresh interval
+	_ = r.RefreshIfStale(ctx, 0) // 0 means the minimum refresh interval
 	rounds(2, "10s after a round, maxAge 0")
-	_ = r.refreshIfStale(ctx, 0)
+	_ = r.RefreshIfStale(ctx, 0)
 	rounds(2, "maxAge 0 right after a round (the rate limit)")
 	clock.advance(29 * time.Second)
-	_ = r.refreshIfStale(ctx, 30*time.Second)
+	_ = r.RefreshIfStale(ctx, 30*time.Second)
 	rounds(2, "29s after a round, maxAge 30s")
 	clock.advance(2 * time.Second)
-	_ = r.refreshIfStale(ctx, 30*time.Second)
+	_ = r.RefreshIfStale(ctx, 30*time.Second)
 	rounds(3, "31s after a round, maxAge 30s")
 
 	// Concurrent callers share one round.
@@ -80,7 +80,7 @@ func TestRefreshIfStale(t *testing.T) {
 	const n = 16
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
-		go func() { errs <- r.refreshIfStale(ctx, 0) }()
+		go func() { errs <- r.RefreshIfStale(ctx, 0) }()
 	}
 	<-f.entered
 	<-f.entered
@@ -95,18 +95,18 @@ func TestRefreshIfStale(t *testing.T) {
 	rounds(4, "concurrent callers")
 
 	// invalidate makes the next call run a round, whatever maxAge.
-	r.invalidate()
-	_ = r.refreshIfStale(ctx, time.Hour)
+	r.Invalidate()
+	_ = r.RefreshIfStale(ctx, time.Hour)
 	rounds(5, "after invalidate")
 
 	// A failed latest round answers, without another, until it is old.
 	down := errors.New("connection refused")
 	f.setErr(down)
 	clock.advance(2 * time.Second)
-	if err := r.refreshIfStale(ctx, 0); !errors.Is(err, down) {
+	if err := r.RefreshIfStale(ctx, 0); !errors.Is(err, down) {
 		t.Fatalf("refreshIfStale with discovery down = %v, want %v", err, down)
 	}
-	if err := r.refreshIfStale(ctx, 0); !errors.Is(err, down) {
+	if err := r.RefreshIfStale(ctx, 0); !errors.Is(err, down) {
 		t.Fatalf("refreshIfStale right after a failed round = %v, want %v", err, down)
 	}
 	rounds(6, "after a failed round")

@@ -35,15 +35,15 @@ func (r *Resolver) Refresh(ctx context.Context) error {
 	return r.refresh(ctx, true, nil)
 }
 
-// refreshIfStale makes sure the snapshot comes from a discovery round that
+// RefreshIfStale makes sure the snapshot comes from a discovery round that
 // started at most maxAge before the call, running one only if needed. A
 // maxAge below the minimum refresh interval (WithMinRefreshInterval) counts
-// as that interval, so refreshIfStale(ctx, 0) is a refresh that respects
-// the rate limit. After invalidate, it runs a round whatever maxAge. The
-// factory calls it through internal/resolverhooks.
+// as that interval, so RefreshIfStale(ctx, 0) is a refresh that respects
+// the rate limit. After Invalidate, it runs a round whatever maxAge. The
+// factory calls it to re-check discovery at a bounded rate.
 //
 // Like every other round, the one it needs is shared: if a round is in
-// flight, refreshIfStale waits for it; concurrent callers start at most one.
+// flight, RefreshIfStale waits for it; concurrent callers start at most one.
 // If the latest round is young enough, it returns that round's result at
 // once, without network: nil or a *GroupDiscoveryError if it built the
 // snapshot, or its error if it failed as a whole (the snapshot is then
@@ -53,9 +53,9 @@ func (r *Resolver) Refresh(ctx context.Context) error {
 //
 // Many callers, each with its own maxAge, may call it as often as they like:
 // the server sees at most one round per minimum refresh interval (plus
-// Refresh calls and rounds after invalidate), and none at all while some
+// Refresh calls and rounds after Invalidate), and none at all while some
 // round is younger than each caller's maxAge.
-func (r *Resolver) refreshIfStale(ctx context.Context, maxAge time.Duration) error {
+func (r *Resolver) RefreshIfStale(ctx context.Context, maxAge time.Duration) error {
 	return r.refresh(ctx, false, r.startedSince(max(maxAge, r.opts.minRefreshInterval)))
 }
 
@@ -67,7 +67,7 @@ func (r *Resolver) startedSince(age time.Duration) func(*round) bool {
 }
 
 // current returns the snapshot to answer from, running a round first if
-// there is none or it was invalidated: refreshIfStale(ctx, 0). On a failed
+// there is none or it was invalidated: RefreshIfStale(ctx, 0). On a failed
 // round it still returns the previous snapshot if there is one.
 func (r *Resolver) current(ctx context.Context) (*snapshot, error) {
 	s := r.snap.Load()
@@ -90,10 +90,10 @@ func (r *Resolver) current(ctx context.Context) (*snapshot, error) {
 // With force (Refresh), it joins the round in flight or starts one at once.
 // Otherwise a round answers the caller if covers says so: a round in flight
 // that does not is waited for, then another is needed. If the latest round
-// answers and invalidate was not called since it started, its result is
+// answers and Invalidate was not called since it started, its result is
 // returned without a new round. Else a round starts when the minimum
 // refresh interval since the latest start has passed (at once after
-// invalidate); until then the caller waits, bounded by ctx. All waiting is
+// Invalidate); until then the caller waits, bounded by ctx. All waiting is
 // done in the caller's goroutine; a round whose leader's ctx ends is
 // abandoned, and the callers still waiting go on as if it had not run.
 func (r *Resolver) refresh(ctx context.Context, force bool, covers func(*round) bool) error {

@@ -15,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-
-	"github.com/informerkit/informerkit/internal/resolverhooks"
 )
 
 // Resolver maps references to served resources using the API server's
@@ -37,7 +35,7 @@ type Resolver struct {
 	log    logr.Logger
 
 	snap    atomic.Pointer[snapshot] // nil until the first successful round
-	stale   atomic.Bool              // set by invalidate: the next lookup refreshes first
+	stale   atomic.Bool              // set by Invalidate: the next lookup refreshes first
 	started atomic.Uint64            // number of rounds started; written under mu, read without it
 
 	mu         sync.Mutex // guards round, last, lastStart, failedKeys, listeners, nextID, pending, delivering, direct
@@ -184,10 +182,10 @@ func (r *Resolver) Match(ctx context.Context, f Filter) ([]Resource, error) {
 	return out, nil
 }
 
-// failedGroups returns the group-versions whose discovery failed in the
+// FailedGroups returns the group-versions whose discovery failed in the
 // latest round, with their errors; empty when none failed. The map is the
 // caller's.
-func (r *Resolver) failedGroups() map[schema.GroupVersion]error {
+func (r *Resolver) FailedGroups() map[schema.GroupVersion]error {
 	s := r.snap.Load()
 	if s == nil {
 		return nil
@@ -195,12 +193,11 @@ func (r *Resolver) failedGroups() map[schema.GroupVersion]error {
 	return copyGroupErrors(s.failed)
 }
 
-// invalidate marks the cached discovery as outdated: the next Resolve*,
-// Resources, Match or refreshIfStale call runs a round first (or joins the
+// Invalidate marks the cached discovery as outdated: the next Resolve*,
+// Resources, Match or RefreshIfStale call runs a round first (or joins the
 // one in flight), without waiting for the minimum refresh interval; if
 // that round fails as a whole, answers come from the previous data. The
-// factory calls it (through internal/resolverhooks) when a
-// CustomResourceDefinition changed. Lookup never refreshes.
+// factory calls it when a CustomResourceDefinition changed. Lookup never refreshes.
 //
 // With gvs, the next rounds also read gvs from their own discovery
 // endpoints (/apis/group/version), not only from the aggregated discovery
@@ -212,7 +209,7 @@ func (r *Resolver) failedGroups() map[schema.GroupVersion]error {
 // cache, so the factory gives the resolver a non-caching one. Marks
 // accumulate until each group-version's own endpoint and the aggregated
 // document agree (or it is gone from both).
-func (r *Resolver) invalidate(gvs ...schema.GroupVersion) {
+func (r *Resolver) Invalidate(gvs ...schema.GroupVersion) {
 	if len(gvs) > 0 {
 		r.mu.Lock()
 		if r.direct == nil {
@@ -226,20 +223,7 @@ func (r *Resolver) invalidate(gvs ...schema.GroupVersion) {
 	r.stale.Store(true)
 }
 
-func init() {
-	resolverhooks.Register(func(r any) resolverhooks.Maintenance { return maintenance{r.(*Resolver)} })
-}
-
-// maintenance is a Resolver's resolverhooks.Maintenance.
-type maintenance struct{ r *Resolver }
-
-func (m maintenance) Invalidate(gvs ...schema.GroupVersion) { m.r.invalidate(gvs...) }
-func (m maintenance) RefreshIfStale(ctx context.Context, maxAge time.Duration) error {
-	return m.r.refreshIfStale(ctx, maxAge)
-}
-func (m maintenance) FailedGroups() map[schema.GroupVersion]error { return m.r.failedGroups() }
-
-// readDirect reads the group-versions marked by invalidate
+// readDirect reads the group-versions marked by Invalidate
 // from their own endpoints and puts what they serve in place of the
 // aggregated document's entries; a group-version is unmarked once the
 // aggregated document says the same (the same resource names, or both

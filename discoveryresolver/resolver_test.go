@@ -302,7 +302,7 @@ func TestLookupNeverTouchesTheNetwork(t *testing.T) {
 	if _, ok := r.Lookup(gvr("", "v1", "pods")); ok {
 		t.Fatal("Lookup before any round found pods")
 	}
-	r.invalidate()
+	r.Invalidate()
 	if _, ok := r.Lookup(gvr("", "v1", "pods")); ok || f.calls.Load() != 0 {
 		t.Fatalf("Lookup ran discovery (%d rounds)", f.calls.Load())
 	}
@@ -400,7 +400,7 @@ func TestMissesAreRateLimited(t *testing.T) {
 		t.Fatalf("after the cancelled wait: %d timers left, %d rounds; want 0, 2", clock.pending(), f.calls.Load())
 	}
 	// invalidate lets the next miss through at once; Refresh always runs.
-	r.invalidate()
+	r.Invalidate()
 	_, _ = r.Resolve(ctx, "podz")
 	if err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -523,7 +523,7 @@ func TestInvalidateDropsRemovedResource(t *testing.T) {
 	if _, err := r.Resolve(ctx, "ct"); err != nil {
 		t.Fatalf("before invalidate the cached answer stands: %v", err)
 	}
-	r.invalidate()
+	r.Invalidate()
 	if _, err := r.Resolve(ctx, "ct"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Resolve(ct) after removal and invalidate = %v, want ErrNotFound", err)
 	}
@@ -550,7 +550,7 @@ func TestPartialDiscoveryFailure(t *testing.T) {
 	if !errors.As(err, &gde) || len(gde.Groups) != 2 || !errors.Is(gde.Groups[metrics], down) {
 		t.Fatalf("Refresh = %v, want *GroupDiscoveryError for %v and %v", err, metrics, stable)
 	}
-	if fg := r.failedGroups(); len(fg) != 2 || fg[metrics] == nil {
+	if fg := r.FailedGroups(); len(fg) != 2 || fg[metrics] == nil {
 		t.Fatalf("failedGroups = %v", fg)
 	}
 	// Everything else resolves; the failed group keeps its last known state.
@@ -574,7 +574,7 @@ func TestPartialDiscoveryFailure(t *testing.T) {
 	if err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if fg := r.failedGroups(); len(fg) != 0 {
+	if fg := r.FailedGroups(); len(fg) != 0 {
 		t.Fatalf("failedGroups after recovery = %v", fg)
 	}
 }
@@ -914,14 +914,14 @@ func TestInvalidateGroupVersionsReadsOwnEndpoint(t *testing.T) {
 	if _, ok := r.Lookup(gv.WithResource("doohickeys")); ok {
 		t.Fatal("the stale aggregated document alone cannot show the new resource")
 	}
-	r.invalidate(gv)
+	r.Invalidate(gv)
 	if _, err := r.Resolve(ctx, "doohickeys"); err != nil {
 		t.Fatalf("after invalidate(gv): %v", err)
 	}
 	// A group-version the aggregated document does not have at all.
 	gv2 := schema.GroupVersion{Group: "new.example.com", Version: "v1"}
 	f.setOwn(gv2, &metav1.APIResourceList{GroupVersion: gv2.String(), APIResources: []metav1.APIResource{res("widgets", "Widget")}})
-	r.invalidate(gv2)
+	r.Invalidate(gv2)
 	if res, err := r.Resolve(ctx, "widgets.new.example.com"); err != nil || res.GVR != gv2.WithResource("widgets") {
 		t.Fatalf("new group-version: %v %v", res, err)
 	}
@@ -939,7 +939,7 @@ func TestInvalidateGroupVersionsReadsOwnEndpoint(t *testing.T) {
 	// The group-version's own endpoint says it is gone while the aggregated
 	// document still lists it: gone.
 	f.setOwn(gv, nil)
-	r.invalidate(gv)
+	r.Invalidate(gv)
 	if err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

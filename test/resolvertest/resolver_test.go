@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/informerkit/informerkit/discoveryresolver"
-	"github.com/informerkit/informerkit/internal/resolverhooks"
 	"github.com/informerkit/informerkit/test/controlplane"
 	"github.com/informerkit/informerkit/test/crds"
 )
@@ -86,7 +85,7 @@ func waitResolvable(ctx context.Context, refs ...string) error {
 	}
 	r := discoveryresolver.New(disc)
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		resolverhooks.Of(r).Invalidate()
+		r.Invalidate()
 		for _, ref := range refs {
 			if _, err := r.Resolve(ctx, ref); err != nil {
 				return false, nil
@@ -646,8 +645,8 @@ func TestPartialDiscoveryFailure(t *testing.T) {
 			if _, ok := gde.Groups[broken]; !ok {
 				t.Fatalf("failed groups %v lack %v", gde.Groups, broken)
 			}
-			if _, ok := resolverhooks.Of(r).FailedGroups()[broken]; !ok {
-				t.Fatalf("FailedGroups() = %v, lacks %v", resolverhooks.Of(r).FailedGroups(), broken)
+			if _, ok := r.FailedGroups()[broken]; !ok {
+				t.Fatalf("FailedGroups() = %v, lacks %v", r.FailedGroups(), broken)
 			}
 			_, err = r.Resolve(ctx, "nosuchresource")
 			if !errors.Is(err, discoveryresolver.ErrNotFound) || !errors.As(err, &gde) {
@@ -689,7 +688,7 @@ func TestCorpusGatewayAPI(t *testing.T) {
 		}
 		r := discoveryresolver.New(disc)
 		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			resolverhooks.Of(r).Invalidate()
+			r.Invalidate()
 			for _, name := range installed {
 				if _, err := r.Resolve(ctx, name); !errors.Is(err, discoveryresolver.ErrNotFound) {
 					return false, nil

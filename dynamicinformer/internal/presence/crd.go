@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/util/watchlist"
 
 	"github.com/informerkit/informerkit/dynamicinformer/internal/listwatch"
-	"github.com/informerkit/informerkit/internal/resolverhooks"
 )
 
 // CRDResource is the resource presence watches to follow CRDs.
@@ -169,7 +168,7 @@ func (p *Presence) crdChanged(obj interface{}, deleted bool) {
 	if p.cfg.Resolver != nil {
 		// The aggregated discovery document can lag behind CRD changes
 		// for minutes; the group-versions' own endpoints do not.
-		resolverhooks.Of(p.cfg.Resolver).Invalidate(gvs...)
+		p.cfg.Resolver.Invalidate(gvs...)
 		p.refreshSoon()
 	}
 	p.reevaluateGR(gr, "CRD "+u.GetName()+" changed")

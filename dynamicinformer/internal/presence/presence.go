@@ -31,7 +31,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/informerkit/informerkit/discoveryresolver"
-	"github.com/informerkit/informerkit/internal/resolverhooks"
 )
 
 // ErrNamespaceOnClusterScoped: a namespace was asked of a cluster-scoped
@@ -367,7 +366,7 @@ func (p *Presence) verdictLocked(m Member) Verdict {
 		if _, ok := p.cfg.Resolver.Lookup(gvr); ok {
 			return p.scopeLocked(m, Verdict{Served: true, Known: true})
 		}
-		if len(resolverhooks.Of(p.cfg.Resolver).FailedGroups()) == 0 {
+		if len(p.cfg.Resolver.FailedGroups()) == 0 {
 			return Verdict{Known: true, Reason: fmt.Sprintf("%s is not in discovery", Qualified(gvr))}
 		}
 	}
@@ -602,7 +601,7 @@ func (p *Presence) NotFound(gvr schema.GroupVersionResource) {
 	}
 	p.mu.Unlock()
 	if p.cfg.Resolver != nil {
-		resolverhooks.Of(p.cfg.Resolver).Invalidate()
+		p.cfg.Resolver.Invalidate()
 	}
 }
 
@@ -613,7 +612,7 @@ func (p *Presence) recheck(gvr schema.GroupVersionResource) {
 	if p.cfg.Resolver != nil && ctx != nil {
 		// Rate-limited and shared: many informers meeting 404s at once
 		// cost one round.
-		p.discoveryAnswered(resolverhooks.Of(p.cfg.Resolver).RefreshIfStale(ctx, 0))
+		p.discoveryAnswered(p.cfg.Resolver.RefreshIfStale(ctx, 0))
 	}
 	p.reevaluate(gvr, "re-check after 404", true)
 }
