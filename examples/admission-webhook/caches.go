@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/discoveryresolver"
+	"github.com/informerkit/informerkit/dynamicinformer"
+)
+
+// caches holds one informer per resource the loaded policies look up,
+// keyed by the resource literal the policies wrote. Informers start when
+// a policy that reads them loads and are released when no loaded policy
+// reads them any more. Its methods are safe for concurrent use; the CEL
+// lookup functions read it on the request goroutines.
+type caches struct {
+	factory *dynamicinformer.Factory
+
+	mu sync.RWMutex // guards byRef
+	// byRef maps a resource literal to its cache; several literals may
+	// name one GVR (the factory shares the informer).
+	byRef map[string]*cacheEntry
+}
+
+// cacheEntry is one looked-up resource's informer.
+type cacheEntry struct {
+	ref    string
+	gvr    schema.GroupVersionResource
+	handle *dynamicinformer.InformerHandle
+}
+
+// cacheState is what a request needs to know of a cache it reads.
+type cacheState struct {
+	Ref     string
+	GVR     schema.GroupVersionResource
+	State   dynamicinformer.State
+	Reason  string
+	Objects int
+}
+
+func (s cacheState) ready() bool { return s.State == dynamicinformer.Synced }
+
+func (s cacheState) String() string {
+	gvr := s.GVR.Resource + "." + s.GVR.Version
+	if s.GVR.Group != "" {
+		gvr += "." + s.GVR.Group
+	}
+	if s.Reason != "" {
+		return fmt.Sprintf("cache %s is %s (%s)", gvr, s.State, s.Reason)
+	}
+	return fmt.Sprintf("cache %s is %s", gvr, s.State)
+}
+
+func newCaches(f *dynamicinformer.Factory) *caches {
+	return &caches{factory: f, byRef: map[string]*cacheEntry{}}
+}
+
+// resolve turns a resource name into a GVR: a kubectl name through
+// discovery, or, for a resource not served now, the full
+// resource.version.group form read as it is (the informer then waits for
+// the resource to be served).
+func resolveRef(ctx context.Context, r *discoveryresolver.Resolver, ref string) (schema.GroupVersionResource, error) {
+	res, err := r.Resolve(ctx, ref)
+	if err == nil {
+		return res.GVR, nil
+	}
+	if !errors.Is(err, discoveryresolver.ErrNotFound) {
+		return schema.GroupVersionResource{}, err
+	}
+	if gvr, ok := fullName(ref); ok {
+		return gvr, nil
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("%w (a resource that is not served yet must be named resource.version.group, as widgets.v1.example.com)", err)
+}
+
+// fullName parses resource.version.group ("widgets.v1.example.com") or
+// resource.version for the core group ("pods.v1").
+func fullName(ref string) (schema.GroupVersionResource, bool) {
+	parts := strings.SplitN(ref, ".", 3)
+	if len(parts) < 2 || !looksLikeVersion(parts[1]) || parts[0] == "" {
+		return schema.GroupVersionResource{}, false
+	}
+	gvr := schema.GroupVersionResource{Resource: parts[0], Version: parts[1]}
+	if len(parts) == 3 {
+		gvr.Group = parts[2]
+	}
+	return gvr, true
+}
+
+// looksLikeVersion accepts v1, v2beta1, v1alpha3.
+func looksLikeVersion(s string) bool {
+	if len(s) < 2 || s[0] != 'v' || s[1] < '1' || s[1] > '9' {
+		return false
+	}
+	rest := strings.TrimLeft(s[1:], "0123456789")
+	for _, pre := range []string{"alpha", "beta"} {
+		if strings.HasPrefix(rest, pre) {
+			n := strings.TrimPrefix(rest, pre)
+			return n != "" && strings.Trim(n, "0123456789") == ""
+		}
+	}
+	return rest == ""
+}
+
+// set makes the caches exactly those of refs (literal → GVR): informers
+// for new literals start, those no policy reads any more are released.
+func (c *caches) set(refs map[string]schema.GroupVersionResource) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := make(map[string]*cacheEntry, len(refs))
+	for ref, gvr := range refs {
+		if e, ok := c.byRef[ref]; ok && e.gvr == gvr {
+			next[ref] = e
+			continue
+		}
+		next[ref] = &cacheEntry{ref: ref, gvr: gvr, handle: c.factory.ForResource(gvr)}
+	}
+	for ref, e := range c.byRef {
+		if next[ref] != e {
+			e.handle.Release()
+		}
+	}
+	c.byRef = next
+}
+
+// releaseAll releases every informer (shutdown).
+func (c *caches) releaseAll() { c.set(nil) }
+
+// state returns the state of the cache of ref.
+func (c *caches) state(ref string) cacheState {
+	c.mu.RLock()
+	e := c.byRef[ref]
+	c.mu.RUnlock()
+	if e == nil {
+		return cacheState{Ref: ref, State: "Unknown", Reason: "no cache for this resource"}
+	}
+	st := e.handle.Status()
+	s := cacheState{Ref: ref, GVR: e.gvr, State: st.State, Objects: st.Objects}
+	if st.State != dynamicinformer.Synced {
+		s.Reason = st.Reason
+		if s.Reason == "" && st.Err != nil {
+			s.Reason = st.Err.Error()
+		}
+	}
+	return s
+}
+
+// states returns the state of every cache, sorted by literal.
+func (c *caches) states() []cacheState {
+	c.mu.RLock()
+	refs := make([]string, 0, len(c.byRef))
+	for r := range c.byRef {
+		refs = append(refs, r)
+	}
+	c.mu.RUnlock()
+	sort.Strings(refs)
+	out := make([]cacheState, len(refs))
+	for i, r := range refs {
+		out[i] = c.state(r)
+	}
+	return out
+}
+
+// indexer returns the synced cache of ref, or an error naming its state.
+func (c *caches) indexer(ref string) (toolscache.Indexer, error) {
+	c.mu.RLock()
+	e := c.byRef[ref]
+	c.mu.RUnlock()
+	if e == nil {
+		return nil, fmt.Errorf("no cache for %q", ref)
+	}
+	if st := c.state(ref); !st.ready() {
+		return nil, errors.New(st.String())
+	}
+	return e.handle.Informer().GetIndexer(), nil
+}
+
+// celFunctions declares lookup.get, lookup.list and lookup.count, bound
+// to c.
+func (c *caches) celFunctions() []cel.EnvOption {
+	str := cel.StringType
+	return []cel.EnvOption{
+		cel.Function("lookup.get", cel.Overload("lookup_get_string_string_string",
+			[]*cel.Type{str, str, str}, cel.DynType,
+			cel.FunctionBinding(func(args ...ref.Val) ref.Val {
+				return c.celGet(args[0], args[1], args[2])
+			}))),
+		cel.Function("lookup.list", cel.Overload("lookup_list_string_string_string",
+			[]*cel.Type{str, str, str}, cel.ListType(cel.DynType),
+			cel.FunctionBinding(func(args ...ref.Val) ref.Val {
+				objs, err := c.list(args[0], args[1], args[2])
+				if err != nil {
+					return types.NewErr("%v", err)
+				}
+				items := make([]any, len(objs))
+				for i, o := range objs {
+					items[i] = o.Object
+				}
+				return types.DefaultTypeAdapter.NativeToValue(items)
+			}))),
+		cel.Function("lookup.count", cel.Overload("lookup_count_string_string_string",
+			[]*cel.Type{str, str, str}, cel.IntType,
+			cel.FunctionBinding(func(args ...ref.Val) ref.Val {
+				objs, err := c.list(args[0], args[1], args[2])
+				if err != nil {
+					return types.NewErr("%v", err)
+				}
+				return types.Int(len(objs))
+			}))),
+	}
+}
+
+func (c *caches) celGet(resource, namespace, name ref.Val) ref.Val {
+	idx, err := c.indexer(string(resource.(types.String)))
+	if err != nil {
+		return types.NewErr("%v", err)
+	}
+	key := string(name.(types.String))
+	if ns := string(namespace.(types.String)); ns != "" {
+		key = ns + "/" + key
+	}
+	obj, ok, err := idx.GetByKey(key)
+	if err != nil {
+		return types.NewErr("%v", err)
+	}
+	if !ok {
+		return types.NullValue
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return types.NewErr("cached object %s is a %T", key, obj)
+	}
+	return types.DefaultTypeAdapter.NativeToValue(u.Object)
+}
+
+// list returns the cached objects of resource in namespace ("" all)
+// matching a label selector ("" everything). The objects are the cache's:
+// they must not be modified.
+func (c *caches) list(resource, namespace, selector ref.Val) ([]*unstructured.Unstructured, error) {
+	idx, err := c.indexer(string(resource.(types.String)))
+	if err != nil {
+		return nil, err
+	}
+	sel, err := labels.Parse(string(selector.(types.String)))
+	if err != nil {
+		return nil, fmt.Errorf("label selector: %w", err)
+	}
+	var objs []any
+	if ns := string(namespace.(types.String)); ns != "" {
+		objs, err = idx.ByIndex(toolscache.NamespaceIndex, ns)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		objs = idx.List()
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		if !sel.Empty() && !sel.Matches(labels.Set(u.GetLabels())) {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
