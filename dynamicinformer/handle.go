@@ -11,8 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/eventhandler"
-	_ "github.com/informerkit/informerkit/genericlister" // sets listerhooks.NewGeneric
-	"github.com/informerkit/informerkit/internal/listerhooks"
+	"github.com/informerkit/informerkit/genericlister"
 )
 
 // InformerHandle is one holder's reference to a shared informer. It has
@@ -56,7 +55,7 @@ func (h *InformerHandle) Informer() toolscache.SharedIndexInformer { return h.in
 // Lister reads the informer's cache (client-go's GenericLister). Returned
 // objects are shared with the cache: do not mutate them.
 func (h *InformerHandle) Lister() toolscache.GenericLister {
-	return listerhooks.NewGeneric(h.e.informer.GetIndexer(), h.e.currentGVR().GroupResource())
+	return genericlister.NewGeneric(h.e.informer.GetIndexer(), h.e.currentGVR().GroupResource())
 }
 
 // GVR is the resource the informer watches. For an informer obtained by

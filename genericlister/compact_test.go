@@ -42,7 +42,7 @@ func TestCompactReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	g2, _ := l.Namespace("ns").Get("w1")
-	gg, _ := newGeneric(l.indexer, l.resource).ByNamespace("ns").Get("w1")
+	gg, _ := NewGeneric(l.indexer, l.resource).ByNamespace("ns").Get("w1")
 	if g1 != g2 || gg != g1 {
 		t.Error("Get of a kept object is not the shared object")
 	}
@@ -72,7 +72,7 @@ func TestCompactReads(t *testing.T) {
 	for _, get := range []func() (*unstructured.Unstructured, error){
 		func() (*unstructured.Unstructured, error) { return l.Namespace("ns").Get("w1") },
 		func() (*unstructured.Unstructured, error) {
-			o, err := newGeneric(l.indexer, l.resource).ByNamespace("ns").Get("w1")
+			o, err := NewGeneric(l.indexer, l.resource).ByNamespace("ns").Get("w1")
 			if err != nil {
 				return nil, err
 			}

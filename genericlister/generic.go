@@ -7,13 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
-
-	"github.com/informerkit/informerkit/internal/listerhooks"
 )
 
-func init() { listerhooks.NewGeneric = newGeneric }
-
-// newGeneric returns a client-go toolscache.GenericLister over indexer that
+// NewGeneric returns a client-go toolscache.GenericLister over indexer that
 // works whatever runtime.Object type the indexer holds:
 // *unstructured.Unstructured, *metav1.PartialObjectMetadata from a
 // metadata-only informer, or typed objects. Code written against client-go's
@@ -25,8 +21,8 @@ func init() { listerhooks.NewGeneric = newGeneric }
 // the decoded form of a compact-mode *cache.Compact, see Lister), shared
 // with every reader: do not modify them, DeepCopyObject first. Lists are
 // unordered. The lister is safe for concurrent use. dynamicinformer's
-// InformerHandle.Lister is one (through internal/listerhooks).
-func newGeneric(indexer toolscache.Indexer, resource schema.GroupResource) toolscache.GenericLister {
+// InformerHandle.Lister is one.
+func NewGeneric(indexer toolscache.Indexer, resource schema.GroupResource) toolscache.GenericLister {
 	return &genericLister{indexer: indexer, resource: resource}
 }
 
@@ -75,7 +71,7 @@ func getObject(indexer toolscache.Indexer, resource schema.GroupResource, key, n
 func asObject(obj interface{}, inList bool) (runtime.Object, error) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
-		return nil, fmt.Errorf("genericlister: cache holds %T, not a runtime.Object", obj)
+		return nil, fmt.Errorf("%w: %T is not a runtime.Object", ErrWrongType, obj)
 	}
 	return materialize(ro, inList)
 }

@@ -8,21 +8,17 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/internal/labelindex"
-	"github.com/informerkit/informerkit/internal/listerhooks"
 )
 
 // The GenericLister behind dynamicinformer's InformerHandle.Lister
-// (registered in internal/listerhooks) serves the
+// serves the
 // *metav1.PartialObjectMetadata of a metadata-only informer as it is, with
 // label selectors answered from the label index.
 func TestGenericPartialObjectMetadata(t *testing.T) {
-	if listerhooks.NewGeneric == nil {
-		t.Fatal("genericlister did not register listerhooks.NewGeneric")
-	}
 	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, labelindex.LabelIndexers())
 	_ = idx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "web", Labels: map[string]string{"app": "web"}}})
 	_ = idx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "db", Labels: map[string]string{"app": "db"}}})
-	lister := listerhooks.NewGeneric(idx, widgets)
+	lister := NewGeneric(idx, widgets)
 	objs, err := lister.List(labels.SelectorFromSet(labels.Set{"app": "db"}))
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("List(app=db) = %v, %v; want one object", objs, err)

@@ -1,10 +1,10 @@
 package genericlister
 
 import (
+	stderrors "errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,10 +26,12 @@ import (
 // it shared, List, ByField and ByIndex return kept objects shared and
 // decode the others (keeping those read a second time); either way the
 // results must not be modified, exactly as for a normal cache, and a read
-// after an update never returns the older version. An indexer that holds
-// anything else than *unstructured.Unstructured (for example
-// *metav1.PartialObjectMetadata from a metadata-only informer) has each
-// object converted to a fresh Unstructured on every read.
+// after an update never returns the older version. An object of any other
+// type (for example *metav1.PartialObjectMetadata from a metadata-only
+// informer) is an error wrapping ErrWrongType: read such a cache as it is
+// stored with NewTyped or NewGeneric, as client-go's listers do, or ask
+// for a fresh Unstructured converted on every read with the
+// ConvertToUnstructured option.
 //
 // Ordering: results come in no particular order, and the order may change
 // between calls; sort them if order matters.
@@ -43,15 +45,40 @@ import (
 type Lister struct {
 	indexer  toolscache.Indexer
 	resource schema.GroupResource
+	convert  bool // ConvertToUnstructured
 }
+
+// ErrWrongType is wrapped by the errors of a lister whose cache holds an
+// object of another type than the one it returns: anything but
+// *unstructured.Unstructured and *cache.Compact for a Lister made without
+// ConvertToUnstructured, anything but T for a Typed[T].
+var ErrWrongType = stderrors.New("genericlister: the cache holds an object of another type")
+
+// Option changes how New reads the cache.
+type Option func(*Lister)
+
+// ConvertToUnstructured makes a Lister convert every cached object that is
+// neither an *unstructured.Unstructured nor a *cache.Compact (a
+// *metav1.PartialObjectMetadata, a typed object) to a fresh Unstructured
+// on every read, instead of failing with ErrWrongType. The conversion
+// costs a walk of the object for each object returned; the converted
+// objects are the caller's. Without it, use NewTyped or NewGeneric to read
+// such a cache as it is stored.
+func ConvertToUnstructured() Option { return func(l *Lister) { l.convert = true } }
 
 // New returns a Lister over indexer (typically informer.GetIndexer()).
 // resource names the resource in NotFound errors. The Lister uses the label
 // indexes of informerkit's cache package and toolscache.NamespaceIndex
 // automatically when the indexer has them; it works without them, by
-// scanning.
-func New(indexer toolscache.Indexer, resource schema.GroupResource) *Lister {
-	return &Lister{indexer: indexer, resource: resource}
+// scanning. It returns the cached *unstructured.Unstructured objects as
+// they are stored (and compact-mode objects decoded); other types are an
+// error unless opts include ConvertToUnstructured.
+func New(indexer toolscache.Indexer, resource schema.GroupResource, opts ...Option) *Lister {
+	l := &Lister{indexer: indexer, resource: resource}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
 }
 
 // List returns the objects, in all namespaces, whose labels match selector
@@ -69,7 +96,7 @@ func New(indexer toolscache.Indexer, resource schema.GroupResource) *Lister {
 // selector with no indexable requirement ("key!=v", "!key" alone) scans
 // the cache, as it does without the index; so does labels.Everything().
 func (l *Lister) List(selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	return list(l.indexer, "", selector)
+	return list(l.indexer, "", selector, l.convert)
 }
 
 // Get returns the object stored under key name — the name of a
@@ -77,12 +104,12 @@ func (l *Lister) List(selector labels.Selector) ([]*unstructured.Unstructured, e
 // namespaced objects) — shared with the cache. It returns an error that
 // apierrors.IsNotFound recognises when there is none.
 func (l *Lister) Get(name string) (*unstructured.Unstructured, error) {
-	return get(l.indexer, l.resource, name, name)
+	return get(l.indexer, l.resource, name, name, l.convert)
 }
 
 // Namespace returns a lister restricted to namespace ns.
 func (l *Lister) Namespace(ns string) *NamespaceLister {
-	return &NamespaceLister{indexer: l.indexer, resource: l.resource, namespace: ns}
+	return &NamespaceLister{indexer: l.indexer, resource: l.resource, namespace: ns, convert: l.convert}
 }
 
 // ByField returns the objects whose field at path has value (see
@@ -93,7 +120,7 @@ func (l *Lister) Namespace(ns string) *NamespaceLister {
 // cache evaluating the path on every object, with the same result. A
 // malformed path is an error wrapping cache.ErrInvalidFieldPath.
 func (l *Lister) ByField(path, value string) ([]*unstructured.Unstructured, error) {
-	return byField(l.indexer, "", path, value)
+	return byField(l.indexer, "", path, value, l.convert)
 }
 
 // ByIndex returns the objects that the named index maps to value, shared
@@ -105,7 +132,7 @@ func (l *Lister) ByIndex(indexName, value string) ([]*unstructured.Unstructured,
 	if err != nil {
 		return nil, err
 	}
-	return toUnstructuredList(objs, "")
+	return toUnstructuredList(objs, "", l.convert)
 }
 
 // NamespaceLister reads the objects of one namespace. Its results follow
@@ -115,6 +142,7 @@ type NamespaceLister struct {
 	indexer   toolscache.Indexer
 	resource  schema.GroupResource
 	namespace string
+	convert   bool // ConvertToUnstructured
 }
 
 // List returns the objects of the namespace whose labels match selector
@@ -122,18 +150,18 @@ type NamespaceLister struct {
 // toolscache.NamespaceIndex when the indexer has them, examining the
 // smallest candidate set (see Lister.List).
 func (l *NamespaceLister) List(selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	return list(l.indexer, l.namespace, selector)
+	return list(l.indexer, l.namespace, selector, l.convert)
 }
 
 // Get returns the object name of the namespace, shared with the cache, or
 // an error that apierrors.IsNotFound recognises.
 func (l *NamespaceLister) Get(name string) (*unstructured.Unstructured, error) {
-	return get(l.indexer, l.resource, l.namespace+"/"+name, name)
+	return get(l.indexer, l.resource, l.namespace+"/"+name, name, l.convert)
 }
 
 // ByField is Lister.ByField restricted to the namespace.
 func (l *NamespaceLister) ByField(path, value string) ([]*unstructured.Unstructured, error) {
-	return byField(l.indexer, l.namespace, path, value)
+	return byField(l.indexer, l.namespace, path, value, l.convert)
 }
 
 // ByIndex is Lister.ByIndex restricted to the namespace.
@@ -142,15 +170,15 @@ func (l *NamespaceLister) ByIndex(indexName, value string) ([]*unstructured.Unst
 	if err != nil {
 		return nil, err
 	}
-	return toUnstructuredList(objs, l.namespace)
+	return toUnstructuredList(objs, l.namespace, l.convert)
 }
 
-func list(indexer toolscache.Indexer, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	return selectAs(indexer, namespace, selector, func(obj interface{}) (*unstructured.Unstructured, error) { return toUnstructured(obj, true) })
+func list(indexer toolscache.Indexer, namespace string, selector labels.Selector, convert bool) ([]*unstructured.Unstructured, error) {
+	return selectAs(indexer, namespace, selector, func(obj interface{}) (*unstructured.Unstructured, error) { return toUnstructured(obj, true, convert) })
 }
 
-func get(indexer toolscache.Indexer, resource schema.GroupResource, key, name string) (*unstructured.Unstructured, error) {
-	return getAs(indexer, resource, key, name, func(obj interface{}) (*unstructured.Unstructured, error) { return toUnstructured(obj, false) })
+func get(indexer toolscache.Indexer, resource schema.GroupResource, key, name string, convert bool) (*unstructured.Unstructured, error) {
+	return getAs(indexer, resource, key, name, func(obj interface{}) (*unstructured.Unstructured, error) { return toUnstructured(obj, false, convert) })
 }
 
 // selectAs is selectObjects returning each selected object converted by
@@ -191,7 +219,7 @@ func getAs[T any](indexer toolscache.Indexer, resource schema.GroupResource, key
 	return conv(obj)
 }
 
-func byField(indexer toolscache.Indexer, namespace, path, value string) ([]*unstructured.Unstructured, error) {
+func byField(indexer toolscache.Indexer, namespace, path, value string, convert bool) ([]*unstructured.Unstructured, error) {
 	// FieldIndexers names the index of path and builds its function (the
 	// one way to index a field), so the lister uses exactly what it
 	// installs.
@@ -208,7 +236,7 @@ func byField(indexer toolscache.Indexer, namespace, path, value string) ([]*unst
 		if err != nil {
 			return nil, err
 		}
-		return toUnstructuredList(objs, namespace)
+		return toUnstructuredList(objs, namespace, convert)
 	}
 	var out []*unstructured.Unstructured
 	for _, obj := range indexer.List() {
@@ -218,7 +246,7 @@ func byField(indexer toolscache.Indexer, namespace, path, value string) ([]*unst
 		vals, _ := f(obj)
 		for _, v := range vals {
 			if v == value {
-				u, err := toUnstructured(obj, true)
+				u, err := toUnstructured(obj, true, convert)
 				if err != nil {
 					return nil, err
 				}
@@ -230,13 +258,13 @@ func byField(indexer toolscache.Indexer, namespace, path, value string) ([]*unst
 	return out, nil
 }
 
-func toUnstructuredList(objs []interface{}, namespace string) ([]*unstructured.Unstructured, error) {
+func toUnstructuredList(objs []interface{}, namespace string, convert bool) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {
 		if namespace != "" && objectNamespace(obj) != namespace {
 			continue
 		}
-		u, err := toUnstructured(obj, true)
+		u, err := toUnstructured(obj, true, convert)
 		if err != nil {
 			return nil, err
 		}
@@ -245,35 +273,30 @@ func toUnstructuredList(objs []interface{}, namespace string) ([]*unstructured.U
 	return out, nil
 }
 
-// toUnstructured returns a cached Unstructured as is, the decoded form of
-// a compact-mode *cache.Compact (see materialize; inList says whether obj
-// is read as one of many), and converts anything else
-// (PartialObjectMetadata, typed objects) to a fresh Unstructured.
-func toUnstructured(obj interface{}, inList bool) (*unstructured.Unstructured, error) {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return o, nil
-	case *metav1.PartialObjectMetadata:
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			return nil, err
-		}
-		return &unstructured.Unstructured{Object: m}, nil
-	case runtime.Object:
-		ro, err := materialize(o, inList)
-		if err != nil {
-			return nil, err
-		}
-		if u, ok := ro.(*unstructured.Unstructured); ok {
-			return u, nil
-		}
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
-		if err != nil {
-			return nil, err
-		}
-		return &unstructured.Unstructured{Object: m}, nil
+// toUnstructured returns a cached Unstructured as is and the decoded form
+// of a compact-mode *cache.Compact (see materialize; inList says whether
+// obj is read as one of many). Anything else (PartialObjectMetadata, typed
+// objects) is converted to a fresh Unstructured when convert is set, and
+// an ErrWrongType error otherwise.
+func toUnstructured(obj interface{}, inList, convert bool) (*unstructured.Unstructured, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
 	}
-	return nil, fmt.Errorf("genericlister: cannot read %T from the cache as an object", obj)
+	ro, err := asObject(obj, inList)
+	if err != nil {
+		return nil, err
+	}
+	if u, ok := ro.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	if !convert {
+		return nil, fmt.Errorf("%w: %T, not *unstructured.Unstructured (read it with NewTyped or NewGeneric, or convert it with ConvertToUnstructured)", ErrWrongType, obj)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // materialize returns the object a reader should see for a cached object:

@@ -112,7 +112,15 @@ func TestListerOverPartialObjectMetadata(t *testing.T) {
 	if err := idx.Add(p); err != nil {
 		t.Fatal(err)
 	}
-	l := New(idx, widgets)
+	// Without the option the Lister returns objects as stored, and a
+	// PartialObjectMetadata is not an Unstructured.
+	if _, err := New(idx, widgets).Namespace("ns").Get("a"); !errors.Is(err, ErrWrongType) {
+		t.Fatalf("Get over PartialObjectMetadata without ConvertToUnstructured = %v, want ErrWrongType", err)
+	}
+	if _, err := New(idx, widgets).List(nil); !errors.Is(err, ErrWrongType) {
+		t.Fatalf("List over PartialObjectMetadata without ConvertToUnstructured = %v, want ErrWrongType", err)
+	}
+	l := New(idx, widgets, ConvertToUnstructured())
 	u, err := l.Namespace("ns").Get("a")
 	if err != nil || u.GetLabels()["app"] != "web" || u.GetKind() != "Widget" {
 		t.Fatalf("Get over PartialObjectMetadata: %v %v", u, err)

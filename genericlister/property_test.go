@@ -213,12 +213,12 @@ func TestListMatchesBruteForce(t *testing.T) {
 				if ns == "" {
 					got, err = l.List(sel)
 					if err == nil {
-						gotGeneric, err = newGeneric(l.indexer, l.resource).List(sel)
+						gotGeneric, err = NewGeneric(l.indexer, l.resource).List(sel)
 					}
 				} else {
 					got, err = l.Namespace(ns).List(sel)
 					if err == nil {
-						gotGeneric, err = newGeneric(l.indexer, l.resource).ByNamespace(ns).List(sel)
+						gotGeneric, err = NewGeneric(l.indexer, l.resource).ByNamespace(ns).List(sel)
 					}
 				}
 				if err != nil {
@@ -292,8 +292,9 @@ func TestGenericListerPartialObjectMetadata(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := newGeneric(idx, widgets)
-	l := New(idx, widgets)
+	g := NewGeneric(idx, widgets)
+	typed := NewTyped[*metav1.PartialObjectMetadata](idx, widgets)
+	l := New(idx, widgets, ConvertToUnstructured())
 	for s := 0; s < 500; s++ {
 		sel, err := randomSelector(r)
 		if err != nil {
@@ -312,6 +313,13 @@ func TestGenericListerPartialObjectMetadata(t *testing.T) {
 		}
 		if k := keysOf(t, got); strings.Join(k, " ") != strings.Join(want, " ") {
 			t.Fatalf("List(%q) in %q: got %.400v, want %.400v", sel, ns, k, want)
+		}
+		ps, err := typed.Namespace(ns).List(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := keysOf(t, ps); strings.Join(k, " ") != strings.Join(want, " ") {
+			t.Fatalf("Typed List(%q) in %q: got %.400v, want %.400v", sel, ns, k, want)
 		}
 		us, err := l.Namespace(ns).List(sel)
 		if err != nil {

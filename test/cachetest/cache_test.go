@@ -22,7 +22,6 @@ import (
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/genericlister"
-	"github.com/informerkit/informerkit/internal/listerhooks"
 	"github.com/informerkit/informerkit/test/controlplane"
 )
 
@@ -209,7 +208,7 @@ func TestDynamicInformerTransformsAndLabelIndex(t *testing.T) {
 		return names(objs), err
 	}
 	waitEqual(t, f, list)
-	generic := listerhooks.NewGeneric(inf.GetIndexer(), f.gvr.GroupResource())
+	generic := genericlister.NewGeneric(inf.GetIndexer(), f.gvr.GroupResource())
 	waitEqual(t, f, func(sel labels.Selector) ([]string, error) {
 		objs, err := generic.ByNamespace(f.ns).List(sel)
 		return objectNames(objs), err
@@ -256,7 +255,7 @@ func TestMetadataInformerGenericLister(t *testing.T) {
 			t.Fatalf("transform not applied to %s: %+v", p.Name, p.ObjectMeta)
 		}
 	}
-	generic := listerhooks.NewGeneric(inf.GetIndexer(), f.gvr.GroupResource())
+	generic := genericlister.NewGeneric(inf.GetIndexer(), f.gvr.GroupResource())
 	waitEqual(t, f, func(sel labels.Selector) ([]string, error) {
 		objs, err := generic.List(sel)
 		return objectNames(objs), err

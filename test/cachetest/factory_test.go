@@ -186,8 +186,8 @@ func TestFactoryReducedObjects(t *testing.T) {
 		t.Errorf("projection lost metadata: %v", got.Object["metadata"])
 	}
 	// A metadata-only handle's lister reads the cached metadata (converted
-	// to Unstructured by genericlister).
-	if m, err := genericlister.New(meta.Informer().GetIndexer(), meta.GVR().GroupResource()).Namespace(f.ns).Get("w001"); err != nil || m.GetUID() != server.GetUID() || m.Object["spec"] != nil {
+	// to Unstructured by genericlister, as asked).
+	if m, err := genericlister.New(meta.Informer().GetIndexer(), meta.GVR().GroupResource(), genericlister.ConvertToUnstructured()).Namespace(f.ns).Get("w001"); err != nil || m.GetUID() != server.GetUID() || m.Object["spec"] != nil {
 		t.Errorf("metadata-only lister Get: %v, %v", m, err)
 	}
 	mobj, err := meta.Lister().ByNamespace(f.ns).Get("w001")
