@@ -1,7 +1,8 @@
 // Package genericlister reads a shared informer's cache of
 // *unstructured.Unstructured objects: Get, List and namespace-scoped views,
-// queries by field and by index. dynamicinformer's InformerHandle.Lister
-// is the same reader behind client-go's cache.GenericLister.
+// queries by field and by index. NewTyped and NewGeneric read a cache of
+// any other type as it is stored; dynamicinformer's InformerHandle.Lister
+// is NewGeneric's reader, client-go's cache.GenericLister.
 //
 // Lists use informerkit's per-key label indexes (cache.LabelKeyIndexers)
 // and client-go's namespace index whenever the indexer has them: a selector such as
@@ -33,7 +34,12 @@
 //     ListCompact and GetCompact return the Compacts themselves, without
 //     decoding: Compact.GetObjectMeta and Compact.NestedField read them, so
 //     listing a compact cache costs what listing a normal one does.
-//     InformerHandle.Lister returns other objects as they are; Lister converts
-//     anything else that is not Unstructured to a fresh Unstructured on
-//     each read.
+//     Other objects are returned as they are stored, as client-go's
+//     listers return them: by NewTyped (a lister of one type, such as
+//     Typed[*metav1.PartialObjectMetadata] for a metadata-only informer,
+//     which answers as client-go's metadatalister does) and by NewGeneric
+//     (client-go's GenericLister, what InformerHandle.Lister returns).
+//     Lister, whose results are *unstructured.Unstructured, converts them
+//     only when made with ConvertToUnstructured (a fresh Unstructured on
+//     each read); without it they are an error wrapping ErrWrongType.
 package genericlister
