@@ -424,6 +424,7 @@ func (e *entry) monitorSync(ctx context.Context) {
 	t := time.NewTicker(syncPoll)
 	defer t.Stop()
 	firstSync := e.informer.HasSyncedChecker().Done()
+	var sweep sweeper
 	for {
 		e.mu.Lock()
 		removal := e.lc.Removal()
@@ -432,6 +433,9 @@ func (e *entry) monitorSync(ctx context.Context) {
 			InformerSynced: e.informer.HasSynced(), LastRV: e.storeRV()}
 		if removal != 0 {
 			ev.CacheEmpty = e.cacheEmpty()
+			if !ev.CacheEmpty && sweep.due(removal, time.Now()) {
+				e.lw.Sweep()
+			}
 		}
 		out := e.apply(ev)
 		var poll <-chan time.Time
@@ -454,6 +458,37 @@ func (e *entry) monitorSync(ctx context.Context) {
 
 // syncPoll is the sync monitor's poll period while the machine polls.
 const syncPoll = 20 * time.Millisecond
+
+// sweeper paces the sync monitor's sweeps while a removal drains and the
+// cache is not empty (gate.ListerWatcher.Sweep): the first firstSweep
+// after the removal is seen, then at doubling gaps up to maxSweepGap. The
+// removal's own deletes usually empty the cache before the first; a sweep
+// catches adds the reflector had queued when those deletes were taken.
+type sweeper struct {
+	removal uint64
+	next    time.Time
+	gap     time.Duration
+}
+
+const (
+	firstSweep  = 200 * time.Millisecond
+	maxSweepGap = 2 * time.Second
+)
+
+// due reports whether a sweep for removal is due at now, and if so
+// schedules the next.
+func (s *sweeper) due(removal uint64, now time.Time) bool {
+	if s.removal != removal {
+		*s = sweeper{removal: removal, next: now.Add(firstSweep), gap: firstSweep}
+		return false
+	}
+	if now.Before(s.next) {
+		return false
+	}
+	s.gap = min(2*s.gap, maxSweepGap)
+	s.next = now.Add(s.gap)
+	return true
+}
 
 // cacheEmpty reports whether the cache holds no object, without listing
 // its keys: the namespace index, always installed, drops a value when its

@@ -213,6 +213,7 @@ type ListerWatcher struct {
 	switching  bool           // a stream is switching (Switch): listing the new selection
 	switchGen  uint64         // counts Switch calls
 	relistGen  uint64         // counts Relist calls
+	sweep      chan struct{}  // Sweep's request to a watch waiting in Emptied (buffered 1; made on first use)
 }
 
 // activeStream is the stream the reflector reads now.
@@ -690,9 +691,25 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 // never listed, or a list ran meanwhile), it answers "expired" so the
 // reflector lists.
 func (lw *ListerWatcher) awaitReturn(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	sweep := lw.sweeps()
 	for {
-		if err := lw.Gate.WaitOpen(ctx); err != nil {
-			return nil, err
+		open, reason, changed := lw.Gate.State()
+		if !open {
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-sweep:
+				if lw.Phase() == Emptied {
+					// Objects whose add the reflector still had queued when
+					// the removal's deletes were taken reached the cache
+					// after them: a delete for each (removalEvents skips
+					// keys whose delete is on the way), then the reflector
+					// watches again and waits here.
+					return lw.removal(reason), nil
+				}
+			}
+			continue
 		}
 		if lw.Phase() != Emptied {
 			return nil, reflectorseam.Expired("resource served; listing")
@@ -1170,6 +1187,31 @@ func (lw *ListerWatcher) deleteQueued(key string) bool {
 	defer lw.qmu.Unlock()
 	_, ok := lw.queuedDeletes[key]
 	return ok
+}
+
+// Sweep asks a watch that waits for the resource to return (phase
+// Emptied, the gate closed) to hand the reflector a delete for every
+// cached object whose delete is not on the way, then wait again. The
+// removal's deletes are taken from the cache when the resource goes; an
+// add the reflector had queued but the cache had not yet taken in reaches
+// the cache after them, and only a later look finds it. The informer calls
+// Sweep while its cache is not empty after a removal. In another phase,
+// or with no watch waiting, the request waits for the next watch that
+// waits in Emptied (one request at most is kept).
+func (lw *ListerWatcher) Sweep() {
+	select {
+	case lw.sweeps() <- struct{}{}:
+	default:
+	}
+}
+
+func (lw *ListerWatcher) sweeps() chan struct{} {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.sweep == nil {
+		lw.sweep = make(chan struct{}, 1)
+	}
+	return lw.sweep
 }
 
 // removal returns a stream that delivers a delete per cached object and a

@@ -786,3 +786,62 @@ func waitDeleteQueued(t *testing.T, lw *ListerWatcher, key string) {
 		}
 	}
 }
+
+// TestSweepDeletesAddsTakenInAfterTheRemoval: the removal's deletes are
+// taken from the cache; an add the reflector had queued but the cache had
+// not taken in (w2 here) reaches the cache after them. Sweep makes the
+// watch waiting for the resource's return hand a delete for it — and none
+// for w1, whose delete is on the way — and then wait again. (Under load,
+// an informer published Removed with such objects cached: the removal's
+// grace ran out with the cache never emptying.)
+func TestSweepDeletesAddsTakenInAfterTheRemoval(t *testing.T) {
+	leaks(t)
+	f := newFixture(t, true, 0)
+	f.lw.CachedByKey = f.cachedByKey
+	w := listAndWatch(t, f.lw)
+	_, server := f.inner.lastWatch()
+	server.Add(widget("w2", "7"))
+	if got := summary(drain(t, w, 1)); !slices.Equal(got, []string{"ADDED:w2@7"}) {
+		t.Fatalf("server's add: %v", got)
+	}
+	// The gate closes with w2's add still queued: the cache holds w1 only.
+	f.lw.SetServed(false, "CRD deleted", true)
+	if got, want := summary(drain(t, w, -1)), []string{"DELETED:w1@5", "BOOKMARK:@" + SyntheticRV}; !slices.Equal(got, want) {
+		t.Fatalf("removal %v, want %v", got, want)
+	}
+	waitDeleteQueued(t, f.lw, "a/w1")
+	done := watchAsync(f.lw, metav1.ListOptions{ResourceVersion: SyntheticRV})
+	notReturned(t, done, 100*time.Millisecond)
+	// w2's add is taken in; w1's delete is not yet.
+	f.cache.set(widget("w1", "5"), widget("w2", "7"))
+	f.lw.Sweep()
+	r := returned(t, done)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got, want := summary(drain(t, r.w, -1)), []string{"DELETED:w2@7", "BOOKMARK:@" + SyntheticRV}; !slices.Equal(got, want) {
+		t.Fatalf("sweep %v, want %v (no second delete of w1)", got, want)
+	}
+	if f.lw.Phase() != Emptied {
+		t.Fatalf("phase %v after the sweep, want Emptied", f.lw.Phase())
+	}
+	// The next watch waits again and does not reach the server.
+	lists, watches := f.inner.counts()
+	done = watchAsync(f.lw, metav1.ListOptions{ResourceVersion: SyntheticRV})
+	notReturned(t, done, 100*time.Millisecond)
+	if l, w := f.inner.counts(); l != lists || w != watches {
+		t.Fatalf("requests reached the server after the sweep: lists %d->%d, watches %d->%d", lists, l, watches, w)
+	}
+	// The resource returns: the waiting watch refills as before.
+	f.cache.set()
+	f.lw.SetServed(true, "", true)
+	r = returned(t, done)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := summary(drain(t, r.w, 2)); !slices.Equal(got, []string{"ADDED:w1@5", "BOOKMARK:@10"}) {
+		t.Fatalf("refill %v", got)
+	}
+	r.w.Stop()
+	drain(t, r.w, -1)
+}

@@ -55,9 +55,11 @@ const (
 	NoContactReason = "no contact with the API server"
 )
 
-// RemovalGrace bounds how long Removed waits for the cache to empty: an
-// add in flight while the removal's deletes were taken stays cached until
-// the resource returns.
+// RemovalGrace bounds how long Removed waits for the cache to empty. An
+// add the reflector had queued when the removal's deletes were taken
+// reaches the cache after them; the informer's sync monitor sweeps such
+// objects out (gate.ListerWatcher.Sweep) well within the grace, which is
+// left as the bound for a cache that still does not empty.
 const RemovalGrace = 5 * time.Second
 
 // Class is what a failed list or watch means to the machine; the informer
