@@ -47,6 +47,15 @@ const (
 // moves the cache past it; an idle resource gets a bookmark about every
 // minute.
 //
+// Which resourceVersion to pass: the one the write's answer carries. The
+// API server answers a DELETE with the object as deleted, at the delete's
+// resourceVersion (client-go's Delete methods drop that answer; a REST
+// client's Do(ctx).Get() keeps it). A list's resourceVersion is not a
+// write's: it is the whole server's revision, which every other
+// resource's writes move, so the cache may reach it only at this
+// resource's next event or bookmark — on an idle resource, up to about a
+// minute later.
+//
 // If client-go's AtomicFIFO feature is turned off (KUBE_FEATURE_AtomicFIFO=
 // false), client-go's store keeps no resourceVersion; the reflector's
 // last-synced resourceVersion is used instead, which may run ahead of the
