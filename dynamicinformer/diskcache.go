@@ -251,22 +251,6 @@ func newerRV(a, b string) bool {
 	return err == nil && c > 0
 }
 
-// diskSpec is key as text: what a stored state's spec must equal.
-// A shard source is written as "shard-source": two informers of one
-// factory that differ only by their source share a name, which claim
-// refuses to the second.
-func diskSpec(key spec) string {
-	text := fmt.Sprintf("gvr=%s ns=%q label=%q field=%q projection=%+v shard=%q transform=%q tweak=%q sharing=%q",
-		key.gvr, key.namespaces, key.labelSelector, key.fieldSelector, key.projection, key.shard, key.transformKey, key.tweakKey, key.sharingKey)
-	if key.permitted {
-		text += fmt.Sprintf(" permitted=%q", key.candidates)
-	}
-	if key.shardSource != nil {
-		text += " shard-source"
-	}
-	return text
-}
-
 // specAt is the spec a stored state must match when the informer reads
 // gvr: the spec, and for an informer that follows the preferred version
 // (its spec names none) the version it follows now — a state stored at
@@ -275,7 +259,22 @@ func (d *entryDisk) specAt(gvr schema.GroupVersionResource) string {
 	if !d.follow {
 		return d.spec
 	}
-	return d.spec + " version=" + gvr.Version
+	return d.spec + diskSpecVersionAt(gvr.Version)
+}
+
+// legacyAt is the name and the spec of key's state as informerkit wrote
+// them before the versioned encoding (legacyDiskSpec) when the informer
+// reads gvr; "" if those versions could not have stored it.
+func (d *entryDisk) legacyAt(key spec, gvr schema.GroupVersionResource) (name, text string) {
+	text = legacyDiskSpec(key)
+	if text == "" {
+		return "", ""
+	}
+	name = diskName(key, text)
+	if d.follow {
+		text += legacyVersionAt(gvr.Version)
+	}
+	return name, text
 }
 
 // diskName is the file name of key's state: readable, and unique per
@@ -485,6 +484,23 @@ func (e *entry) restore(ctx context.Context) {
 	}
 	id := persist.Identity{Spec: d.specAt(e.currentGVR()), Cluster: cluster, CRD: crd}
 	st, info, err := dir.Load(d.name, id)
+	// Nothing stored under the versioned encoding: a state stored by
+	// informerkit before it (legacyDiskSpec) is taken over, written
+	// again under the new name; one that does not match is removed, as
+	// any other.
+	legacy, legacySpec := d.legacyAt(e.key, e.currentGVR())
+	if errors.Is(err, fs.ErrNotExist) && legacy != "" && legacy != d.name {
+		lid := id
+		lid.Spec = legacySpec
+		if lst, linfo, lerr := dir.Load(legacy, lid); !errors.Is(lerr, fs.ErrNotExist) {
+			st, info, err = lst, linfo, lerr
+			e.logger.V(2).Info("stored cache of the unversioned spec encoding taken over", "file", legacy, "to", d.name, "objects", len(st.Objects))
+		} else {
+			legacy = ""
+		}
+	} else {
+		legacy = ""
+	}
 	cold, gone := "", ""
 	switch {
 	case persist.Reason(err) == persist.ReasonCRD && len(st.Objects) > 0:
@@ -542,12 +558,15 @@ func (e *entry) restore(ctx context.Context) {
 		restored = 0
 	}
 	var w *persist.Writer
-	if cold == "" && gone == "" {
+	if cold == "" && gone == "" && legacy == "" {
 		// Restored whole: journal after the files as they are (Create
 		// if a journal was read in part).
 		w, err = dir.Continue(d.name, id, st, info)
 	} else {
 		w, err = dir.Create(d.name, id, st)
+	}
+	if legacy != "" {
+		dir.Remove(legacy) // (taken over, or not used)
 	}
 	if err != nil {
 		e.lw.SetRestored(nil) // the gone objects too: the informer lists
