@@ -175,7 +175,7 @@ func kubeconfigOf(t *testing.T, cfg *rest.Config) []byte {
 // recorder is a fleet.Handler that keeps the last state of each object per
 // cluster and counts events per cluster.
 type recorder struct {
-	mu      sync.Mutex // guards every field
+	mu      sync.Mutex                   // guards every field
 	objects map[string]map[string]string // cluster -> ns/name -> resourceVersion
 	adds    map[string]int
 	updates map[string]int
