@@ -31,7 +31,9 @@ var (
 	// ErrInvalid: an option or argument no informer can honour; the error
 	// names it: a label or field selector that does not parse or that the
 	// server rejected, a Projection that cannot be built (a field path
-	// that does not parse, Compact with MetadataOnly), a namespace asked
+	// that does not parse, Compact with MetadataOnly), a WithTransform
+	// transform that is a projection only WithProjection can take
+	// (*ProjectionTransformError), a namespace asked
 	// of a cluster-scoped resource, a shard source with several
 	// namespaces, a nil event handler, a client the factory lacks (a
 	// projection other than MetadataOnly on a factory without a dynamic

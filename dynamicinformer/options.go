@@ -2,6 +2,7 @@ package dynamicinformer
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -337,12 +338,94 @@ func WithTweakListOptions(key string, f func(*metav1.ListOptions)) ResourceOptio
 // transforms and before the Compactor (see Projection), before the cache
 // and handlers see the object. Sharing: handles share an informer only if
 // they give the same non-empty key, and the informer runs the first
-// handle's f; with an empty key the informer is the handle's own. A
-// transform the projection can express (managed fields, last-applied,
+// handle's f; with an empty key the informer is the handle's own.
+//
+// A transform the projection can express (managed fields, last-applied,
 // field paths, compact) belongs in WithProjection: only there does it
-// shape the decoding.
+// shape the decoding. Package cache's own are recognised here, so that
+// each projection has one path: cache.StripManagedFields and
+// cache.DropLastAppliedConfiguration become the Projection's
+// StripManagedFields and DropLastApplied (the informer is the one
+// WithProjection gives, shared with it, fast decode path included; key
+// is not used); a cache.Project transform and a Compactor's Transform
+// are refused with a *ProjectionTransformError (errors.Is ErrInvalid)
+// naming the WithProjection to give. A func of your own that calls
+// them, or a cache.Chain of them, is opaque.
 func WithTransform(key string, f toolscache.TransformFunc) ResourceOption {
 	return func(c *resourceConfig) { c.transform = keyedTransform{key: key, f: f} }
+}
+
+// ProjectionTransformError is the error of a WithTransform transform
+// that is one of package cache's projections the Projection expresses
+// only with arguments the factory cannot read back (cache.Project's
+// field paths, a Compactor's options): the message names the
+// WithProjection to give instead. It wraps ErrInvalid.
+type ProjectionTransformError struct {
+	// Transform is the transform given: "cache.Project(...)" or
+	// "(*cache.Compactor).Transform".
+	Transform string
+	// Use is what to give instead, WithProjection(Projection{...}).
+	Use string
+}
+
+func (e *ProjectionTransformError) Error() string {
+	return fmt.Sprintf("%v: WithTransform(%s) is a projection: give %s instead, the one path that also shapes the decoding", ErrInvalid, e.Transform, e.Use)
+}
+
+// Unwrap returns ErrInvalid.
+func (e *ProjectionTransformError) Unwrap() error { return ErrInvalid }
+
+// Package cache's transforms, by code pointer (a cache.Project
+// transform, a Compactor's Transform: every value made by one function
+// literal or method value shares it).
+var (
+	stripManagedFieldsCode = transformCode(ikcache.StripManagedFields)
+	dropLastAppliedCode    = transformCode(ikcache.DropLastAppliedConfiguration)
+	projectCode            = transformCode(must(ikcache.Project()))
+	compactorCode          = transformCode(ikcache.NewCompactor(ikcache.CompactorOptions{}).Transform)
+)
+
+func transformCode(f toolscache.TransformFunc) uintptr { return reflect.ValueOf(f).Pointer() }
+
+func must(f toolscache.TransformFunc, err error) toolscache.TransformFunc {
+	if err != nil {
+		panic(err) // (cache.Project of no path cannot fail)
+	}
+	return f
+}
+
+// foldOwnTransform makes a WithTransform transform that is a projection
+// of package cache's that the Projection holds as a flag that flag
+// (once per ForResource or ForName call, in merge).
+func (c *resourceConfig) foldOwnTransform() {
+	if c.transform.f == nil {
+		return
+	}
+	switch transformCode(c.transform.f) {
+	case stripManagedFieldsCode:
+		c.projection.StripManagedFields = true
+	case dropLastAppliedCode:
+		c.projection.DropLastApplied = true
+	default:
+		return
+	}
+	c.transform = keyedTransform{}
+}
+
+// ownTransformError refuses a WithTransform transform that is one of
+// package cache's projections with arguments (see
+// ProjectionTransformError).
+func (c resourceConfig) ownTransformError() error {
+	if c.transform.f == nil {
+		return nil
+	}
+	switch transformCode(c.transform.f) {
+	case projectCode:
+		return &ProjectionTransformError{Transform: "cache.Project(...)", Use: `WithProjection(Projection{Fields: "path,..."})`}
+	case compactorCode:
+		return &ProjectionTransformError{Transform: "(*cache.Compactor).Transform", Use: "WithProjection(Projection{Compact: true, CompactOptions: ...})"}
+	}
+	return nil
 }
 
 // WithIndexers adds indexers. Indexers merge: a shared informer gets the
@@ -517,6 +600,7 @@ func (f factoryConfig) merge(opts []ResourceOption) resourceConfig {
 		merged[k] = v
 	}
 	c.indexers = merged
+	c.foldOwnTransform()
 	c.metadataOnly = c.projection.MetadataOnly
 	c.own = 0
 	if (c.transform.f != nil && c.transform.key == "") || (c.tweak.f != nil && c.tweak.key == "") {
@@ -537,6 +621,9 @@ func (c resourceConfig) validate() error {
 	}
 	if c.shardSource != nil && len(c.namespaces) > 1 {
 		return fmt.Errorf("%w: a shard source needs one namespace or all, not %v", ErrInvalid, c.namespaces)
+	}
+	if err := c.ownTransformError(); err != nil {
+		return err
 	}
 	return c.projection.validate()
 }

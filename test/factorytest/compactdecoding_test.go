@@ -55,8 +55,8 @@ func (s decodedStore) List() []interface{} {
 // updates and deletes: for all namespaces, for two namespaces (a merged
 // list and watch), with managed fields stripped (skipped while decoding),
 // and for comparison with an opaque transform (decoded to maps, then
-// compacted) and with a Compactor's Transform given as WithTransform (an
-// opaque transform too).
+// compacted). (A Compactor's Transform given as WithTransform is refused:
+// dynamicinformer's TestOwnTransformsOnePath.)
 func TestCompactDecodingSameAsClientGo(t *testing.T) {
 	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
@@ -84,7 +84,6 @@ func TestCompactDecodingSameAsClientGo(t *testing.T) {
 		{"two-namespaces", []dynamicinformer.ResourceOption{compact, dynamicinformer.WithNamespaces(ns, ns2)}, false},
 		{"strip-managed-fields", []dynamicinformer.ResourceOption{dynamicinformer.WithProjection(dynamicinformer.Projection{Compact: true, StripManagedFields: true})}, true},
 		{"opaque-transform", []dynamicinformer.ResourceOption{compact, dynamicinformer.WithTransform("intern", ikcache.InternKeys)}, false},
-		{"compactor-transform", []dynamicinformer.ResourceOption{dynamicinformer.WithTransform("compactor", ikcache.NewCompactor(ikcache.CompactorOptions{}).Transform)}, false},
 	}
 	var groups []storeGroup
 	var views []viewGroup
