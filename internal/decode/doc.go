@@ -33,10 +33,13 @@
 // decoding (metadata.managedFields, the last-applied-configuration
 // annotation): they are checked for syntax but never built, and the result
 // equals decoding followed by cache.StripManagedFields or
-// cache.DropLastAppliedConfiguration.
+// cache.DropLastAppliedConfiguration. Every rule is written once, in
+// Options.step (projection.go), which all the decoders here follow: a new
+// option is a field of Options and a case of step.
 //
 // TreeObject and TreeList write the compact tree encoding cache.Compact
-// keeps straight from the JSON, with the same rules and the same scanner,
+// keeps straight from the JSON, with the same rules and the same scanner
+// (scan.go),
 // without building the object's maps; they return envelopes that only
 // cache.Compactor consumes (see its documentation).
 //

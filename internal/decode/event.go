@@ -20,25 +20,16 @@ func WatchEvent(data []byte) (typ string, object []byte, ok bool, err error) {
 	}
 	ok = true
 	seenType, seenObject := false, false
-	d.pos++
-	d.depth++
-	d.skipSpace()
-	if d.pos < len(data) && data[d.pos] == '}' {
-		d.pos++
+	end, err := d.open('}')
+	if err != nil {
+		return "", nil, false, err
+	}
+	if end {
 		return "", nil, false, d.end()
 	}
-	for {
-		if d.pos >= len(data) {
-			return "", nil, false, d.eofErr()
-		}
-		if data[d.pos] != '"' {
-			return "", nil, false, d.syntaxErr("looking for beginning of object key string")
-		}
-		key, simple, err := d.scanString()
+	for !end {
+		key, simple, err := d.memberKey()
 		if err != nil {
-			return "", nil, false, err
-		}
-		if err := d.colon(); err != nil {
 			return "", nil, false, err
 		}
 		vstart := d.pos
@@ -69,12 +60,8 @@ func WatchEvent(data []byte) (typ string, object []byte, ok bool, err error) {
 		default:
 			ok = false
 		}
-		more, err := d.nextMember()
-		if err != nil {
+		if end, err = d.next('}'); err != nil {
 			return "", nil, false, err
-		}
-		if !more {
-			break
 		}
 	}
 	if err := d.end(); err != nil {
@@ -84,25 +71,6 @@ func WatchEvent(data []byte) (typ string, object []byte, ok bool, err error) {
 		return "", nil, false, nil
 	}
 	return typ, object, true, nil
-}
-
-// nextMember moves past the ',' or '}' after an event member (and the
-// space around it); more is true after a ','.
-func (d *decoder) nextMember() (more bool, err error) {
-	d.skipSpace()
-	if d.pos >= len(d.data) {
-		return false, d.eofErr()
-	}
-	switch d.data[d.pos] {
-	case ',':
-		d.pos++
-		d.skipSpace()
-		return true, nil
-	case '}':
-		d.pos++
-		return false, nil
-	}
-	return false, d.syntaxErr("after object key:value pair")
 }
 
 // check reports whether d.data is one valid JSON value (syntax only).
@@ -131,15 +99,13 @@ func WatchEventObject(data []byte, opts Options) (typ string, object []byte, obj
 		return "", nil, nil, false
 	}
 	seenType, seenObject := false, false
-	d.pos++
-	d.depth++
-	d.skipSpace()
-	for {
-		if d.pos >= len(data) || data[d.pos] != '"' {
-			return "", nil, nil, false
-		}
-		key, simple, err := d.scanString()
-		if err != nil || !simple || d.colon() != nil {
+	end, err := d.open('}')
+	if err != nil || end {
+		return "", nil, nil, false
+	}
+	for !end {
+		key, simple, err := d.memberKey()
+		if err != nil || !simple {
 			return "", nil, nil, false
 		}
 		vstart := d.pos
@@ -182,12 +148,8 @@ func WatchEventObject(data []byte, opts Options) (typ string, object []byte, obj
 		default:
 			return "", nil, nil, false
 		}
-		more, err := d.nextMember()
-		if err != nil {
+		if end, err = d.next('}'); err != nil {
 			return "", nil, nil, false
-		}
-		if !more {
-			break
 		}
 	}
 	if d.end() != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -112,18 +111,9 @@ func TreeObject(data []byte, opts Options) (map[string]interface{}, error) {
 	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
 		return nil, ErrNotPlain
 	}
-	env, b, err := d.treeTop((*bp)[:0])
-	if cap(b) <= 1<<20 {
-		*bp = b[:0]
-	}
-	if err != nil {
+	env, err := d.treeTop(bp)
+	if err := d.finish(err); err != nil {
 		return nil, err
-	}
-	if err := d.end(); err != nil {
-		return nil, err
-	}
-	if d.rangeErr != nil {
-		return nil, d.rangeErr
 	}
 	return env, nil
 }
@@ -143,25 +133,18 @@ func TreeList(data []byte, opts Options) (map[string]interface{}, error) {
 	bp := treeBuffers.Get().(*[]byte)
 	defer treeBuffers.Put(bp)
 	out := make(map[string]interface{})
-	err := d.members(func(key string) error {
-		if key != "items" || d.data[d.pos] != '[' {
+	err := d.members(modeList, func(key string, st step) error {
+		if st.elem != modeRoot || d.data[d.pos] != '[' {
 			v, err := d.value(modePlain)
 			out[key] = v
 			return err
 		}
-		if err := d.push(); err != nil {
+		end, err := d.open(']')
+		if err != nil {
 			return err
 		}
-		d.pos++
-		var items []interface{}
-		d.skipSpace()
-		if d.pos < len(d.data) && d.data[d.pos] == ']' {
-			d.pos++
-			d.depth--
-			out[key] = []interface{}{}
-			return nil
-		}
-		for {
+		items := []interface{}{}
+		for !end {
 			if d.pos >= len(d.data) {
 				return d.eofErr()
 			}
@@ -171,107 +154,43 @@ func TreeList(data []byte, opts Options) (map[string]interface{}, error) {
 				}
 				return ErrNotPlain
 			}
-			env, b, err := d.treeTop((*bp)[:0])
-			if cap(b) <= 1<<20 {
-				*bp = b[:0]
-			}
+			env, err := d.treeTop(bp)
 			if err != nil {
 				return err
 			}
 			items = append(items, env)
-			d.skipSpace()
-			if d.pos >= len(d.data) {
-				return d.eofErr()
-			}
-			switch d.data[d.pos] {
-			case ',':
-				d.pos++
-				d.skipSpace()
-			case ']':
-				d.pos++
-				d.depth--
-				out[key] = items
-				return nil
-			default:
-				return d.syntaxErr("after array element")
+			if end, err = d.next(']'); err != nil {
+				return err
 			}
 		}
+		out[key] = items
+		return nil
 	})
-	if err != nil {
+	if err := d.finish(err); err != nil {
 		return nil, err
-	}
-	if err := d.end(); err != nil {
-		return nil, err
-	}
-	if d.rangeErr != nil {
-		return nil, d.rangeErr
 	}
 	return out, nil
 }
 
-// members walks the object at d.pos ('{'), calling f with each key and
-// d.pos at its value; f must move past the value.
-func (d *decoder) members(f func(key string) error) error {
-	if err := d.push(); err != nil {
-		return err
-	}
-	d.pos++
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-		d.depth--
-		return nil
-	}
-	for {
-		if d.pos >= len(d.data) {
-			return d.eofErr()
-		}
-		if d.data[d.pos] != '"' {
-			return d.syntaxErr("looking for beginning of object key string")
-		}
-		key, err := d.key()
-		if err != nil {
+// members walks the object at d.pos ('{') in mode m, calling f with each
+// key (interned), the step for it and d.pos at its value; f must move
+// past the value.
+func (d *decoder) members(m mode, f func(key string, st step) error) error {
+	end, err := d.open('}')
+	for err == nil && !end {
+		var raw []byte
+		var simple bool
+		if raw, simple, err = d.memberKey(); err != nil {
 			return err
 		}
-		if err := d.colon(); err != nil {
+		raw = d.resolve(raw, simple)
+		st := d.opts.step(m, raw)
+		if err = f(internBytes(raw), st); err != nil {
 			return err
 		}
-		if err := f(key); err != nil {
-			return err
-		}
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return d.eofErr()
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-		case '}':
-			d.pos++
-			d.depth--
-			return nil
-		default:
-			return d.syntaxErr("after object key:value pair")
-		}
+		end, err = d.next('}')
 	}
-}
-
-// colon moves past the ':' after a key and the space around it.
-func (d *decoder) colon() error {
-	d.skipSpace()
-	if d.pos >= len(d.data) {
-		return d.eofErr()
-	}
-	if d.data[d.pos] != ':' {
-		return d.syntaxErr("after object key")
-	}
-	d.pos++
-	d.skipSpace()
-	if d.pos >= len(d.data) {
-		return d.eofErr()
-	}
-	return nil
+	return err
 }
 
 // treeWriter is the state of one object's encoding.
@@ -283,47 +202,42 @@ type treeWriter struct {
 	hasUID  bool
 }
 
-// treeTop encodes the object at d.pos ('{') into b (as scratch) and
-// returns its envelope with an exact-size copy of the encoding.
-func (d *decoder) treeTop(b []byte) (map[string]interface{}, []byte, error) {
-	w := treeWriter{b: b, env: make(map[string]interface{}, 4)}
+// treeTop encodes the object at d.pos ('{') into *scratch's memory and
+// returns its envelope with an exact-size copy of the encoding; *scratch
+// keeps the memory for the next object unless it grew past 1 MiB.
+func (d *decoder) treeTop(scratch *[]byte) (map[string]interface{}, error) {
+	w := treeWriter{b: (*scratch)[:0], env: make(map[string]interface{}, 4)}
+	defer func() {
+		if cap(w.b) <= 1<<20 {
+			*scratch = w.b[:0]
+		}
+	}()
 	if err := d.treeObject(&w, modeRoot); err != nil {
-		return nil, w.b, err
+		return nil, err
 	}
 	if w.meta == nil || !w.hasUID {
-		return nil, w.b, ErrNotPlain
+		return nil, ErrNotPlain
 	}
 	w.b = binary.LittleEndian.AppendUint32(w.b, w.strings)
 	w.env["metadata"] = w.meta
 	w.env[TreeKey] = &Tree{Enc: append(make([]byte, 0, len(w.b)), w.b...)}
-	return w.env, w.b, nil
+	return w.env, nil
 }
 
 // treeObject encodes the object at d.pos ('{') in mode m (modeRoot,
-// modeMetadata, modeAnnotations or modePlain).
+// modeMetadata, modeAnnotations or modePlain), leaving out what the
+// options skip (see Options.step).
 func (d *decoder) treeObject(w *treeWriter, m mode) error {
-	if err := d.push(); err != nil {
+	end, err := d.open('}')
+	if err != nil {
 		return err
 	}
-	d.pos++
 	w.b = append(w.b, TagMap, 0)
 	at := len(w.b) - 1 // the count byte, patched at the end
 	n := 0
 	annotations := 0 // metadata.annotations entries written
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-		d.depth--
-		return nil
-	}
-	for {
-		if d.pos >= len(d.data) {
-			return d.eofErr()
-		}
-		if d.data[d.pos] != '"' {
-			return d.syntaxErr("looking for beginning of object key string")
-		}
-		raw, simple, err := d.scanString()
+	for !end {
+		raw, simple, err := d.memberKey()
 		if err != nil {
 			return err
 		}
@@ -331,115 +245,96 @@ func (d *decoder) treeObject(w *treeWriter, m mode) error {
 			// Its own buffer: raw is used after the value is decoded.
 			raw = unquote(make([]byte, 0, len(raw)+8), raw)
 		}
-		if err := d.colon(); err != nil {
-			return err
+		var st step
+		if m != modePlain {
+			st = d.opts.step(m, raw)
 		}
-		mark, marks := len(w.b), w.strings
-		w.b = binary.AppendUvarint(w.b, uint64(len(raw)))
-		w.b = append(w.b, raw...)
-		n++
-		child := modePlain
-		collect := false // also decode the value into the envelope
-		switch m {
-		case modeRoot:
-			switch string(raw) {
-			case "metadata":
-				if d.data[d.pos] != '{' {
-					return ErrNotPlain
-				}
-				child = modeMetadata
-				w.meta = make(map[string]interface{}, len(EnvelopeMetadata))
-				w.hasUID = false
-			case "kind", "apiVersion":
-				collect = true
-			default:
-				if len(raw) == 4 && strings.EqualFold(string(raw), "kind") ||
-					len(raw) == 10 && strings.EqualFold(string(raw), "apiVersion") {
-					return ErrNotPlain
-				}
-			}
-		case modeMetadata:
-			switch {
-			case string(raw) == "managedFields" && d.opts.SkipManagedFields:
-				w.b, n = w.b[:mark], n-1
-				if err := d.skip(); err != nil {
-					return err
-				}
-				goto next
-			case string(raw) == "annotations":
-				if d.opts.SkipLastApplied && d.data[d.pos] == '{' {
-					child = modeAnnotations
-				}
-				annotations++
-			case isEnvelopeMetadata(raw):
-				collect = true
-			}
-		case modeAnnotations:
-			if string(raw) == LastAppliedAnnotation {
-				w.b, n = w.b[:mark], n-1
-				d.dropped = true
-				if err := d.skip(); err != nil {
-					return err
-				}
-				goto next
-			}
-		}
-		if collect {
-			start := d.pos
-			v, err := d.value(modePlain)
-			if err != nil {
+		if st.skip {
+			d.dropped = true
+			if err := d.skip(); err != nil {
 				return err
 			}
-			if m == modeRoot {
-				w.env[internBytes(raw)] = v
-			} else {
-				w.meta[internBytes(raw)] = v
-				if string(raw) == "uid" {
-					s, _ := v.(string)
-					w.hasUID = s != ""
-				}
-			}
-			d.pos = start
-		}
-		if child == modeAnnotations {
-			d.dropped = false
-			entries := len(w.b)
-			if err := d.treeObject(w, modeAnnotations); err != nil {
-				return err
-			}
-			// The map is empty when its count byte is 0 (it is patched
-			// before return; an empty map's is 0).
-			if d.dropped && w.b[entries] == TagMap && w.b[entries+1] == 0 {
-				if annotations > 1 {
-					return ErrNotPlain // an earlier copy would have been deleted too
-				}
-				w.b, w.strings, n = w.b[:mark], marks, n-1
-				annotations--
-			}
-		} else if err := d.treeValue(w, child); err != nil {
+		} else if err := d.treeMember(w, m, raw, st, &n, &annotations); err != nil {
 			return err
 		}
-	next:
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return d.eofErr()
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-		case '}':
-			d.pos++
-			d.depth--
-			w.b = patchCount(w.b, at, n)
-			if m != modeRoot {
-				w.b = SizeContainer(w.b, at-1)
-			}
-			return nil
-		default:
-			return d.syntaxErr("after object key:value pair")
+		if end, err = d.next('}'); err != nil {
+			return err
 		}
 	}
+	if n > 0 {
+		w.b = patchCount(w.b, at, n)
+		if m != modeRoot {
+			w.b = SizeContainer(w.b, at-1)
+		}
+	}
+	return nil
+}
+
+// treeMember encodes the member key (raw) of an object in mode m, its
+// value at d.pos read as st says; n counts the object's entries written,
+// annotations the metadata.annotations entries among them.
+func (d *decoder) treeMember(w *treeWriter, m mode, raw []byte, st step, n, annotations *int) error {
+	mark, marks := len(w.b), w.strings
+	w.b = binary.AppendUvarint(w.b, uint64(len(raw)))
+	w.b = append(w.b, raw...)
+	*n++
+	collect := false // also decode the value into the envelope
+	switch m {
+	case modeRoot:
+		switch {
+		case st.child == modeMetadata:
+			if d.data[d.pos] != '{' {
+				return ErrNotPlain
+			}
+			w.meta = make(map[string]interface{}, len(EnvelopeMetadata))
+			w.hasUID = false
+		case string(raw) == "kind" || string(raw) == "apiVersion":
+			collect = true
+		case len(raw) == 4 && strings.EqualFold(string(raw), "kind") ||
+			len(raw) == 10 && strings.EqualFold(string(raw), "apiVersion"):
+			return ErrNotPlain
+		}
+	case modeMetadata:
+		if st.child == modeAnnotations {
+			*annotations++
+		}
+		collect = isEnvelopeMetadata(raw)
+	}
+	if collect {
+		start := d.pos
+		v, err := d.value(modePlain)
+		if err != nil {
+			return err
+		}
+		if m == modeRoot {
+			w.env[internBytes(raw)] = v
+		} else {
+			w.meta[internBytes(raw)] = v
+			if string(raw) == "uid" {
+				s, _ := v.(string)
+				w.hasUID = s != ""
+			}
+		}
+		d.pos = start
+	}
+	if st.child != modeAnnotations || d.data[d.pos] != '{' {
+		return d.treeValue(w, st.child)
+	}
+	d.dropped = false
+	entries := len(w.b)
+	if err := d.treeObject(w, modeAnnotations); err != nil {
+		return err
+	}
+	// The map is empty when its count byte is 0 (it is patched before
+	// return; an empty map's is 0): left out, as Object leaves it.
+	if d.dropped && w.b[entries] == TagMap && w.b[entries+1] == 0 {
+		if *annotations > 1 {
+			return ErrNotPlain // an earlier copy would have been deleted too
+		}
+		w.b, w.strings, *n = w.b[:mark], marks, *n-1
+		*annotations--
+	}
+	return nil
 }
 
 // patchCount writes n as the uvarint at b[at], where one byte was
@@ -466,50 +361,30 @@ func (d *decoder) treeValue(w *treeWriter, m mode) error {
 	case '{':
 		return d.treeObject(w, m)
 	case '[':
-		if err := d.push(); err != nil {
-			return err
-		}
-		d.pos++
-		w.b = append(w.b, TagList, 0)
-		at := len(w.b) - 1
-		n := 0
-		d.skipSpace()
-		if d.pos < len(d.data) && d.data[d.pos] == ']' {
-			d.pos++
-			d.depth--
-			return nil
-		}
-		for {
-			if err := d.treeValue(w, modePlain); err != nil {
-				return err
-			}
-			n++
-			d.skipSpace()
-			if d.pos >= len(d.data) {
-				return d.eofErr()
-			}
-			switch d.data[d.pos] {
-			case ',':
-				d.pos++
-				d.skipSpace()
-			case ']':
-				d.pos++
-				d.depth--
-				w.b = patchCount(w.b, at, n)
-				w.b = SizeContainer(w.b, at-1)
-				return nil
-			default:
-				return d.syntaxErr("after array element")
-			}
-		}
-	case '"':
-		raw, simple, err := d.scanString()
+		end, err := d.open(']')
 		if err != nil {
 			return err
 		}
-		if !simple {
-			d.unquoted = unquote(d.unquoted[:0], raw)
-			raw = d.unquoted
+		w.b = append(w.b, TagList, 0)
+		at := len(w.b) - 1
+		n := 0
+		for ; !end; n++ {
+			if err := d.treeValue(w, modePlain); err != nil {
+				return err
+			}
+			if end, err = d.next(']'); err != nil {
+				return err
+			}
+		}
+		if n > 0 {
+			w.b = patchCount(w.b, at, n)
+			w.b = SizeContainer(w.b, at-1)
+		}
+		return nil
+	case '"':
+		raw, err := d.stringContents()
+		if err != nil {
+			return err
 		}
 		if len(raw) > 0 {
 			w.strings++
@@ -536,44 +411,17 @@ func (d *decoder) treeValue(w *treeWriter, m mode) error {
 
 // treeNumber encodes the number at d.pos as number() decodes it.
 func (d *decoder) treeNumber(w *treeWriter) error {
-	start := d.pos
-	plain, dot, err := d.scanNumber()
-	if err != nil {
+	n, f, kind, err := d.numberValue()
+	switch {
+	case err != nil:
 		return err
-	}
-	lit := d.data[start:d.pos]
-	if plain && len(lit) <= 18 {
-		var n int64
-		i := 0
-		neg := lit[0] == '-'
-		if neg {
-			i = 1
-		}
-		for ; i < len(lit); i++ {
-			n = n*10 + int64(lit[i]-'0')
-		}
-		if neg {
-			n = -n
-		}
+	case kind == numInt:
 		w.b = binary.AppendVarint(append(w.b, TagInt), n)
-		return nil
-	}
-	s := string(lit)
-	if !dot {
-		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-			w.b = binary.AppendVarint(append(w.b, TagInt), n)
-			return nil
-		}
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		if d.rangeErr == nil {
-			d.rangeErr = &TypeError{Value: "number " + s, Offset: int64(d.pos)}
-		}
+	case kind == numFloat:
+		w.b = binary.LittleEndian.AppendUint64(append(w.b, TagFloat), math.Float64bits(f))
+	default: // out of range: d.rangeErr
 		w.b = append(w.b, TagNull)
-		return nil
 	}
-	w.b = binary.LittleEndian.AppendUint64(append(w.b, TagFloat), math.Float64bits(f))
 	return nil
 }
 
