@@ -52,11 +52,17 @@ type cacheState struct {
 
 func (s cacheState) ready() bool { return s.State == dynamicinformer.Synced }
 
-func (s cacheState) String() string {
-	gvr := s.GVR.Resource + "." + s.GVR.Version
-	if s.GVR.Group != "" {
-		gvr += "." + s.GVR.Group
+// gvrName is the kubectl form of a GVR: resource.version.group.
+func gvrName(gvr schema.GroupVersionResource) string {
+	s := gvr.Resource + "." + gvr.Version
+	if gvr.Group != "" {
+		s += "." + gvr.Group
 	}
+	return s
+}
+
+func (s cacheState) String() string {
+	gvr := gvrName(s.GVR)
 	if s.Reason != "" {
 		return fmt.Sprintf("cache %s is %s (%s)", gvr, s.State, s.Reason)
 	}

@@ -37,12 +37,17 @@ var (
 )
 
 // Open-schema CRDs standing in for Gateway API's (the policies read only
-// spec.parentRefs), and the example CRDs.
+// spec.parentRefs), and the example CRDs. A *.k8s.io group needs the
+// api-approved annotation, as Gateway API's own CRDs carry.
 func gatewayCRD() *apiextensionsv1.CustomResourceDefinition {
-	return controlplane.NewCRD("gateway.networking.k8s.io", "Gateway", "gateways", controlplane.ShortNames("gtw"))
+	return approved(controlplane.NewCRD("gateway.networking.k8s.io", "Gateway", "gateways", controlplane.ShortNames("gtw")))
 }
 func httpRouteCRD() *apiextensionsv1.CustomResourceDefinition {
-	return controlplane.NewCRD("gateway.networking.k8s.io", "HTTPRoute", "httproutes")
+	return approved(controlplane.NewCRD("gateway.networking.k8s.io", "HTTPRoute", "httproutes"))
+}
+func approved(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	crd.Annotations = map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/1538"}
+	return crd
 }
 func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 	return controlplane.NewCRD("xref.example.com", "Widget", "widgets")

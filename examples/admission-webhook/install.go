@@ -19,9 +19,12 @@ type webhookTarget struct {
 	ServiceNamespace string
 	ServiceName      string
 	CABundle         []byte
+	// ConfigName names the ValidatingWebhookConfiguration (default
+	// informerkit-admission-webhook).
+	ConfigName string
 }
 
-// webhookConfigName is the ValidatingWebhookConfiguration --install writes.
+// webhookConfigName is the default name of the ValidatingWebhookConfiguration --install writes.
 const webhookConfigName = "informerkit-admission-webhook"
 
 // webhookConfiguration builds the ValidatingWebhookConfiguration for the
@@ -30,8 +33,12 @@ const webhookConfigName = "informerkit-admission-webhook"
 // namespaces (a namespaceSelector on kubernetes.io/metadata.name), label
 // selector (an objectSelector) and failure policy.
 func webhookConfiguration(set *policySet, t webhookTarget) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	name := t.ConfigName
+	if name == "" {
+		name = webhookConfigName
+	}
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
-		Name:   webhookConfigName,
+		Name:   name,
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "informerkit-admission-webhook"},
 	}}
 	sideEffects := admissionregistrationv1.SideEffectClassNone

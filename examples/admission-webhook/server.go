@@ -177,10 +177,10 @@ func (s *server) install(ctx context.Context, set *policySet) {
 	s.installErr = err
 	s.installMu.Unlock()
 	if err != nil {
-		s.opts.Log.Error(err, "writing the ValidatingWebhookConfiguration", "name", webhookConfigName)
+		s.opts.Log.Error(err, "writing the ValidatingWebhookConfiguration")
 		return
 	}
-	s.opts.Log.Info("ValidatingWebhookConfiguration written", "name", webhookConfigName, "webhooks", len(cfg.Webhooks))
+	s.opts.Log.Info("ValidatingWebhookConfiguration written", "name", cfg.Name, "webhooks", len(cfg.Webhooks))
 }
 
 func (s *server) installError() error {

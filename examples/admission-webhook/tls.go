@@ -16,7 +16,7 @@ type certReloader struct {
 	certFile, keyFile string
 	onLoad            func() // called after each successful load
 
-	mu sync.Mutex // guards certPEM, keyPEM, cert
+	mu              sync.Mutex // guards certPEM, keyPEM, cert
 	certPEM, keyPEM []byte
 	cert            *tls.Certificate
 }

@@ -118,7 +118,7 @@ func (wh *webhook) decide(ctx context.Context, p *policy, name string, req *admi
 		if st.ready() {
 			continue
 		}
-		wh.metrics.cacheNotReady.WithLabelValues(p.Name, st.GVR.String(), string(st.State)).Inc()
+		wh.metrics.cacheNotReady.WithLabelValues(p.Name, gvrName(st.GVR), string(st.State)).Inc()
 		return wh.failed(p, fmt.Sprintf("policy %s cannot decide: %s", p.Name, st)), reasonCacheNotReady
 	}
 
