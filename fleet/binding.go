@@ -282,6 +282,12 @@ func (b *binding) leave() {
 		ds = append(ds, r)
 	}
 	prev := b.prev
+	var orphans []*Registration // carried over, never registered on this generation
+	for reg := range b.carried {
+		if _, ok := b.deliveries[reg]; !ok && prev != nil && !reg.isRemoved() {
+			orphans = append(orphans, reg)
+		}
+	}
 	b.mu.Unlock()
 	var cache toolscache.Store
 	if h != nil {
@@ -294,10 +300,7 @@ func (b *binding) leave() {
 	// prev: nothing to delete for them. Handlers carried over but not yet
 	// registered on this generation (no informer: the name did not
 	// resolve, or the clients could not be built) hold prev.
-	for reg := range b.carried {
-		if _, ok := b.deliveries[reg]; ok || prev == nil || reg.isRemoved() {
-			continue
-		}
+	for _, reg := range orphans {
 		newDelivery(b.m.name, reg.h, nil).leave(prev)
 	}
 }

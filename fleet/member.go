@@ -182,23 +182,20 @@ func (m *member) install(genCtx context.Context, fac *dynamicinformer.Factory, e
 	m.gen++
 	m.since = time.Now()
 	m.crdChanged, m.crdHandle = make(chan struct{}), nil
-	for r, b := range prev {
+	carried := make([]*binding, 0, len(prev))
+	for r, old := range prev {
 		if !r.isReleased() {
-			m.bindings[r] = newBinding(m, r, fac, b)
+			b := newBinding(m, r, fac, old)
+			m.bindings[r] = b
+			carried = append(carried, b)
 		}
 	}
 	m.mu.Unlock()
-	for _, r := range m.fleet.resourcesSnapshot() {
-		m.bind(r)
-	}
-	m.mu.Lock()
-	bs := make([]*binding, 0, len(m.bindings))
-	for _, b := range m.bindings {
-		bs = append(bs, b)
-	}
-	m.mu.Unlock()
-	for _, b := range bs {
+	for _, b := range carried {
 		b.start(genCtx)
+	}
+	for _, r := range m.fleet.resourcesSnapshot() {
+		m.bind(r) // the others (no-op for those carried)
 	}
 }
 
@@ -315,4 +312,23 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// contactErr is the first ContactErr of the cluster's informers (nil: none
+// has lost contact).
+func (m *member) contactErr() error {
+	m.mu.Lock()
+	bs := make([]*binding, 0, len(m.bindings))
+	for _, b := range m.bindings {
+		bs = append(bs, b)
+	}
+	m.mu.Unlock()
+	for _, b := range bs {
+		if h := b.currentHandle(); h != nil {
+			if err := h.Status().ContactErr; err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

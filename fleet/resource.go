@@ -159,7 +159,13 @@ func (r *Resource) statusOf(bs []*binding) ResourceStatus {
 	st := ResourceStatus{Resource: r.String()}
 	for _, b := range bs {
 		have[b.m] = true
-		st.Clusters = append(st.Clusters, b.status())
+		cs := b.status()
+		if cs.ContactErr == nil && !cs.HasSynced {
+			// An informer made while its cluster was already out of
+			// reach may not say so itself; its cluster's others do.
+			cs.ContactErr = b.m.contactErr()
+		}
+		st.Clusters = append(st.Clusters, cs)
 	}
 	for _, m := range ms {
 		if !have[m] && !r.isReleased() {
