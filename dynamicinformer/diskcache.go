@@ -319,10 +319,18 @@ type entryDisk struct {
 	age      time.Duration // of the stored state restored
 	written  int64         // bytes written, once the writer is closed
 	reported int64         // bytes written already reported to metrics
-	// reidentify: the cache was emptied (the resource stopped being
-	// served): what comes next may be of another CRD instance, so the
-	// identity is read again before it is written.
-	reidentify bool
+	// Re-identification. After the cache was emptied (the resource
+	// stopped being served) or moved (another version), what comes next
+	// may be of another CRD instance or version, so the identity is read
+	// again before each list (diskListing) until a list begun after such
+	// a read has ended: a list that fails (the 404 of a resource not
+	// served yet) refills nothing, and the identity it read (no CRD yet)
+	// may not be the one of the list that will. emptied counts the
+	// emptyings; identified is emptied as of the last identity read;
+	// listFor is identified as of the list begun last (journalListBegun);
+	// refilled is listFor of the last list that ended (journalListEnded).
+	// Due while refilled != emptied.
+	emptied, identified, listFor, refilled uint64
 	id         persist.Identity // the identity written under
 	before     int64            // bytes written by writers replaced
 	// tentative: start is DiskResumed, not yet reported (a 410 may
@@ -852,6 +860,7 @@ func (e *entry) journalListBegun() {
 	d := e.disk
 	d.mu.Lock()
 	w := d.w
+	d.listFor = d.identified
 	if w != nil {
 		d.seen = make(map[string]struct{}, len(d.rvs))
 		d.listing = true
@@ -892,6 +901,7 @@ func (e *entry) journalListEnded(rv string) {
 	d.mu.Lock()
 	w, seen, listing := d.w, d.seen, d.listing
 	d.seen, d.listing = nil, false
+	d.refilled = d.listFor
 	if w != nil && seen != nil {
 		for key, krv := range d.rvs {
 			if _, ok := seen[key]; !ok {
@@ -1221,7 +1231,7 @@ func (e *entry) closeDisk() {
 func (e *entry) diskMoved() { e.diskEmptied() }
 
 // diskEmptied: the cache was emptied (the resource is no longer served);
-// the next list (the refill when it is served again) first reads the
+// the lists that refill it (when it is served again) first read the
 // identity again (diskListing).
 func (e *entry) diskEmptied() {
 	d := e.disk
@@ -1229,52 +1239,75 @@ func (e *entry) diskEmptied() {
 		return
 	}
 	d.mu.Lock()
-	d.reidentify = true
+	d.emptied++
 	d.mu.Unlock()
 }
 
-// diskListing: a list is about to be sent; after the cache was emptied
-// it reads the identity again (diskReidentify).
+// reidentifyDue reports whether the identity must be read again before
+// a list: the cache was emptied and no list has refilled it since an
+// identity read.
+func (d *entryDisk) reidentifyDue() (due bool, emptied uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.w != nil && d.refilled != d.emptied, d.emptied
+}
+
+// diskListing: a list is about to be sent; while the cache was emptied
+// and not refilled since, it reads the identity again (diskReidentify).
+// Every such list reads it, not only the first: one that fails (the
+// resource not served yet, its CRD not created yet) refills nothing.
 func (e *entry) diskListing() {
 	d := e.disk
 	if d == nil {
 		return
 	}
-	d.mu.Lock()
-	again := d.reidentify && d.w != nil
-	d.reidentify = false
-	d.mu.Unlock()
-	if again {
-		// What was handed before belongs to the old state: journaled
-		// into it before a new one may replace it.
-		e.diskApply()
-		e.diskReidentify()
+	if due, _ := d.reidentifyDue(); !due {
+		return
+	}
+	// What was handed before belongs to the old state: journaled into
+	// it before a new one may replace it (and a list that ended since
+	// is taken into account).
+	e.diskApply()
+	due, emptied := d.reidentifyDue()
+	if due && e.diskReidentify() {
+		d.mu.Lock()
+		d.identified = emptied
+		d.mu.Unlock()
 	}
 }
 
 // diskReidentify reads the identity again after the cache was emptied,
-// before the list that refills it: if the resource's CRD is another one
-// now (deleted and created again), a new state is started under the new
-// identity, so that a restart compares its objects with the CRD they
-// belong to. The new state starts empty and so does the record of what
-// it holds: the new objects come from the list, after, and the deletes
-// of old objects still on their way are not written.
-func (e *entry) diskReidentify() {
+// before a list that may refill it: if the resource's CRD is another one
+// now (deleted and created again), or the version another one, a new
+// state is started under the new identity, so that a restart compares
+// its objects with the CRD they belong to. The new state starts empty
+// and so does the record of what it holds: the new objects come from the
+// list, after, and the deletes of old objects still on their way are not
+// written. It reports whether the identity was read; if it could not be,
+// or the new state not created, nothing more is written (CacheErr).
+func (e *entry) diskReidentify() bool {
 	d := e.disk
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	gvr := e.currentGVR()
 	cluster, crd, err := d.factory.identity(ctx, gvr)
-	if err != nil {
-		e.diskFailed(err)
-		return
-	}
+	// (No journaling while the state may be replaced: a write to the
+	// old one after it was closed would be lost.)
+	d.amu.Lock()
+	defer d.amu.Unlock()
 	d.mu.Lock()
 	old, id := d.w, d.id
 	d.mu.Unlock()
+	if old == nil {
+		return false
+	}
+	if err != nil {
+		e.diskStop(old, err)
+		return false
+	}
 	spec := d.specAt(gvr)
 	if id.Cluster == cluster && id.CRD == crd && id.Spec == spec {
-		return
+		return true
 	}
 	// A new state starts empty, so what it holds starts empty too: every
 	// object is written again as the relist delivers it (at another
@@ -1286,20 +1319,36 @@ func (e *entry) diskReidentify() {
 	d.mu.Unlock()
 	id.Cluster, id.CRD, id.Spec = cluster, crd, spec
 	dir, err := d.factory.open()
-	if err == nil {
+	if err != nil {
+		e.diskStop(old, err)
+		return false
+	}
+	old.Close()
+	w, err := dir.Create(d.name, id, persist.State{})
+	if err != nil {
+		e.diskStop(nil, err)
+		return false
+	}
+	e.logger.V(2).Info("disk cache restarted for another CustomResourceDefinition or version", "crd", crd, "version", gvr.Version)
+	d.mu.Lock()
+	d.before += old.Written()
+	d.reported -= old.Written()
+	d.w, d.id = w, id
+	d.mu.Unlock()
+	return true
+}
+
+// diskStop: the state cannot be identified or replaced; old (if not
+// nil) is closed as it is and nothing more is written (diskFailed).
+func (e *entry) diskStop(old *persist.Writer, err error) {
+	d := e.disk
+	if old != nil {
 		old.Close()
-		var w *persist.Writer
-		if w, err = dir.Create(d.name, id, persist.State{}); err == nil {
-			e.logger.V(2).Info("disk cache restarted for another CustomResourceDefinition or version", "crd", crd, "version", gvr.Version)
-			d.mu.Lock()
-			d.before += old.Written()
-			d.reported -= old.Written()
-			d.w, d.id = w, id
-			d.mu.Unlock()
-			return
-		}
 	}
 	d.mu.Lock()
+	if old != nil {
+		d.before += old.Written()
+	}
 	d.w = nil
 	d.mu.Unlock()
 	e.diskFailed(err)
