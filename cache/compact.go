@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/internal/decode"
+	"github.com/informerkit/informerkit/internal/treecodec"
 )
 
 // Compact is the cache form of an object in compact mode: the object in a
@@ -43,7 +44,7 @@ type Compact struct {
 	labels            map[string]string
 	ownerReferences   []metav1.OwnerReference
 	deletionTimestamp *metav1.Time
-	// enc is the treeCodec encoding; never modified once built (decoded
+	// enc is the encoding (internal/treecodec); never modified once built (decoded
 	// strings point into it).
 	enc []byte
 	// owner keeps this Compact's decoded form (see Compactor).
@@ -143,15 +144,17 @@ func (compactObjectMeta) SetManagedFields([]metav1.ManagedFieldsEntry) { immutab
 // encoding; the caller owns it and may modify it. (Its strings share
 // memory with the Compact, which is harmless: Go strings are immutable.)
 func (c *Compact) Decode() (*unstructured.Unstructured, error) {
-	m, err := codec.decode(c.enc)
+	m, err := treecodec.Decode(c.enc)
 	if err != nil {
 		return nil, fmt.Errorf("decode compact %s/%s: %w", c.namespace, c.name, err)
 	}
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// codec is the encoding every Compact uses.
-var codec objectCodec = treeCodec{}
+// TreeEncoding returns the encoding c keeps, shared (it must not be
+// modified). It is for this module's own packages (the disk cache): no
+// other module can make its argument.
+func (c *Compact) TreeEncoding(treecodec.Sealed) []byte { return c.enc }
 
 // encodeBuffers holds scratch buffers for encoding.
 var encodeBuffers = sync.Pool{New: func() interface{} { return new([]byte) }}
@@ -161,7 +164,7 @@ var encodeBuffers = sync.Pool{New: func() interface{} { return new([]byte) }}
 func encodeExact(obj map[string]interface{}) ([]byte, error) {
 	bp := encodeBuffers.Get().(*[]byte)
 	defer encodeBuffers.Put(bp)
-	b, err := codec.encode((*bp)[:0], obj)
+	b, err := treecodec.Encode((*bp)[:0], obj)
 	if err != nil {
 		return nil, err
 	}

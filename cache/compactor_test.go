@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/informerkit/informerkit/internal/treecodec"
 )
 
 // TestTreeCodecEquivalence checks that the compact encoding decodes to
@@ -40,11 +42,11 @@ func TestTreeCodecEquivalence(t *testing.T) {
 			}
 			want.Object = normalizeNumbers(want.Object).(map[string]interface{})
 		}
-		enc, err := codec.encode(nil, want.Object)
+		enc, err := treecodec.Encode(nil, want.Object)
 		if err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
-		got, err := codec.decode(enc)
+		got, err := treecodec.Decode(enc)
 		if err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
@@ -78,21 +80,21 @@ func normalizeNumbers(v interface{}) interface{} {
 // real encoding to the decoder: errors, never a panic.
 func TestTreeCodecCorrupt(t *testing.T) {
 	u := decodeUnstructured(serverJSON(1, 0))
-	enc, err := codec.encode(nil, u.Object)
+	enc, err := treecodec.Encode(nil, u.Object)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for n := 0; n < len(enc); n++ {
-		if _, err := codec.decode(enc[:n]); err == nil {
+		if _, err := treecodec.Decode(enc[:n]); err == nil {
 			t.Fatalf("truncated to %d bytes: no error", n)
 		}
 	}
 	for i := 0; i < len(enc); i += 7 {
 		b := append([]byte(nil), enc...)
 		b[i] ^= 0xff
-		_, _ = codec.decode(b) // must not panic
+		_, _ = treecodec.Decode(b) // must not panic
 	}
-	if _, err := codec.decode(append(enc, 0)); err == nil {
+	if _, err := treecodec.Decode(append(enc, 0)); err == nil {
 		t.Error("trailing byte: no error")
 	}
 }
@@ -455,7 +457,7 @@ func FuzzTreeCodec(f *testing.F) {
 	f.Add(serverJSON(1, 0))
 	f.Add([]byte(`{"s":"\u00e9\ud83d\ude00","e":"","n":1e400}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = codec.decode(data) // none of these may panic
+		_, _ = treecodec.Decode(data) // none of these may panic
 		_, _ = readCompactMeta(data)
 		for _, path := range [][]string{{"metadata", "annotations"}, {"a"}, {"b", "x"}, {"c", "d"}} {
 			_, _, _ = (&Compact{enc: data}).NestedField(path...)
@@ -464,11 +466,11 @@ func FuzzTreeCodec(f *testing.F) {
 		if err := utiljson.Unmarshal(data, &obj); err != nil || obj == nil {
 			return
 		}
-		enc, err := codec.encode(nil, obj)
+		enc, err := treecodec.Encode(nil, obj)
 		if err != nil {
 			t.Fatalf("encode %s: %v", data, err)
 		}
-		got, err := codec.decode(enc)
+		got, err := treecodec.Decode(enc)
 		if err != nil {
 			t.Fatalf("decode %s: %v", data, err)
 		}
@@ -476,4 +478,29 @@ func FuzzTreeCodec(f *testing.F) {
 			t.Fatalf("%s: decoded %#v, want %#v", data, got, obj)
 		}
 	})
+}
+
+// The disk cache reads a Compact's encoding through treecodec.Encoding,
+// without decoding it; other values have none.
+func TestCompactTreeEncoding(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]interface{}{"name": "a", "namespace": "ns", "uid": "u1"},
+		"data":     map[string]interface{}{"k": "v"},
+	}}
+	c, err := NewCompact(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, ok := treecodec.Encoding(c)
+	if !ok {
+		t.Fatal("treecodec.Encoding(*Compact) reported no encoding")
+	}
+	back, err := treecodec.Decode(enc)
+	if err != nil || !reflect.DeepEqual(back, u.Object) {
+		t.Fatalf("Decode(Encoding(c)) = %v, %v; want %v", back, err, u.Object)
+	}
+	if _, ok := treecodec.Encoding(u); ok {
+		t.Fatal("treecodec.Encoding(*Unstructured) reported an encoding")
+	}
 }

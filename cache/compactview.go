@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/informerkit/informerkit/internal/treecodec"
 )
 
 // A Compact is also a view of its object that reads without decoding it:
@@ -28,34 +30,34 @@ func (c *Compact) NestedField(fields ...string) (interface{}, bool, error) {
 	if len(c.enc) < 4 {
 		return nil, false, errCorruptEncoding
 	}
-	r := treeReader{b: c.enc[:len(c.enc)-4]}
+	r := treecodec.Reader{Enc: c.enc[:len(c.enc)-4]}
 	for i, field := range fields {
-		at := r.i
-		if err := r.unsized(); err != nil {
+		at := r.Pos
+		if err := r.Unsized(); err != nil {
 			return nil, false, err
 		}
-		if r.i >= len(r.b) {
+		if r.Pos >= len(r.Enc) {
 			return nil, false, errCorruptEncoding
 		}
-		switch r.b[r.i] {
-		case tagNull:
+		switch r.Enc[r.Pos] {
+		case treecodec.TagNull:
 			return nil, false, nil
-		case tagMap:
+		case treecodec.TagMap:
 		default:
-			r.i = at
-			v, err := r.value()
+			r.Pos = at
+			v, err := r.Value()
 			if err != nil {
 				return nil, false, err
 			}
 			return nil, false, fmt.Errorf("%v accessor error: %v is of the type %T, expected map[string]interface{}",
 				jsonPath(fields[:i+1]), v, v)
 		}
-		found, err := r.seekLast(field)
+		found, err := r.SeekLast(field)
 		if err != nil || !found {
 			return nil, false, err
 		}
 	}
-	v, err := r.value()
+	v, err := r.Value()
 	if err != nil {
 		return nil, false, err
 	}
@@ -64,24 +66,6 @@ func (c *Compact) NestedField(fields ...string) (interface{}, bool, error) {
 
 // jsonPath is how unstructured's accessor errors name a path.
 func jsonPath(fields []string) string { return "." + strings.Join(fields, ".") }
-
-// seekLast moves r, at a map, to the value of the map's last entry with
-// key (a later duplicate key wins, as in the decoded map), or past the
-// map, reporting false, when it has none.
-func (r *treeReader) seekLast(key string) (bool, error) {
-	at := -1
-	_, err := r.mapEntries(func(k string) error {
-		if k == key {
-			at = r.i
-		}
-		return r.skip()
-	})
-	if err != nil || at < 0 {
-		return false, err
-	}
-	r.i = at
-	return true, nil
-}
 
 // metadata returns an Unstructured holding only metadata.name of the
 // object (nothing when the object has no such field or its metadata is

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/informerkit/informerkit/internal/decode"
+	"github.com/informerkit/informerkit/internal/treecodec"
 )
 
 // viewPaths lists the paths of obj's fields (every map entry, to depth 6),
@@ -292,18 +293,18 @@ func TestLargeContainersCarryTheirLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, c := range map[string]*Compact{"map encoder": viaMap, "JSON writer": fromJSON.(*Compact)} {
-		r := treeReader{b: c.enc[:len(c.enc)-4]}
+		r := treecodec.Reader{Enc: c.enc[:len(c.enc)-4]}
 		tags := map[string]byte{}
-		if _, err := r.mapEntries(func(k string) error {
-			tags[k] = r.b[r.i]
-			return r.skip()
+		if _, err := r.MapEntries(func(k string) error {
+			tags[k] = r.Enc[r.Pos]
+			return r.Skip()
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if tags["metadata"] != tagSized || tags["spec"] != tagSized {
-			t.Errorf("%s: metadata and spec start with tags %d and %d, want TagSized (%d)", name, tags["metadata"], tags["spec"], tagSized)
+		if tags["metadata"] != treecodec.TagSized || tags["spec"] != treecodec.TagSized {
+			t.Errorf("%s: metadata and spec start with tags %d and %d, want TagSized (%d)", name, tags["metadata"], tags["spec"], treecodec.TagSized)
 		}
-		if tags["kind"] != tagString {
+		if tags["kind"] != treecodec.TagString {
 			t.Errorf("%s: kind starts with tag %d", name, tags["kind"])
 		}
 	}

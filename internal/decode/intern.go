@@ -3,7 +3,8 @@ package decode
 import (
 	"hash/maphash"
 	"sync/atomic"
-	"unsafe"
+
+	"github.com/informerkit/informerkit/internal/box"
 )
 
 // The intern table: a fixed array of slots indexed by a hash of the key,
@@ -83,24 +84,6 @@ const maxInternValue = 32 // longer values are not interned
 // is left as garbage when the slot is taken over by another value.
 var valueTable table
 
-// eface is the layout of an empty interface value.
-type eface struct {
-	typ, data unsafe.Pointer
-}
-
-// stringType is the type word of an interface holding a string.
-var stringType = func() unsafe.Pointer {
-	var v interface{} = "x"
-	return (*eface)(unsafe.Pointer(&v)).typ
-}()
-
-// boxString returns the interface value holding *p, without copying *p
-// into an allocation of its own. *p must never be written again.
-func boxString(p *string) interface{} {
-	v := eface{typ: stringType, data: unsafe.Pointer(p)}
-	return *(*interface{})(unsafe.Pointer(&v))
-}
-
 // internValue returns b as an interface{} holding a string, shared with
 // earlier values of the same bytes when the table still holds one.
 func internValue(b []byte) interface{} {
@@ -113,5 +96,5 @@ func internValue(b []byte) interface{} {
 		*p = string(b)
 		s.store(h, p)
 	}
-	return boxString(p)
+	return box.String(p)
 }

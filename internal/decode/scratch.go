@@ -3,6 +3,8 @@ package decode
 import (
 	"sync"
 	"unsafe"
+
+	"github.com/informerkit/informerkit/internal/box"
 )
 
 // scratch is a decoder's working memory, kept between calls so that
@@ -90,7 +92,7 @@ func (d *decoder) box(b []byte, shared bool) interface{} {
 	} else {
 		*p = string(b)
 	}
-	return boxString(p)
+	return box.String(p)
 }
 
 // text returns a copy of b whose bytes share an allocation with those of
@@ -131,12 +133,5 @@ func (d *decoder) boxSlice(v []interface{}) interface{} {
 	d.slices = d.slices[1:]
 	d.nSlices++
 	*p = v
-	e := eface{typ: sliceType, data: unsafe.Pointer(p)}
-	return *(*interface{})(unsafe.Pointer(&e))
+	return box.Slice(p)
 }
-
-// sliceType is the type word of an interface holding a []interface{}.
-var sliceType = func() unsafe.Pointer {
-	var v interface{} = []interface{}{}
-	return (*eface)(unsafe.Pointer(&v)).typ
-}()

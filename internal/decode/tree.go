@@ -6,57 +6,15 @@ import (
 	"math"
 	"strings"
 	"sync"
+
+	"github.com/informerkit/informerkit/internal/treecodec"
 )
 
 // treeBuffers holds scratch buffers for encodings.
 var treeBuffers = sync.Pool{New: func() interface{} { return new([]byte) }}
 
-// The compact tree encoding (the form cache.Compact keeps): a tag byte per
-// value; maps as a uvarint entry count then, per entry, the key's uvarint
-// length and bytes and the value; lists as a uvarint count then the
-// values; integers as zigzag varints; floats as 8 little-endian bytes;
-// strings as a uvarint length and the bytes; and after the top-level map
-// a 4-byte little-endian count of the non-empty string values. A map's
-// count may exceed its distinct keys: entries are read in order and a
-// later entry of the same key replaces an earlier one, as JSON decoding
-// does with duplicate keys. A nested map or list of SizedMin bytes or more
-// is prefixed with its length (TagSized). The cache package decodes it.
-const (
-	TagNull byte = iota
-	TagFalse
-	TagTrue
-	TagInt
-	TagFloat
-	TagString
-	TagMap
-	TagList
-	TagNumber // a json.Number, kept as its text
-	// TagSized prefixes a map or list (not the top-level map) whose
-	// encoding, from its tag on, takes at least SizedMin bytes: three
-	// little-endian bytes give that length, so a reader looking for one
-	// field skips the container without visiting its values.
-	TagSized
-)
-
-// SizedMin is the smallest container encoding SizeContainer prefixes with
-// its length: smaller ones are cheap to walk and would grow by a third.
-const SizedMin = 128
-
-// maxSized is the largest length the three bytes of TagSized hold.
-const maxSized = 1<<24 - 1
-
-// SizeContainer prefixes the map or list encoded in b[at:] (b's end) with
-// TagSized and its length when that length is at least SizedMin.
-func SizeContainer(b []byte, at int) []byte {
-	n := len(b) - at
-	if n < SizedMin || n > maxSized {
-		return b
-	}
-	b = append(b, 0, 0, 0, 0)
-	copy(b[at+4:], b[at:len(b)-4])
-	b[at], b[at+1], b[at+2], b[at+3] = TagSized, byte(n), byte(n>>8), byte(n>>16)
-	return b
-}
+// TreeObject and TreeList write internal/treecodec's encoding (the form
+// cache.Compact keeps) straight from JSON.
 
 // Tree is an object in the compact tree encoding, written straight from
 // its JSON by TreeObject or TreeList. It is not a JSON value: it only
@@ -232,7 +190,7 @@ func (d *decoder) treeObject(w *treeWriter, m mode) error {
 	if err != nil {
 		return err
 	}
-	w.b = append(w.b, TagMap, 0)
+	w.b = append(w.b, treecodec.TagMap, 0)
 	at := len(w.b) - 1 // the count byte, patched at the end
 	n := 0
 	annotations := 0 // metadata.annotations entries written
@@ -264,7 +222,7 @@ func (d *decoder) treeObject(w *treeWriter, m mode) error {
 	if n > 0 {
 		w.b = patchCount(w.b, at, n)
 		if m != modeRoot {
-			w.b = SizeContainer(w.b, at-1)
+			w.b = treecodec.SizeContainer(w.b, at-1)
 		}
 	}
 	return nil
@@ -327,7 +285,7 @@ func (d *decoder) treeMember(w *treeWriter, m mode, raw []byte, st step, n, anno
 	}
 	// The map is empty when its count byte is 0 (it is patched before
 	// return; an empty map's is 0): left out, as Object leaves it.
-	if d.dropped && w.b[entries] == TagMap && w.b[entries+1] == 0 {
+	if d.dropped && w.b[entries] == treecodec.TagMap && w.b[entries+1] == 0 {
 		if *annotations > 1 {
 			return ErrNotPlain // an earlier copy would have been deleted too
 		}
@@ -365,7 +323,7 @@ func (d *decoder) treeValue(w *treeWriter, m mode) error {
 		if err != nil {
 			return err
 		}
-		w.b = append(w.b, TagList, 0)
+		w.b = append(w.b, treecodec.TagList, 0)
 		at := len(w.b) - 1
 		n := 0
 		for ; !end; n++ {
@@ -378,7 +336,7 @@ func (d *decoder) treeValue(w *treeWriter, m mode) error {
 		}
 		if n > 0 {
 			w.b = patchCount(w.b, at, n)
-			w.b = SizeContainer(w.b, at-1)
+			w.b = treecodec.SizeContainer(w.b, at-1)
 		}
 		return nil
 	case '"':
@@ -389,17 +347,17 @@ func (d *decoder) treeValue(w *treeWriter, m mode) error {
 		if len(raw) > 0 {
 			w.strings++
 		}
-		w.b = binary.AppendUvarint(append(w.b, TagString), uint64(len(raw)))
+		w.b = binary.AppendUvarint(append(w.b, treecodec.TagString), uint64(len(raw)))
 		w.b = append(w.b, raw...)
 		return nil
 	case 't':
-		w.b = append(w.b, TagTrue)
+		w.b = append(w.b, treecodec.TagTrue)
 		return d.literal("true")
 	case 'f':
-		w.b = append(w.b, TagFalse)
+		w.b = append(w.b, treecodec.TagFalse)
 		return d.literal("false")
 	case 'n':
-		w.b = append(w.b, TagNull)
+		w.b = append(w.b, treecodec.TagNull)
 		return d.literal("null")
 	default:
 		if c == '-' || (c >= '0' && c <= '9') {
@@ -416,11 +374,11 @@ func (d *decoder) treeNumber(w *treeWriter) error {
 	case err != nil:
 		return err
 	case kind == numInt:
-		w.b = binary.AppendVarint(append(w.b, TagInt), n)
+		w.b = binary.AppendVarint(append(w.b, treecodec.TagInt), n)
 	case kind == numFloat:
-		w.b = binary.LittleEndian.AppendUint64(append(w.b, TagFloat), math.Float64bits(f))
+		w.b = binary.LittleEndian.AppendUint64(append(w.b, treecodec.TagFloat), math.Float64bits(f))
 	default: // out of range: d.rangeErr
-		w.b = append(w.b, TagNull)
+		w.b = append(w.b, treecodec.TagNull)
 	}
 	return nil
 }
@@ -431,7 +389,7 @@ func (d *decoder) treeNumber(w *treeWriter) error {
 // false when env is not an envelope.
 func SetTreeMembers(env map[string]interface{}, kv ...string) bool {
 	t, ok := env[TreeKey].(*Tree)
-	if !ok || len(t.Enc) < 5 || t.Enc[0] != TagMap {
+	if !ok || len(t.Enc) < 5 || t.Enc[0] != treecodec.TagMap {
 		return false
 	}
 	n, k := binary.Uvarint(t.Enc[1:])
@@ -441,13 +399,13 @@ func SetTreeMembers(env map[string]interface{}, kv ...string) bool {
 	body := t.Enc[1+k : len(t.Enc)-4]
 	strs := binary.LittleEndian.Uint32(t.Enc[len(t.Enc)-4:])
 	b := make([]byte, 0, len(t.Enc)+len(kv)*16)
-	b = binary.AppendUvarint(append(b, TagMap), n+uint64(len(kv)/2))
+	b = binary.AppendUvarint(append(b, treecodec.TagMap), n+uint64(len(kv)/2))
 	b = append(b, body...)
 	for i := 0; i+1 < len(kv); i += 2 {
 		env[kv[i]] = kv[i+1]
 		b = binary.AppendUvarint(b, uint64(len(kv[i])))
 		b = append(b, kv[i]...)
-		b = binary.AppendUvarint(append(b, TagString), uint64(len(kv[i+1])))
+		b = binary.AppendUvarint(append(b, treecodec.TagString), uint64(len(kv[i+1])))
 		b = append(b, kv[i+1]...)
 		if kv[i+1] != "" {
 			strs++

@@ -3,7 +3,6 @@ package treecodec_test
 import (
 	"fmt"
 
-	_ "github.com/informerkit/informerkit/cache" // sets the codec
 	"github.com/informerkit/informerkit/internal/treecodec"
 )
 
