@@ -11,9 +11,12 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/discoveryresolver"
@@ -27,6 +30,10 @@ import (
 // lookup functions read it on the request goroutines.
 type caches struct {
 	factory *dynamicinformer.Factory
+	// live, when set, makes every lookup a GET or LIST to the API server
+	// instead of a cache read (the Kyverno-style round trip, kept to
+	// measure against; see docs/PERFORMANCE.md). No informer starts.
+	live dynamic.Interface
 
 	mu sync.RWMutex // guards byRef
 	// byRef maps a resource literal to its cache; several literals may
@@ -131,10 +138,14 @@ func (c *caches) set(refs map[string]schema.GroupVersionResource) {
 			next[ref] = e
 			continue
 		}
-		next[ref] = &cacheEntry{ref: ref, gvr: gvr, handle: c.factory.ForResource(gvr)}
+		e := &cacheEntry{ref: ref, gvr: gvr}
+		if c.live == nil {
+			e.handle = c.factory.ForResource(gvr)
+		}
+		next[ref] = e
 	}
 	for ref, e := range c.byRef {
-		if next[ref] != e {
+		if next[ref] != e && e.handle != nil {
 			e.handle.Release()
 		}
 	}
@@ -151,6 +162,9 @@ func (c *caches) state(ref string) cacheState {
 	c.mu.RUnlock()
 	if e == nil {
 		return cacheState{Ref: ref, State: "Unknown", Reason: "no cache for this resource"}
+	}
+	if e.handle == nil {
+		return cacheState{Ref: ref, GVR: e.gvr, State: dynamicinformer.Synced, Reason: "live lookups"}
 	}
 	st := e.handle.Status()
 	s := cacheState{Ref: ref, GVR: e.gvr, State: st.State, Objects: st.Objects}
@@ -229,6 +243,9 @@ func (c *caches) celFunctions() []cel.EnvOption {
 }
 
 func (c *caches) celGet(resource, namespace, name ref.Val) ref.Val {
+	if c.live != nil {
+		return c.liveGet(string(resource.(types.String)), string(namespace.(types.String)), string(name.(types.String)))
+	}
 	idx, err := c.indexer(string(resource.(types.String)))
 	if err != nil {
 		return types.NewErr("%v", err)
@@ -255,6 +272,9 @@ func (c *caches) celGet(resource, namespace, name ref.Val) ref.Val {
 // matching a label selector ("" everything). The objects are the cache's:
 // they must not be modified.
 func (c *caches) list(resource, namespace, selector ref.Val) ([]*unstructured.Unstructured, error) {
+	if c.live != nil {
+		return c.liveList(string(resource.(types.String)), string(namespace.(types.String)), string(selector.(types.String)))
+	}
 	idx, err := c.indexer(string(resource.(types.String)))
 	if err != nil {
 		return nil, err
@@ -282,6 +302,50 @@ func (c *caches) list(resource, namespace, selector ref.Val) ([]*unstructured.Un
 			continue
 		}
 		out = append(out, u)
+	}
+	return out, nil
+}
+
+// entry returns the entry of ref.
+func (c *caches) entry(ref string) (*cacheEntry, error) {
+	c.mu.RLock()
+	e := c.byRef[ref]
+	c.mu.RUnlock()
+	if e == nil {
+		return nil, fmt.Errorf("no cache for %q", ref)
+	}
+	return e, nil
+}
+
+// liveGet is lookup.get as one GET to the API server.
+func (c *caches) liveGet(ref, namespace, name string) ref.Val {
+	e, err := c.entry(ref)
+	if err != nil {
+		return types.NewErr("%v", err)
+	}
+	u, err := c.live.Resource(e.gvr).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return types.NullValue
+	}
+	if err != nil {
+		return types.NewErr("%v", err)
+	}
+	return types.DefaultTypeAdapter.NativeToValue(u.Object)
+}
+
+// liveList is lookup.list as one LIST to the API server.
+func (c *caches) liveList(ref, namespace, selector string) ([]*unstructured.Unstructured, error) {
+	e, err := c.entry(ref)
+	if err != nil {
+		return nil, err
+	}
+	l, err := c.live.Resource(e.gvr).Namespace(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
 	}
 	return out, nil
 }

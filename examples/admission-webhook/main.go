@@ -46,6 +46,7 @@ type flags struct {
 	webhookURL          string
 	service             string
 	caFile              string
+	liveLookups         bool
 	verbose             int
 }
 
@@ -65,6 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.StringVar(&f.webhookURL, "webhook-url", "", "with --install: the URL the API server calls (https://host:port)")
 	fs.StringVar(&f.service, "service", "", "with --install: the Service the API server calls (namespace/name, port 443)")
 	fs.StringVar(&f.caFile, "ca-file", "", "with --install: the CA certificate (PEM) that signed the serving certificate (the caBundle)")
+	fs.BoolVar(&f.liveLookups, "live-lookups", false, "send a GET or LIST to the API server for every lookup instead of reading the caches (for comparison only)")
 	fs.IntVar(&f.verbose, "v", 0, "log verbosity (1: every decision)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -131,7 +133,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "cluster configuration:", err)
 		return exitError
 	}
-	opts := serverOptions{PolicyDir: f.policyDir, CertFile: f.certFile, KeyFile: f.keyFile, Listen: f.listen, ProbeListen: f.probeListen, Log: log}
+	opts := serverOptions{PolicyDir: f.policyDir, CertFile: f.certFile, KeyFile: f.keyFile, Listen: f.listen, ProbeListen: f.probeListen,
+		LiveLookups: f.liveLookups, Log: log}
 	if f.install {
 		t, err := installTarget(f)
 		if err != nil {

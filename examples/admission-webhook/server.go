@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -33,7 +34,13 @@ type serverOptions struct {
 	// Install, when set, writes the ValidatingWebhookConfiguration for the
 	// loaded policies at start and after every reload.
 	Install *webhookTarget
-	Log     logr.Logger
+	// LiveLookups makes every lookup a GET or LIST to the API server
+	// instead of a cache read: the round trip a Kyverno-style policy pays,
+	// kept for comparison (--live-lookups).
+	LiveLookups bool
+	// ObserveLatency, if set, receives each request's decision time.
+	ObserveLatency func(policy string, d time.Duration)
+	Log            logr.Logger
 }
 
 func (o serverOptions) withDefaults() serverOptions {
@@ -92,6 +99,11 @@ func newServer(ctx context.Context, cfg *rest.Config, opts serverOptions) (_ *se
 		return s, err
 	}
 	s.caches = newCaches(s.factory)
+	if opts.LiveLookups {
+		if s.caches.live, err = dynamic.NewForConfig(cfg); err != nil {
+			return s, err
+		}
+	}
 	envSet, err := newCELEnvSet(s.caches)
 	if err != nil {
 		return s, fmt.Errorf("CEL environment: %w", err)
@@ -135,7 +147,8 @@ func newServer(ctx context.Context, cfg *rest.Config, opts serverOptions) (_ *se
 	if err != nil {
 		return s, err
 	}
-	s.webhook = &webhook{policies: s.loader.current.Load, caches: s.caches, metrics: s.metrics, log: opts.Log.WithName("webhook")}
+	s.webhook = &webhook{policies: s.loader.current.Load, caches: s.caches, metrics: s.metrics, log: opts.Log.WithName("webhook"),
+		observe: opts.ObserveLatency}
 	mux := http.NewServeMux()
 	mux.Handle(validatePathPrefix, s.webhook)
 	s.https = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,

@@ -36,6 +36,7 @@ type webhook struct {
 	caches   *caches
 	metrics  *metrics
 	log      logr.Logger
+	observe  func(policy string, d time.Duration) // nil: none
 }
 
 func (wh *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -80,7 +81,11 @@ func (wh *webhook) review(ctx context.Context, name string, req *admissionv1.Adm
 		decision = "denied"
 	}
 	wh.metrics.decisions.WithLabelValues(label, decision, reason).Inc()
-	wh.metrics.latency.WithLabelValues(label).Observe(time.Since(start).Seconds())
+	elapsed := time.Since(start)
+	wh.metrics.latency.WithLabelValues(label).Observe(elapsed.Seconds())
+	if wh.observe != nil {
+		wh.observe(name, elapsed)
+	}
 	if wh.log.V(1).Enabled() {
 		wh.log.V(1).Info("decided", "policy", name, "operation", req.Operation, "resource", req.Resource.Resource,
 			"namespace", req.Namespace, "name", req.Name, "decision", decision, "reason", reason)
