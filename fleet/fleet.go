@@ -18,8 +18,9 @@ type Options struct {
 	// built with dynamicinformer.NewForConfig from the cluster's Config).
 	// Its Defaults apply to every resource of the fleet. A Factory.Logger
 	// left zero is the fleet's Logger; either way it logs with the key
-	// "cluster". A CacheDir would be shared by every cluster: leave it empty
-	// (a cache directory per cluster is not supported yet).
+	// "cluster". A CacheDir is one directory per cluster under it (named
+	// after the cluster, path-escaped); restarting a fleet from it is not
+	// tested yet.
 	Factory dynamicinformer.Options
 	// Logger is the fleet's logger (key "cluster"). Zero: klog's. The fleet
 	// logs joins, leaves and rebuilds at V(1); nothing at V(0) while all is

@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"time"
 
 	"sync"
@@ -165,6 +167,9 @@ func (m *member) newFactory(cfg *rest.Config, cfgErr error) (*dynamicinformer.Fa
 	}
 	if log.GetSink() != nil {
 		opts.Logger = log.WithValues("cluster", m.name)
+	}
+	if opts.CacheDir != "" {
+		opts.CacheDir = filepath.Join(opts.CacheDir, url.PathEscape(m.name))
 	}
 	fac, err := dynamicinformer.NewForConfig(rest.CopyConfig(cfg), opts)
 	if err != nil {
