@@ -165,12 +165,11 @@ type treeWriter struct {
 // keeps the memory for the next object unless it grew past 1 MiB.
 func (d *decoder) treeTop(scratch *[]byte) (map[string]interface{}, error) {
 	w := treeWriter{b: (*scratch)[:0], env: make(map[string]interface{}, 4)}
-	defer func() {
-		if cap(w.b) <= 1<<20 {
-			*scratch = w.b[:0]
-		}
-	}()
-	if err := d.treeObject(&w, modeRoot); err != nil {
+	err := d.treeObject(&w, modeRoot)
+	if cap(w.b) <= 1<<20 {
+		*scratch = w.b[:0]
+	}
+	if err != nil {
 		return nil, err
 	}
 	if w.meta == nil || !w.hasUID {
@@ -203,16 +202,19 @@ func (d *decoder) treeObject(w *treeWriter, m mode) error {
 			// Its own buffer: raw is used after the value is decoded.
 			raw = unquote(make([]byte, 0, len(raw)+8), raw)
 		}
-		var st step
-		if m != modePlain {
-			st = d.opts.step(m, raw)
-		}
-		if st.skip {
+		if m == modePlain {
+			// Most members: no rule applies.
+			w.b = binary.AppendUvarint(w.b, uint64(len(raw)))
+			w.b = append(w.b, raw...)
+			n++
+			err = d.treeValue(w, modePlain)
+		} else if st := d.opts.step(m, raw); st.skip {
 			d.dropped = true
-			if err := d.skip(); err != nil {
-				return err
-			}
-		} else if err := d.treeMember(w, m, raw, st, &n, &annotations); err != nil {
+			err = d.skip()
+		} else {
+			err = d.treeMember(w, m, raw, st, &n, &annotations)
+		}
+		if err != nil {
 			return err
 		}
 		if end, err = d.next('}'); err != nil {
