@@ -307,7 +307,7 @@ type entryDisk struct {
 	// handed. Otherwise what is not written raw is encoded at once.
 	held bool
 
-	mu       sync.Mutex // guards w, release, rvs, err, restored, logged, start, reason, age, written, reported
+	mu       sync.Mutex // guards w, release, rvs, err, restored, logged, start, reason, age, written, reported, id, before, the re-identification counts, the list and catch-up fields
 	w        *persist.Writer
 	release  func()            // releases the claim of name (nil: none held)
 	rvs      map[string]string // key -> resourceVersion written
@@ -331,6 +331,7 @@ type entryDisk struct {
 	// refilled is listFor of the last list that ended (journalListEnded).
 	// Due while refilled != emptied.
 	emptied, identified, listFor, refilled uint64
+
 	id         persist.Identity // the identity written under
 	before     int64            // bytes written by writers replaced
 	// tentative: start is DiskResumed, not yet reported (a 410 may
