@@ -332,8 +332,8 @@ type entryDisk struct {
 	// Due while refilled != emptied.
 	emptied, identified, listFor, refilled uint64
 
-	id         persist.Identity // the identity written under
-	before     int64            // bytes written by writers replaced
+	id     persist.Identity // the identity written under
+	before int64            // bytes written by writers replaced
 	// tentative: start is DiskResumed, not yet reported (a 410 may
 	// follow in the stream); tentativeAt is when it was set.
 	tentative   bool
