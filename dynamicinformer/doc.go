@@ -257,7 +257,11 @@
 //
 // A stored state is used only if it matches exactly: the informer's
 // spec, the cluster (the kube-system namespace's UID), the resource's CRD
-// (its UID) and the file format version. Anything else, or a damaged
+// (its UID) and the file format version. The spec is stored as a
+// versioned encoding of its fields that leaves out fields at their zero
+// value, so an upgrade that adds an option keeps the caches of informers
+// that do not use it (a cache stored before that encoding is taken over
+// once). Anything else, or a damaged
 // file, is logged, removed, and the informer lists; a journal cut short
 // by a crash is applied up to its last whole record. Transforms run again
 // on restored objects, so a keyed WithTransform transform must be
