@@ -33,6 +33,10 @@ type binding struct {
 	resolveErr error
 	deliveries map[*Registration]*registered
 	released   bool
+	// ctx ends with the generation or at release (the binding's own
+	// goroutines end on it); cancel ends it.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // registered is a Handler on this binding's informer.
@@ -59,7 +63,15 @@ func newBinding(m *member, r *Resource, fac *dynamicinformer.Factory, old *bindi
 
 // start creates the informer (ForResource at once; ForName on a goroutine
 // that resolves the name) and registers the Resource's handlers on it.
-func (b *binding) start(ctx context.Context) {
+func (b *binding) start(genCtx context.Context) {
+	ctx, cancel := context.WithCancel(genCtx)
+	b.mu.Lock()
+	b.ctx, b.cancel = ctx, cancel
+	released := b.released
+	b.mu.Unlock()
+	if released {
+		cancel()
+	}
 	if b.fac == nil {
 		return
 	}
@@ -180,10 +192,7 @@ func (b *binding) addHandler(reg *Registration) {
 	}
 	b.deliveries[reg] = &registered{d: d, reg: r}
 	if prev != nil {
-		ctx := b.m.genContext()
-		if ctx == nil {
-			return
-		}
+		ctx := b.ctx
 		b.m.fleet.wg.Add(1)
 		go func() {
 			defer b.m.fleet.wg.Done()
@@ -221,6 +230,9 @@ func (b *binding) release() {
 	b.mu.Lock()
 	b.released = true
 	h := b.handle
+	if b.cancel != nil {
+		b.cancel()
+	}
 	b.mu.Unlock()
 	if h != nil {
 		h.Release()

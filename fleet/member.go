@@ -297,14 +297,6 @@ func (m *member) crdSignal() <-chan struct{} {
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// genContext is the current generation's context (nil between
-// generations).
-func (m *member) genContext() context.Context {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.genCtx
-}
-
 // clientErr is why the cluster has no clients (nil when it has).
 func (m *member) clientErr() error {
 	m.mu.Lock()
