@@ -26,7 +26,9 @@ package fleet
 //     per object whose resourceVersion changed, an OnAdd per new object,
 //     an OnDelete per object gone; nothing for the others.
 //   - A panic in a call is recovered and counted in that cluster's
-//     informer Status (HandlerPanics), as for a factory's handlers.
+//     informer Status (HandlerPanics), as for a factory's handlers; the
+//     deletes the fleet delivers itself (a cluster that left, the old
+//     objects after a rebuild) are recovered without being counted.
 type Handler interface {
 	OnAdd(cluster string, obj any, isInInitialList bool)
 	OnUpdate(cluster string, oldObj, newObj any)
