@@ -351,8 +351,9 @@
 //
 // A controller that writes an object and then reads its cache can wait
 // for its own write: InformerHandle.WaitForObject with the object the
-// write returned, or WaitForResourceVersion with a resourceVersion,
-// returns once the cache has caught up (the lister sees the write), or
+// write returned, WaitForResourceVersion with a resourceVersion, or
+// WaitForDeletion with the object it deleted, returns once the cache has
+// caught up (the lister sees the write), or
 // with a typed error: ErrNotServed, the Failed informer's Status.Err
 // (errors.Is(err, ErrForbidden), ...), ErrStopped, ErrInvalid (a
 // resourceVersion that cannot be compared), or the context's.

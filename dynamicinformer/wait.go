@@ -47,10 +47,9 @@ const (
 // moves the cache past it; an idle resource gets a bookmark about every
 // minute.
 //
-// Which resourceVersion to pass: the one the write's answer carries. The
-// API server answers a DELETE with the object as deleted, at the delete's
-// resourceVersion (client-go's Delete methods drop that answer; a REST
-// client's Do(ctx).Get() keeps it). A list's resourceVersion is not a
+// Which resourceVersion to pass: the one the write's answer carries. A
+// delete's answer carries none for most resources (a Status), so wait for
+// a delete with WaitForDeletion. A list's resourceVersion is not a
 // write's: it is the whole server's revision, which every other
 // resource's writes move, so the cache may reach it only at this
 // resource's next event or bookmark — on an idle resource, up to about a
@@ -105,6 +104,45 @@ func (h *InformerHandle) WaitForObject(ctx context.Context, obj metav1.Object) e
 		}
 		if multi {
 			return false, nil
+		}
+		return e.storeReached(want)
+	})
+}
+
+// WaitForDeletion is the wait for a delete: it returns once the cache no
+// longer holds obj — the object the caller deleted, as it last read it
+// (from the cache, or from a write's answer): when the cache has caught up
+// with obj's resourceVersion (as WaitForResourceVersion) and holds no
+// object under obj's namespace and name with obj's UID. An object of the
+// same name created again since (another UID) does not hold the wait. A
+// delete's own answer carries no resourceVersion for most resources,
+// which is why the wait takes the object as last read instead. Errors are
+// WaitForResourceVersion's. An informer over several namespaces cannot
+// compare resourceVersions; it returns once the key is gone from the
+// cache, which for an object it never held is at once.
+func (h *InformerHandle) WaitForDeletion(ctx context.Context, obj metav1.Object) error {
+	rv := obj.GetResourceVersion()
+	if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
+		return fmt.Errorf("%w: resourceVersion %q is not comparable: %w", ErrInvalid, rv, err)
+	}
+	if h.released.Load() {
+		return fmt.Errorf("waiting for the deletion of %s/%s of %s: this handle was released: %w", obj.GetNamespace(), obj.GetName(), h.e.currentGVR(), ErrStopped)
+	}
+	key, err := toolscache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return err
+	}
+	e := h.e
+	multi := len(e.cfg.namespaces) > 1
+	uid := obj.GetUID()
+	return e.waitFor(ctx, rv, func(want string) (bool, error) {
+		if cached, ok, _ := e.informer.GetIndexer().GetByKey(key); ok {
+			if m, err := meta.Accessor(cached); err == nil && (uid == "" || m.GetUID() == uid) {
+				return false, nil
+			}
+		}
+		if multi {
+			return true, nil
 		}
 		return e.storeReached(want)
 	})

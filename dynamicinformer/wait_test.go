@@ -155,3 +155,59 @@ func TestWaitForResourceVersionStale(t *testing.T) {
 	f.Shutdown()
 	checkNoLeaks(t, before)
 }
+
+// WaitForDeletion waits while the cache holds the deleted object (same
+// UID), returns once the delete is in, and is not held by an object of the
+// same name created again.
+func TestWaitForDeletion(t *testing.T) {
+	before := runtime.NumGoroutine()
+	w1 := rvWidget("a", "w1", "10")
+	w1.SetUID("uid-1")
+	client := fakeClient(w1)
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := f.ForResource(widgets)
+	multi := f.ForResource(widgets, WithNamespaces("a", "b"))
+	f.Start(ctx)
+	if !f.WaitForCacheSync(ctx)[widgets] {
+		t.Fatal("not synced")
+	}
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	if err := h.WaitForDeletion(short, w1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting for the deletion of a cached object nobody deleted: %v, want DeadlineExceeded", err)
+	}
+	if err := client.Resource(widgets).Namespace("a").Delete(ctx, "w1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*InformerHandle{h, multi} {
+		if err := x.WaitForDeletion(ctx, w1); err != nil {
+			t.Fatalf("WaitForDeletion (namespaces %v): %v", x.e.cfg.namespaces, err)
+		}
+		if _, err := x.Lister().ByNamespace("a").Get("w1"); !apierrors.IsNotFound(err) {
+			t.Fatalf("after the wait (namespaces %v) the lister still has w1: %v", x.e.cfg.namespaces, err)
+		}
+	}
+	// Created again under another UID: the old object's deletion is done.
+	again := rvWidget("a", "w1", "20")
+	again.SetUID("uid-2")
+	if _, err := client.Resource(widgets).Namespace("a").Create(ctx, again, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WaitForObject(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WaitForDeletion(ctx, w1); err != nil {
+		t.Fatalf("the old object's deletion after the name was used again: %v", err)
+	}
+	if err := h.WaitForDeletion(ctx, rvWidget("a", "w1", "x")); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("an incomparable resourceVersion: %v, want ErrInvalid", err)
+	}
+	h.Release()
+	if err := h.WaitForDeletion(ctx, again); !errors.Is(err, ErrStopped) {
+		t.Fatalf("released informer: %v, want ErrStopped", err)
+	}
+	f.Shutdown()
+	checkNoLeaks(t, before)
+}

@@ -4,19 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 	"github.com/informerkit/informerkit/test/controlplane"
@@ -90,16 +85,18 @@ func TestReadYourWrites(t *testing.T) {
 			t.Fatalf("update %s: the lister has %v (%v) after the wait, want the update", name, got, err)
 		}
 
-		// The API server answers a DELETE with the object at the
-		// delete's resourceVersion (client-go's Delete calls drop that
-		// answer). A list's resourceVersion would not do: it is the whole
-		// server's revision, which other tests' writes move past this
-		// resource's last event, and the cache reaches it only at the
-		// next bookmark, about a minute later (the wait's contract).
-		deletedAt := deleteForVersion(t, ctx, gvr, ns, name)
+		// A delete's answer carries no resourceVersion (a Status):
+		// WaitForDeletion takes the object as last read. (A list's
+		// resourceVersion would not do: it is the whole server's revision,
+		// which other tests' writes move past this resource's last event;
+		// the cache reaches it only at the next bookmark, about a minute
+		// later.)
+		if err := writer.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		start = time.Now()
-		if err := h.WaitForResourceVersion(ctx, deletedAt); err != nil {
-			t.Fatalf("delete %s: WaitForResourceVersion: %v", name, err)
+		if err := h.WaitForDeletion(ctx, updated); err != nil {
+			t.Fatalf("delete %s: WaitForDeletion: %v", name, err)
 		}
 		waits = append(waits, time.Since(start))
 		if _, err := lister.Get(name); !apierrors.IsNotFound(err) {
@@ -163,41 +160,4 @@ func TestReadYourWrites(t *testing.T) {
 	leaks.VerifyNoLeaks(t)
 	sc.Held("%d writes each visible in the lister once the wait returned (median wait %s, max %s); during the stall the wait ended with its context and the lister lacked the write; %s after the stall it caught up; the CRD's deletion ended a wait with ErrNotServed; no goroutine leak",
 		3*n, waits[len(waits)/2].Round(time.Millisecond), waits[len(waits)-1].Round(time.Millisecond), afterStall.Round(time.Millisecond))
-}
-
-// deleteForVersion deletes namespace/name of gvr straight at the API
-// server and returns the resourceVersion of the delete: that of the
-// object the server answers with.
-func deleteForVersion(t *testing.T, ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) string {
-	t.Helper()
-	cfg := cp.DirectConfig()
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := fmt.Sprintf("%s/apis/%s/%s/namespaces/%s/%s/%s", strings.TrimSuffix(cfg.Host, "/"), gvr.Group, gvr.Version, namespace, gvr.Resource, name)
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("DELETE %s: %s: %s", u, resp.Status, body)
-	}
-	var deleted unstructured.Unstructured
-	if err := deleted.UnmarshalJSON(body); err != nil {
-		t.Fatalf("DELETE %s: answer %s: %v", u, body, err)
-	}
-	if deleted.GetResourceVersion() == "" {
-		t.Fatalf("DELETE %s: answer without a resourceVersion: %s", u, body)
-	}
-	return deleted.GetResourceVersion()
 }
