@@ -136,7 +136,7 @@ func TestLookupBenchmark(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d cached Gadgets, %d admissions, %d at once through the API server, 2 policies (a get by name, a count by label selector) per admission\n", objects, admissions, concurrency)
-	fmt.Fprintf(&b, "| lookups | webhook p50 | webhook p99 | admission p50 | admission p99 | API requests per admission | wall |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| lookups | webhook p50 | webhook p99 | admission p50 | admission p99 | lookup requests per admission | wall |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %s | %v | %v | %v | %v | %.2f | %v |\n", r.mode, r.webhookP50, r.webhookP99, r.clientP50, r.clientP99, r.requestsPerAdmission, r.wall.Round(time.Millisecond))
 	}
@@ -177,7 +177,9 @@ func runBenchMode(t *testing.T, ns string, live bool, objects, concurrency, admi
 	s, err := newServer(ctx, cfg, serverOptions{
 		PolicyDir: dir, CertFile: certDir + "/tls.crt", KeyFile: certDir + "/tls.key",
 		Listen: "127.0.0.1:0", ProbeListen: "127.0.0.1:0",
-		Install:     &webhookTarget{CABundle: ca.CertPEM, ConfigName: configName},
+		// The longest timeout the API server allows: on a loaded machine a
+		// slow answer is measured, not turned into a failed admission.
+		Install:     &webhookTarget{CABundle: ca.CertPEM, ConfigName: configName, TimeoutSeconds: 30},
 		LiveLookups: live,
 		ObserveLatency: func(policy string, d time.Duration) {
 			if strings.HasPrefix(policy, "bench-") {
@@ -244,21 +246,24 @@ func runBenchMode(t *testing.T, ns string, live bool, objects, concurrency, admi
 	if runErr != nil {
 		t.Fatalf("%s: an admission failed: %v", mode, runErr)
 	}
-	total, byVerb := 0, map[string]int{}
+	// Requests for the looked-up objects (a GET of one object counts as
+	// "list" here); the others (discovery refreshes) do not depend on
+	// admissions.
+	lookups := counter.Count("list", "/"+gadgetsGVR.Resource)
+	byVerb := map[string]int{}
 	for req, n := range counter.Snapshot() {
-		total += n
 		byVerb[req.Verb] += n
 	}
 	r := benchResult{
 		mode: mode, admissions: admissions,
 		webhookP50: webhookLat.percentile(50), webhookP99: webhookLat.percentile(99),
 		clientP50: clientLat.percentile(50), clientP99: clientLat.percentile(99),
-		requestsPerAdmission: float64(total) / float64(admissions), wall: wall,
+		requestsPerAdmission: float64(lookups) / float64(admissions), wall: wall,
 	}
 	if n := webhookLat.len(); n != 2*admissions {
 		t.Errorf("%s: the webhook decided %d requests, want %d (2 policies × %d)", mode, n, 2*admissions, admissions)
 	}
-	t.Logf("%s: API requests sent by the webhook during the run, by verb (a GET of one object counts as list): %v", mode, byVerb)
+	t.Logf("%s: API requests sent by the webhook during the run, by verb (a GET of one object counts as list): %v; for Gadgets: %d", mode, byVerb, lookups)
 	// The configuration must be gone from the API server's view before the
 	// next mode: an admission without any webhook is admitted.
 	stop()

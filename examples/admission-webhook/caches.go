@@ -21,6 +21,7 @@ import (
 
 	"github.com/informerkit/informerkit/discoveryresolver"
 	"github.com/informerkit/informerkit/dynamicinformer"
+	"github.com/informerkit/informerkit/genericlister"
 )
 
 // caches holds one informer per resource the loaded policies look up,
@@ -275,7 +276,8 @@ func (c *caches) list(resource, namespace, selector ref.Val) ([]*unstructured.Un
 	if c.live != nil {
 		return c.liveList(string(resource.(types.String)), string(namespace.(types.String)), string(selector.(types.String)))
 	}
-	idx, err := c.indexer(string(resource.(types.String)))
+	ref := string(resource.(types.String))
+	idx, err := c.indexer(ref)
 	if err != nil {
 		return nil, err
 	}
@@ -283,27 +285,18 @@ func (c *caches) list(resource, namespace, selector ref.Val) ([]*unstructured.Un
 	if err != nil {
 		return nil, fmt.Errorf("label selector: %w", err)
 	}
-	var objs []any
+	e, err := c.entry(ref)
+	if err != nil {
+		return nil, err
+	}
+	// genericlister answers from the namespace index and per-key label
+	// indexes (added on first use by the factory's default), in time
+	// proportional to the matching objects, not to the cache.
+	l := genericlister.New(idx, e.gvr.GroupResource())
 	if ns := string(namespace.(types.String)); ns != "" {
-		objs, err = idx.ByIndex(toolscache.NamespaceIndex, ns)
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		objs = idx.List()
+		return l.Namespace(ns).List(sel)
 	}
-	out := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, o := range objs {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		if !sel.Empty() && !sel.Matches(labels.Set(u.GetLabels())) {
-			continue
-		}
-		out = append(out, u)
-	}
-	return out, nil
+	return l.List(sel)
 }
 
 // entry returns the entry of ref.

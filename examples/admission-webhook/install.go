@@ -19,6 +19,8 @@ type webhookTarget struct {
 	ServiceNamespace string
 	ServiceName      string
 	CABundle         []byte
+	// TimeoutSeconds is each webhook's timeout (default 5, at most 30).
+	TimeoutSeconds int32
 	// ConfigName names the ValidatingWebhookConfiguration (default
 	// informerkit-admission-webhook).
 	ConfigName string
@@ -43,7 +45,10 @@ func webhookConfiguration(set *policySet, t webhookTarget) (*admissionregistrati
 	}}
 	sideEffects := admissionregistrationv1.SideEffectClassNone
 	equivalent := admissionregistrationv1.Equivalent
-	timeout := int32(5)
+	timeout := t.TimeoutSeconds
+	if timeout == 0 {
+		timeout = 5
+	}
 	for _, name := range set.names() {
 		p := set.byName[name]
 		cc := admissionregistrationv1.WebhookClientConfig{CABundle: t.CABundle}
