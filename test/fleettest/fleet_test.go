@@ -130,6 +130,20 @@ func TestCRDServedInSomeClusters(t *testing.T) {
 		t.Errorf("Get(d, a1): %v, want ErrUnknownCluster", err)
 	}
 
+	// A handler added late is given what every cluster holds; once
+	// removed it is given nothing more.
+	late := newRecorder()
+	lateReg, err := byGVR.AddEventHandler(late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late.holds(t, "a", keys(ns, "a1", "a2")...)
+	late.holds(t, "b", keys(ns, "b1")...)
+	if lateReg.HasSynced() {
+		t.Errorf("registration synced while c does not serve the resource: %s", describe(byGVR))
+	}
+	lateReg.Remove()
+
 	// The CRD arrives in c: both informers start there.
 	install(t, ctx, crd, ps["c"])
 	create(t, ctx, ps["c"], gvr, ns, nil, "c1")
@@ -144,6 +158,9 @@ func TestCRDServedInSomeClusters(t *testing.T) {
 		items, _ := byName.Lister().List(nil)
 		return len(items) == 4, describe(byName)
 	})
+	if got := late.names("c"); len(got) != 0 {
+		t.Errorf("a removed handler was given c's objects: %v", got)
+	}
 	if !f.Status().Synced() {
 		t.Errorf("fleet status not Synced: %s", describe(byGVR))
 	}
