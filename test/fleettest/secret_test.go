@@ -122,6 +122,42 @@ func TestSecretSourceRotatesCredentials(t *testing.T) {
 		t.Error("b's third generation did not connect through the new address")
 	}
 
+	// Credentials that are refused: b keeps its objects readable (from
+	// the last complete cache) and says why; what changes meanwhile comes
+	// as the difference once working credentials are back.
+	putSecret(t, ctx, secretsNS, "b", sel, kubeconfigOf(t, ps["b"].UserConfig(user)))
+	waitFor(t, 60*time.Second, "b forbidden in its fourth generation, rebuilding over its last cache", func() (bool, string) {
+		cs := clusterStatus(r, "b")
+		return cs.Rebuilding && cs.HasSynced && errors.Is(cs.Err, dynamicinformer.ErrForbidden), describe(r)
+	})
+	if items, _ := r.Lister().Namespace(ns).List(nil); len(itemKeys(items)) != 4 {
+		t.Errorf("reads while b is forbidden: %v, want b1, b2, b3 of b and c1 of c", itemKeys(items))
+	}
+	adds, updates, deletes = rec.counts("b")
+	dyn := ps["b"].Dynamic().Resource(gvr).Namespace(ns)
+	b1, err := dyn.Get(ctx, "b1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1.SetLabels(map[string]string{"changed": "yes"})
+	if _, err := dyn.Update(ctx, b1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dyn.Delete(ctx, "b2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	create(t, ctx, ps["b"], gvr, ns, nil, "b4")
+	putSecret(t, ctx, secretsNS, "b", sel, kubeconfigOf(t, ps["b"].Config()))
+	rec.holds(t, "b", keys(ns, "b1", "b3", "b4")...)
+	if a2, u2, d2 := rec.counts("b"); a2 != adds+1 || u2 != updates+1 || d2 != deletes+1 {
+		t.Errorf("b after its rebuild over changes: %d adds, %d updates, %d deletes; want %d, %d, %d (b4 added, b1 updated, b2 deleted)",
+			a2, u2, d2, adds+1, updates+1, deletes+1)
+	}
+	waitFor(t, 60*time.Second, "b synced in its fifth generation", func() (bool, string) {
+		cs := clusterStatus(r, "b")
+		return cs.HasSynced && !cs.Rebuilding && cs.State == dynamicinformer.Synced, describe(r)
+	})
+
 	// The Secret goes: b leaves.
 	if err := cp.Kube().CoreV1().Secrets(secretsNS).Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
