@@ -93,56 +93,52 @@ func (d *decoder) open(close byte) (empty bool, err error) {
 // level (end).
 func (d *decoder) next(close byte) (end bool, err error) {
 	d.skipSpace()
-	if d.pos >= len(d.data) {
-		return false, d.eofErr()
+	if d.pos < len(d.data) {
+		if c := d.data[d.pos]; c == ',' {
+			d.pos++
+			d.skipSpace()
+			return false, nil
+		} else if c == close {
+			d.pos++
+			d.depth--
+			return true, nil
+		}
 	}
-	switch d.data[d.pos] {
-	case ',':
-		d.pos++
-		d.skipSpace()
-		return false, nil
-	case close:
-		d.pos++
-		d.depth--
-		return true, nil
-	}
+	return false, d.nextErr(close)
+}
+
+// nextErr is next's error at d.pos.
+func (d *decoder) nextErr(close byte) error {
 	if close == '}' {
-		return false, d.syntaxErr("after object key:value pair")
+		return d.syntaxErr("after object key:value pair")
 	}
-	return false, d.syntaxErr("after array element")
+	return d.syntaxErr("after array element")
 }
 
 // memberKey moves past an object member's key and the ':' after it, to
 // the value. raw is the key's contents without the quotes; simple: they
 // are the key (no escapes, valid UTF-8), else unquote resolves them.
 func (d *decoder) memberKey() (raw []byte, simple bool, err error) {
-	if d.pos >= len(d.data) {
-		return nil, false, d.eofErr()
-	}
-	if d.data[d.pos] != '"' {
+	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 		return nil, false, d.syntaxErr("looking for beginning of object key string")
 	}
-	if raw, simple, err = d.scanString(); err != nil {
-		return nil, false, err
+	if raw, simple, err = d.scanString(); err == nil {
+		err = d.colon()
 	}
-	return raw, simple, d.colon()
+	return raw, simple, err
 }
 
 // colon moves past the ':' after a key and the space around it.
 func (d *decoder) colon() error {
 	d.skipSpace()
-	if d.pos >= len(d.data) {
-		return d.eofErr()
+	if d.pos < len(d.data) && d.data[d.pos] == ':' {
+		d.pos++
+		d.skipSpace()
+		if d.pos < len(d.data) {
+			return nil
+		}
 	}
-	if d.data[d.pos] != ':' {
-		return d.syntaxErr("after object key")
-	}
-	d.pos++
-	d.skipSpace()
-	if d.pos >= len(d.data) {
-		return d.eofErr()
-	}
-	return nil
+	return d.syntaxErr("after object key")
 }
 
 // numKind is what numberValue read.
