@@ -470,12 +470,7 @@ func crdRun(t *testing.T, ctx context.Context, dir string, gvr schema.GroupVersi
 // if the process had watched it happen). Before the fix both were cold
 // starts: no delete reached the handlers, Status.Disk did not exist.
 func TestRestartAfterCRDDeleted(t *testing.T) {
-	// Not parallel: on a loaded server the informer can re-identify its
-	// disk state for the re-created CRD after the relist has already
-	// journaled the new objects (the new state then starts empty and the
-	// third start is Cold, "another CustomResourceDefinition"): a defect
-	// seen only under load, recorded in docs/TESTING.md; alone, the
-	// relist comes after the re-identification.
+	leaks := controlplane.Parallel(t)
 	ctx := ctxT(t, 6*time.Minute)
 	gvr, name := installCRD(t, ctx)
 	ns := unique("diskcrd")
@@ -484,7 +479,6 @@ func TestRestartAfterCRDDeleted(t *testing.T) {
 	}
 	createN(t, ctx, gvr, ns, 5, nil)
 	dir := t.TempDir()
-	leaks := controlplane.SnapshotGoroutines()
 	keys := func(n int) []string {
 		var out []string
 		for i := 0; i < n; i++ {
