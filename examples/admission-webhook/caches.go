@@ -11,11 +11,14 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -205,6 +208,9 @@ func (c *caches) indexer(ref string) (toolscache.Indexer, error) {
 	if st := c.state(ref); !st.ready() {
 		return nil, errors.New(st.String())
 	}
+	if e.handle == nil {
+		return nil, fmt.Errorf("%s has no cache (live lookups)", ref)
+	}
 	return e.handle.Informer().GetIndexer(), nil
 }
 
@@ -341,4 +347,37 @@ func (c *caches) liveList(ref, namespace, selector string) ([]*unstructured.Unst
 		out[i] = &l.Items[i]
 	}
 	return out, nil
+}
+
+// namespace returns the cached Namespace name as namespaceObject shows it
+// (ValidatingAdmissionPolicy's fields), or nil if it is not cached.
+func (c *caches) namespace(name string) (*corev1.Namespace, error) {
+	var u *unstructured.Unstructured
+	if c.live != nil {
+		got, err := c.live.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		u = got
+	} else {
+		idx, err := c.indexer(namespacesRef)
+		if err != nil {
+			return nil, err
+		}
+		obj, ok, err := idx.GetByKey(name)
+		if err != nil || !ok {
+			return nil, err
+		}
+		if u, ok = obj.(*unstructured.Unstructured); !ok {
+			return nil, fmt.Errorf("cached namespace %s is a %T", name, obj)
+		}
+	}
+	ns := &corev1.Namespace{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {
+		return nil, err
+	}
+	return plugincel.CreateNamespaceObject(ns), nil
 }

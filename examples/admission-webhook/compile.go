@@ -34,6 +34,9 @@ const (
 
 var lookupFunctions = []string{lookupGet, lookupList, lookupCount}
 
+// namespacesRef is the cache namespaceObject is read from.
+const namespacesRef = "namespaces.v1"
+
 // policy is a loaded, compiled policy. It is immutable once built.
 type policy struct {
 	sourcePolicy
@@ -159,7 +162,8 @@ var parseEnv = func() *cel.Env {
 
 // lookupRefs finds the lookup.* calls of an expression and returns their
 // resource arguments, which must be string literals (the caches are
-// chosen when the policy loads, not per request). Syntax errors are left
+// chosen when the policy loads, not per request). An expression that
+// reads namespaceObject reads the Namespace cache (namespacesRef). Syntax errors are left
 // to the compiler, which reports them with the full environment.
 func lookupRefs(expr string) ([]lookupRef, error) {
 	parsed, iss := parseEnv.Parse(expr)
@@ -170,6 +174,10 @@ func lookupRefs(expr string) ([]lookupRef, error) {
 	var refs []lookupRef
 	var bad *lookupError
 	ast.PreOrderVisit(ast.NavigateAST(parsed.NativeRep()), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() == ast.IdentKind && e.AsIdent() == plugincel.NamespaceVarName {
+			refs = append(refs, lookupRef{ref: namespacesRef, line: info.GetStartLocation(e.ID()).Line()})
+			return
+		}
 		if e.Kind() != ast.CallKind || bad != nil {
 			return
 		}

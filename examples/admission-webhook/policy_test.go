@@ -56,6 +56,7 @@ func newUnitEnv(t *testing.T, dir string, objs ...*unstructured.Unstructured) *u
 		ingressesGVR: "IngressList", gatewaysGVR: "GatewayList", httproutesGVR: "HTTPRouteList",
 		widgetsGVR: "WidgetList", gadgetsGVR: "GadgetList", databasesGVR: "DatabaseList",
 		{Group: "nowhere.example.com", Version: "v1", Resource: "things"}: "ThingList",
+		{Version: "v1", Resource: "namespaces"}:                           "NamespaceList",
 	}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds)
 	// Created through the client by GVR: the fake's guess of a resource
@@ -323,6 +324,36 @@ func TestFullName(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("fullName(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}
+
+// TestNamespaceObject: namespaceObject is the request's Namespace, read
+// from a cache that starts because the policy reads it.
+func TestNamespaceObject(t *testing.T) {
+	dir := t.TempDir()
+	writePolicy(t, dir, "ns.yaml", `name: prod-only
+match:
+  resources: [ing]
+validations:
+- expression: 'namespaceObject.metadata.labels["env"] == "prod"'
+  message: "Ingresses only in prod namespaces"
+`)
+	prod := newObject("v1", "Namespace", "", "shop", nil)
+	prod.SetLabels(map[string]string{"env": "prod"})
+	e := newUnitEnv(t, dir, prod, newObject("v1", "Namespace", "", "dev", nil))
+	set := e.loader.load(context.Background())
+	if len(set.errors) > 0 {
+		t.Fatal(set.errors)
+	}
+	if got := set.byName["prod-only"].lookups; fmt.Sprint(got) != "[namespaces.v1]" {
+		t.Fatalf("lookups %v, want [namespaces.v1]", got)
+	}
+	waitSynced(t, e)
+	for ns, allow := range map[string]bool{"shop": true, "dev": false} {
+		resp := e.webhook.review(context.Background(), "prod-only", admissionRequest(t, admissionv1.Create, ingressesGVR, ingress(ns, "x", "h"), nil))
+		if resp.Allowed != allow {
+			t.Errorf("namespace %s: allowed %v (%v), want %v", ns, resp.Allowed, resp.Result, allow)
 		}
 	}
 }

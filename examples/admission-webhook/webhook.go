@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/cel-go/common/types"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -140,7 +141,13 @@ func (wh *webhook) decide(ctx context.Context, p *policy, name string, req *admi
 	if old != nil {
 		va.VersionedOldObject.Set(old)
 	}
-	results, _, err := p.condition.ForInput(ctx, va, req, plugincel.OptionalVariableBindings{}, nil, celconfig.RuntimeCELCostBudget)
+	var namespace *corev1.Namespace
+	if req.Namespace != "" && slices.Contains(p.lookups, namespacesRef) {
+		if namespace, err = wh.caches.namespace(req.Namespace); err != nil {
+			return wh.failed(p, fmt.Sprintf("policy %s: namespaceObject: %v", p.Name, err)), reasonEvalError
+		}
+	}
+	results, _, err := p.condition.ForInput(ctx, va, req, plugincel.OptionalVariableBindings{}, namespace, celconfig.RuntimeCELCostBudget)
 	if err != nil {
 		return wh.failed(p, fmt.Sprintf("policy %s: %v", p.Name, err)), reasonEvalError
 	}
