@@ -48,7 +48,10 @@ func (l *Lister) readers() []clusterReader {
 			if h := b.currentHandle(); h != nil {
 				gr = h.GVR().GroupResource()
 			}
-			out = append(out, clusterReader{cluster: b.m.name, lister: genericlister.New(idx, gr)})
+			// A resource read with a MetadataOnly projection caches
+			// PartialObjectMetadata: converted, as fleet's Items hold
+			// Unstructured objects.
+			out = append(out, clusterReader{cluster: b.m.name, lister: genericlister.New(idx, gr, genericlister.ConvertToUnstructured())})
 		}
 	}
 	return out
