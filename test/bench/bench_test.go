@@ -20,6 +20,10 @@ import (
 // per GVR however many consumers, latencies recorded, every ratio computed,
 // and no goroutine of the suite left behind.
 func TestBenchShort(t *testing.T) {
+	// Side by side with TestRestartShort (each on its own API server);
+	// TestPeakShort, which sets a process-wide memory limit, runs alone
+	// before them.
+	leaks := controlplane.Parallel(t)
 	ctx, cp := startServer(t, 30*time.Minute)
 
 	// Scaled down: one handler count, two consumer counts, a few CRDs.
@@ -110,11 +114,13 @@ func TestBenchShort(t *testing.T) {
 		}
 	}
 	t.Log("\n" + md)
-	checkNoLeftovers(t)
+	leaks.VerifyNoLeaks(t)
 }
 
 // checkNoLeftovers fails if goroutines running the suite's or
-// informerkit's code outlive Run (the API server's own come and go).
+// informerkit's code outlive Run (the API server's own come and go),
+// whoever started them: for a test that runs alone (the parallel ones
+// check their own goroutines, controlplane.Parallel).
 func checkNoLeftovers(t *testing.T) {
 	t.Helper()
 	var left []string

@@ -24,6 +24,10 @@ func TestRestartShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
+	// Side by side with TestBenchShort, on its own API server; what it
+	// asserts (list and event counts, its own directory's growth, its
+	// journal threads' CPU) is not disturbed by another test's load.
+	leaks := controlplane.Parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf, ExtraFlags: RestartServerFlags})
@@ -92,5 +96,5 @@ func TestRestartShort(t *testing.T) {
 		}
 	}
 	t.Log("\n" + md)
-	checkNoLeftovers(t)
+	leaks.VerifyNoLeaks(t)
 }
