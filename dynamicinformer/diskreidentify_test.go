@@ -1,6 +1,7 @@
 package dynamicinformer
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -153,4 +154,53 @@ func TestDiskReidentifiedUntilRefilled(t *testing.T) {
 	e.diskApply()
 	e.diskListing()
 	reads("a list after the refill", 0)
+}
+
+// TestDiskReidentifyFailureStopsJournal: an identity that cannot be read
+// after an emptying (the CRD's GET fails) does not leave the refill
+// journaled under the old identity: the state is closed as it was,
+// nothing more is written, and CacheErr says why.
+func TestDiskReidentifyFailureStopsJournal(t *testing.T) {
+	client := diskFakeClient("10")
+	client.PrependReactor("get", "customresourcedefinitions", func(clienttesting.Action) (bool, kruntime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+	})
+	fd := &factoryDisk{path: t.TempDir(), client: client}
+	defer fd.close()
+	dir, err := fd.open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := resourceConfig{namespaces: []string{"team-a"}}.spec(widgetsGVR, false)
+	text := diskSpec(key)
+	id := persist.Identity{Spec: text, Cluster: "cluster-a", CRD: "crd-1"}
+	w, err := dir.Create(diskName(key, text), id, persist.State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &entry{logger: logr.Discard(), key: key, disk: &entryDisk{factory: fd, name: diskName(key, text), spec: text, w: w, id: id,
+		rvs: map[string]string{}, held: true, kick: make(chan struct{}, 1)}}
+	e.gvr.Store(&widgetsGVR)
+	e.diskEmptied()
+	e.diskListing()
+	j := diskJournal{e}
+	j.ListBegun()
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Widget"}}
+	u.SetNamespace("team-a")
+	u.SetName("w-0")
+	u.SetResourceVersion("20")
+	l := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "WidgetList"}}
+	l.Items = append(l.Items, *u)
+	j.ListPage(l, true, "20")
+	e.diskApply()
+	if _, err := e.disk.status(); !errors.Is(err, ErrCache) {
+		t.Fatalf("CacheErr %v, want ErrCache", err)
+	}
+	e.disk.mu.Lock()
+	stopped := e.disk.w == nil
+	e.disk.mu.Unlock()
+	st, _, err := dir.Load(diskName(key, text), id)
+	if !stopped || err != nil || len(st.Objects) != 0 {
+		t.Fatalf("journal stopped %v; stored %d objects (%v); want the old state as it was, empty", stopped, len(st.Objects), err)
+	}
 }
