@@ -23,7 +23,7 @@ import (
 // or the words in notin exists prefix contains) and its literal: nothing
 // for exists, a parenthesised comma-separated list for in and notin, one
 // literal otherwise. Literals are typed as Value says: 'quoted' or
-// "quoted" is a string, true and false are booleans, numbers are numbers,
+// "quoted" is a string (a doubled quote inside stands for one: 'it''s'), true and false are booleans, numbers are numbers,
 // RFC 3339 timestamps are timestamps, and any other text is a string.
 
 // Parse reads a query from its string form (see above). Unknown

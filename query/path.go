@@ -138,7 +138,10 @@ func spell(steps []step) string {
 	for i, s := range steps {
 		switch s.kind {
 		case stepField:
-			if strings.ContainsAny(s.name, ".[]") || s.name == "" {
+			// Quoted: names the path grammar or the string form of a
+			// query would read otherwise (see Parse).
+			if strings.ContainsAny(s.name, ".[]=!<>,() \t\n\r\v\f") || s.name == "" ||
+				(i == 0 && (s.name[0] == '-' || s.name[0] == '+')) {
 				q := byte('\'')
 				if strings.IndexByte(s.name, '\'') >= 0 {
 					q = '"'

@@ -50,7 +50,9 @@ func Number(f float64) Value {
 }
 
 // Int returns a number literal.
-func Int(i int64) Value { return Value{kind: kindNumber, text: strconv.FormatInt(i, 10), num: float64(i)} }
+func Int(i int64) Value {
+	return Value{kind: kindNumber, text: strconv.FormatInt(i, 10), num: float64(i)}
+}
 
 // Bool returns a boolean literal.
 func Bool(b bool) Value { return Value{kind: kindBool, text: strconv.FormatBool(b), b: b} }
@@ -64,11 +66,12 @@ func Time(t time.Time) Value {
 func (v Value) Text() string { return v.text }
 
 // parseLiteral types a literal of the string form: "quoted" or 'quoted'
-// is a string; true and false are booleans; a number is a number; an RFC
+// is a string (a doubled quote inside stands for one); true and false are booleans; a number is a number; an RFC
 // 3339 timestamp is a timestamp; anything else is a string.
 func parseLiteral(s string) Value {
 	if len(s) >= 2 && (s[0] == '"' || s[0] == '\'') && s[len(s)-1] == s[0] {
-		return String(s[1 : len(s)-1])
+		q := s[:1]
+		return String(strings.ReplaceAll(s[1:len(s)-1], q+q, q))
 	}
 	switch s {
 	case "true":
@@ -103,14 +106,11 @@ func literalText(v Value) string {
 	if v.kind != kindString {
 		return v.text
 	}
-	if parseLiteral(v.text).kind == kindString && v.text != "" && !strings.ContainsAny(v.text, ",()'\" \t") &&
+	if parseLiteral(v.text).kind == kindString && v.text != "" && !strings.ContainsAny(v.text, ",()'\" \t\n\r\v\f=!<>") &&
 		!(len(v.text) >= 2 && (v.text[0] == '"' || v.text[0] == '\'')) {
 		return v.text
 	}
-	if !strings.Contains(v.text, "'") {
-		return "'" + v.text + "'"
-	}
-	return `"` + v.text + `"`
+	return "'" + strings.ReplaceAll(v.text, "'", "''") + "'"
 }
 
 // fieldKind classifies a field's value.
