@@ -100,10 +100,33 @@ func (m *contactMonitor) observe(err error) {
 	}
 }
 
-func (m *contactMonitor) isLost() bool {
+func (m *contactMonitor) isLost() bool { return m.lostErr() != nil }
+
+// lostErr is the error that lost contact (nil: contact, as far as known).
+func (m *contactMonitor) lostErr() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.lost != nil
+	return m.lost
+}
+
+// tellContact gives an informer that starts the contact the factory has
+// now. onChange reports only transitions, to the informers there at the
+// time: an informer started while contact is lost would otherwise hear
+// nothing until it comes back — behind a black hole its own requests
+// never end, and the probe finding the server still gone changes nothing
+// — and stay Syncing with no ContactErr for as long as the outage lasts.
+// Contact regained meanwhile is broadcast to e too (it is registered
+// before it starts), perhaps before the lost state given here: the state
+// is read again after.
+func (f *Factory) tellContact(e *entry) {
+	err := f.contact.lostErr()
+	if err == nil {
+		return
+	}
+	e.contact(err)
+	if f.contact.lostErr() == nil {
+		e.contact(nil)
+	}
 }
 
 // observeResult records what a finished request says of the server: an

@@ -459,6 +459,7 @@ func (f *Factory) startLocked(e *entry) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
+		f.tellContact(e)
 		e.run(ctx)
 	}()
 }
