@@ -310,22 +310,3 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
-
-// contactErr is the first ContactErr of the cluster's informers (nil: none
-// has lost contact).
-func (m *member) contactErr() error {
-	m.mu.Lock()
-	bs := make([]*binding, 0, len(m.bindings))
-	for _, b := range m.bindings {
-		bs = append(bs, b)
-	}
-	m.mu.Unlock()
-	for _, b := range bs {
-		if h := b.currentHandle(); h != nil {
-			if err := h.Status().ContactErr; err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}

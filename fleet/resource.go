@@ -159,13 +159,7 @@ func (r *Resource) statusOf(bs []*binding) ResourceStatus {
 	st := ResourceStatus{Resource: r.String()}
 	for _, b := range bs {
 		have[b.m] = true
-		cs := b.status()
-		if cs.ContactErr == nil && !cs.HasSynced {
-			// An informer made while its cluster was already out of
-			// reach may not say so itself; its cluster's others do.
-			cs.ContactErr = b.m.contactErr()
-		}
-		st.Clusters = append(st.Clusters, cs)
+		st.Clusters = append(st.Clusters, b.status())
 	}
 	for _, m := range ms {
 		if !have[m] && !r.isReleased() {

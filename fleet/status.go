@@ -20,9 +20,10 @@ type ClusterResourceStatus struct {
 	// dynamicinformer.ErrForbidden, ...; ErrClusterConfig when the cluster
 	// has no clients), ...
 	dynamicinformer.Status
-	// ContactErr (in Status) is the informer's own or, for an informer
-	// that has not synced, that of another informer of the same cluster:
-	// the cluster cannot be reached.
+	// ContactErr (in Status) is the informer's own (an informer made while
+	// its cluster's factory has no contact says so from its start) or,
+	// when resolving its name found no contact, the resolution's: the
+	// cluster cannot be reached.
 	//
 	// HasSynced: the fleet's cache holds a complete list of the cluster's
 	// objects of the resource (its informer has been Synced or Stale at
