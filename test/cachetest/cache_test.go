@@ -260,7 +260,14 @@ func TestMetadataInformerGenericLister(t *testing.T) {
 		objs, err := generic.List(sel)
 		return objectNames(objs), err
 	})
-	lister := genericlister.New(inf.GetIndexer(), f.gvr.GroupResource())
+	// As stored, as client-go's metadatalister reads it.
+	typed := genericlister.NewTyped[*metav1.PartialObjectMetadata](inf.GetIndexer(), f.gvr.GroupResource())
+	waitEqual(t, f, func(sel labels.Selector) ([]string, error) {
+		objs, err := typed.Namespace(f.ns).List(sel)
+		return names(objs), err
+	})
+	// Converted to Unstructured, as asked.
+	lister := genericlister.New(inf.GetIndexer(), f.gvr.GroupResource(), genericlister.ConvertToUnstructured())
 	waitEqual(t, f, func(sel labels.Selector) ([]string, error) {
 		objs, err := lister.Namespace(f.ns).List(sel)
 		return names(objs), err
