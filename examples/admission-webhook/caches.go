@@ -43,6 +43,14 @@ type caches struct {
 	// byRef maps a resource literal to its cache; several literals may
 	// name one GVR (the factory shares the informer).
 	byRef map[string]*cacheEntry
+
+	publishedMu sync.RWMutex // guards published
+	// published holds the last published state of each GVR's informer, kept
+	// by the factory's OnStatusChange: requests read it instead of
+	// Status(), which counts the cache's keys (O(objects)) on each call.
+	published map[schema.GroupVersionResource]dynamicinformer.Status
+	// stopStates ends the OnStatusChange subscription.
+	stopStates func()
 }
 
 // cacheEntry is one looked-up resource's informer.
@@ -81,7 +89,48 @@ func (s cacheState) String() string {
 }
 
 func newCaches(f *dynamicinformer.Factory) *caches {
-	return &caches{factory: f, byRef: map[string]*cacheEntry{}}
+	c := &caches{factory: f, byRef: map[string]*cacheEntry{}, published: map[schema.GroupVersionResource]dynamicinformer.Status{}}
+	c.stopStates = f.OnStatusChange(c.record)
+	return c
+}
+
+// record keeps st if it is not older than the state held for its GVR.
+func (c *caches) record(st dynamicinformer.Status) {
+	c.publishedMu.Lock()
+	defer c.publishedMu.Unlock()
+	if cur, ok := c.published[st.GVR]; ok && st.Since.Before(cur.Since) {
+		return
+	}
+	st.Objects, st.Denied = 0, nil // not kept current here
+	c.published[st.GVR] = st
+}
+
+// quickState is the state of ref's cache as last published, without
+// Objects: cheap enough for every request.
+func (c *caches) quickState(ref string) cacheState {
+	c.mu.RLock()
+	e := c.byRef[ref]
+	c.mu.RUnlock()
+	if e == nil {
+		return cacheState{Ref: ref, State: "Unknown", Reason: "no cache for this resource"}
+	}
+	if e.handle == nil {
+		return cacheState{Ref: ref, GVR: e.gvr, State: dynamicinformer.Synced, Reason: "live lookups"}
+	}
+	c.publishedMu.RLock()
+	st, ok := c.published[e.gvr]
+	c.publishedMu.RUnlock()
+	if !ok {
+		return c.state(ref)
+	}
+	s := cacheState{Ref: ref, GVR: e.gvr, State: st.State}
+	if st.State != dynamicinformer.Synced {
+		s.Reason = st.Reason
+		if s.Reason == "" && st.Err != nil {
+			s.Reason = st.Err.Error()
+		}
+	}
+	return s
 }
 
 // resolve turns a resource name into a GVR: a kubectl name through
@@ -145,6 +194,7 @@ func (c *caches) set(refs map[string]schema.GroupVersionResource) {
 		e := &cacheEntry{ref: ref, gvr: gvr}
 		if c.live == nil {
 			e.handle = c.factory.ForResource(gvr)
+			c.record(e.handle.Status())
 		}
 		next[ref] = e
 	}
@@ -156,8 +206,12 @@ func (c *caches) set(refs map[string]schema.GroupVersionResource) {
 	c.byRef = next
 }
 
-// releaseAll releases every informer (shutdown).
-func (c *caches) releaseAll() { c.set(nil) }
+// releaseAll releases every informer and ends the status subscription
+// (shutdown).
+func (c *caches) releaseAll() {
+	c.set(nil)
+	c.stopStates()
+}
 
 // state returns the state of the cache of ref.
 func (c *caches) state(ref string) cacheState {
@@ -205,7 +259,7 @@ func (c *caches) indexer(ref string) (toolscache.Indexer, error) {
 	if e == nil {
 		return nil, fmt.Errorf("no cache for %q", ref)
 	}
-	if st := c.state(ref); !st.ready() {
+	if st := c.quickState(ref); !st.ready() {
 		return nil, errors.New(st.String())
 	}
 	if e.handle == nil {

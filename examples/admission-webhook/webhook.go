@@ -120,7 +120,7 @@ func (wh *webhook) decide(ctx context.Context, p *policy, name string, req *admi
 		return allow(), reasonNoMatch
 	}
 	for _, ref := range p.lookups {
-		st := wh.caches.state(ref)
+		st := wh.caches.quickState(ref)
 		if st.ready() {
 			continue
 		}
