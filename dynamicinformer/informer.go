@@ -43,6 +43,11 @@ type entry struct {
 	relist *relistPeriod                               // WithRelistPeriod, the shortest asked
 	deps   entryDeps
 	funcs  listwatch.Funcs // the resource's requests, for the scope check
+	// switchedTo is the version the state machine was last told of (the
+	// first, or a VersionSwitched's), under mu. Statuses report it, so
+	// that none pairs the new version with the state reached at the old
+	// one (gvr moves a moment before the machine hears of the switch).
+	switchedTo string
 
 	informer toolscache.SharedIndexInformer
 	lw       *gate.ListerWatcher
@@ -115,6 +120,7 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 		done:   make(chan struct{}), synced: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	e.gvr.Store(&gvr)
+	e.switchedTo = gvr.Version
 	sel := listwatch.Selectors{Label: cfg.labelSelector, Field: cfg.fieldSelector, Tweak: cfg.tweak.f}
 	e.shard.now, e.shard.source = cfg.shard, cfg.shardSource
 	if cfg.shardSource != nil {
@@ -519,6 +525,9 @@ func (e *entry) apply(ev lifecycle.Event) lifecycle.Output {
 	was := e.lc.State()
 	var out lifecycle.Output
 	e.lc, out = lifecycle.Next(e.lc, ev)
+	if ev.Kind == lifecycle.VersionSwitched {
+		e.switchedTo = ev.Version
+	}
 	publish := out.Effects&lifecycle.Publish != 0
 	var st Status
 	if publish {
@@ -565,8 +574,12 @@ func (e *entry) notServed(reason string) error {
 
 func (e *entry) statusLocked() Status {
 	v := e.lc.View()
+	// The version the machine's state belongs to: the one before a switch
+	// the machine has not yet been told of.
+	gvr := e.currentGVR()
+	gvr.Version = e.switchedTo
 	st := Status{
-		GVR:           e.currentGVR(),
+		GVR:           gvr,
 		Namespaces:    append([]string(nil), e.cfg.namespaces...),
 		LabelSelector: e.cfg.labelSelector,
 		FieldSelector: e.cfg.fieldSelector,

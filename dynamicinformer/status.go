@@ -118,6 +118,9 @@ type DiskStatus struct {
 
 // Status is a snapshot of one informer's state.
 type Status struct {
+	// GVR is the resource the state belongs to. For an informer that
+	// follows its CRD's preferred version it moves to the new version
+	// together with the state (Syncing at the new version), never before.
 	GVR           schema.GroupVersionResource
 	Namespaces    []string // empty: all namespaces (WithPermittedNamespaces: see Permitted)
 	LabelSelector string
