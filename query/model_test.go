@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	ikcache "github.com/informerkit/informerkit/cache"
 )
 
 // The model: objects as Go values, with an evaluator and a sort written
@@ -328,6 +330,7 @@ func (mq *mquery) expected(objs map[string]*mobj, rv0 uint64, after *mobj, limit
 // world is the cache under test: objects, an indexer fed like an
 // informer's and an Index fed by the same events.
 type world struct {
+	form    func(*unstructured.Unstructured) interface{} // how the cache stores an object
 	objs    map[string]*mobj
 	store   toolscache.Indexer
 	indexes map[string]*Index
@@ -355,16 +358,23 @@ func (w *world) index(t *testing.T, q Query) *Index {
 	return x
 }
 
+func (w *world) stored(m *mobj) interface{} {
+	if w.form == nil {
+		return m.render()
+	}
+	return w.form(m.render())
+}
+
 func (w *world) put(m *mobj) {
 	w.rv++
 	m.rv = w.rv
-	u := m.render()
+	u := w.stored(m)
 	old, had := w.objs[m.key()]
 	w.objs[m.key()] = m
 	if had {
 		_ = w.store.Update(u)
 		for _, x := range w.indexes {
-			x.OnUpdate(old.render(), u)
+			x.OnUpdate(w.stored(old), u)
 		}
 		return
 	}
@@ -378,7 +388,7 @@ func (w *world) remove(key string) {
 	w.rv++
 	m := w.objs[key]
 	delete(w.objs, key)
-	u := m.render()
+	u := w.stored(m)
 	_ = w.store.Delete(u)
 	for _, x := range w.indexes {
 		if len(w.indexes)%2 == 0 {
@@ -433,9 +443,24 @@ func TestModel(t *testing.T) {
 	if testing.Short() {
 		seeds = 30
 	}
+	forms := []struct {
+		name string
+		form func(*unstructured.Unstructured) interface{}
+	}{
+		{"unstructured", nil},
+		{"compact", func(u *unstructured.Unstructured) interface{} {
+			c, err := ikcache.NewCompact(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}},
+	}
 	for seed := 0; seed < seeds; seed++ {
 		r := rand.New(rand.NewSource(int64(seed)))
 		w := newWorld()
+		form := forms[seed%len(forms)]
+		w.form = form.form
 		for i := 0; i < 30+r.Intn(120); i++ {
 			w.put(randomObject(r, modelNamespaces[r.Intn(len(modelNamespaces))], fmt.Sprintf("w%d", r.Intn(400)), 0))
 		}
@@ -443,7 +468,7 @@ func TestModel(t *testing.T) {
 			mq := randomQuery(r)
 			useIndex := qi%2 == 1
 			writes := qi%4 >= 2
-			walkModel(t, r, w, mq, useIndex, writes, fmt.Sprintf("seed %d query %d (%s)", seed, qi, mq.q))
+			walkModel(t, r, w, mq, useIndex, writes, fmt.Sprintf("%s seed %d query %d (%s)", form.name, seed, qi, mq.q))
 		}
 	}
 }
