@@ -19,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/test/controlplane"
 )
@@ -206,8 +207,12 @@ func runBenchMode(t *testing.T, ns string, live bool, objects, concurrency, admi
 		t.Fatal(err)
 	}
 	if !live {
-		if st := s.caches.state("gadgets.v1.xref.example.com"); st.Objects != objects {
-			t.Fatalf("cache holds %d Gadgets, want %d", st.Objects, objects)
+		idx, err := s.caches.indexer("gadgets.v1.xref.example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := idx.ByIndex(toolscache.NamespaceIndex, ns); len(got) != objects {
+			t.Fatalf("cache holds %d Gadgets in %s, want %d", len(got), ns, objects)
 		}
 	}
 	widget := func(i int) map[string]any {

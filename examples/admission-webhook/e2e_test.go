@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/test/controlplane"
 )
@@ -167,12 +168,17 @@ func mustDeny(t *testing.T, what string, err error, webhook, message string) {
 	t.Logf("%s: denied: %v", what, err)
 }
 
-// waitCached waits until the webhook's cache of ref holds n objects.
-func (w *e2eWebhook) waitCached(t *testing.T, ref string, n int) {
+// waitCached waits until the webhook's cache of ref holds n objects in
+// namespace ns (other tests may cache objects of the same resource).
+func (w *e2eWebhook) waitCached(t *testing.T, ref, ns string, n int) {
 	t.Helper()
-	if err := waitUntil(context.Background(), 30*time.Second, fmt.Sprintf("%d objects in the cache of %s", n, ref), func() (bool, string) {
-		st := w.caches.state(ref)
-		return st.ready() && st.Objects == n, fmt.Sprintf("%s, %d objects", st, st.Objects)
+	if err := waitUntil(context.Background(), 30*time.Second, fmt.Sprintf("%d objects of %s in the cache of %s", n, ns, ref), func() (bool, string) {
+		idx, err := w.caches.indexer(ref)
+		if err != nil {
+			return false, err.Error()
+		}
+		objs, err := idx.ByIndex(toolscache.NamespaceIndex, ns)
+		return err == nil && len(objs) == n, fmt.Sprintf("%d objects (%v)", len(objs), err)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +226,7 @@ func TestShippedPolicies(t *testing.T) {
 	// Ingress host unique across the cluster.
 	mustAdmit(t, "Ingress shop (shop.example.com)", create(t, ingressesGVR, ingress(ns, "shop", "shop.example.com")))
 	mustAdmit(t, "Ingress blog (blog.example.com)", create(t, ingressesGVR, ingress(ns, "blog", "blog.example.com")))
-	w.waitCached(t, "ingresses.networking.k8s.io", 2)
+	w.waitCached(t, "ingresses.networking.k8s.io", ns, 2)
 	mustDeny(t, "Ingress shop2 (shop.example.com)", create(t, ingressesGVR, ingress(ns, "shop2", "www.example.com", "shop.example.com")),
 		"ingress-host-unique", "an Ingress host must be unique in the cluster")
 	mustAdmit(t, "update of Ingress shop keeping its own host", update(t, ingressesGVR, ns, "shop", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"v": "2"}) }))
@@ -232,7 +238,7 @@ func TestShippedPolicies(t *testing.T) {
 	mustDeny(t, "HTTPRoute r1 (parent gw, absent)", create(t, httproutesGVR, httpRoute(ns, "r1", "gw")),
 		"httproute-parent-gateway", "every parentRef of kind Gateway must name an existing Gateway")
 	mustAdmit(t, "Gateway gw", create(t, gatewaysGVR, newObject("gateway.networking.k8s.io/v1", "Gateway", ns, "gw", nil)))
-	w.waitCached(t, "gateways.v1.gateway.networking.k8s.io", 1)
+	w.waitCached(t, "gateways.v1.gateway.networking.k8s.io", ns, 1)
 	mustAdmit(t, "HTTPRoute r1 (parent gw)", create(t, httproutesGVR, httpRoute(ns, "r1", "gw")))
 	mustDeny(t, "update of HTTPRoute r1 to parents gw and other/gw", update(t, httproutesGVR, ns, "r1", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "gw"}, map[string]any{"name": "gw", "namespace": "other"}}, "spec", "parentRefs")
@@ -242,7 +248,7 @@ func TestShippedPolicies(t *testing.T) {
 	mustDeny(t, "Widget w1 (xRef g1, absent)", create(t, widgetsGVR, newObject("xref.example.com/v1", "Widget", ns, "w1", map[string]any{"spec": map[string]any{"xRef": "g1"}})),
 		"widget-xref", "spec.xRef must name an existing Gadget")
 	mustAdmit(t, "Gadget g1", create(t, gadgetsGVR, newObject("xref.example.com/v1", "Gadget", ns, "g1", nil)))
-	w.waitCached(t, "gadgets.v1.xref.example.com", 1)
+	w.waitCached(t, "gadgets.v1.xref.example.com", ns, 1)
 	mustAdmit(t, "Widget w1 (xRef g1)", create(t, widgetsGVR, newObject("xref.example.com/v1", "Widget", ns, "w1", map[string]any{"spec": map[string]any{"xRef": "g1"}})))
 	mustDeny(t, "update of Widget w1 to xRef g2", update(t, widgetsGVR, ns, "w1", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, "g2", "spec", "xRef")
@@ -251,7 +257,7 @@ func TestShippedPolicies(t *testing.T) {
 	// A namespace quota on the count of a CRD's objects.
 	for i := 1; i <= 3; i++ {
 		mustAdmit(t, fmt.Sprintf("Database db%d", i), create(t, databasesGVR, newObject("quota.example.com/v1", "Database", ns, fmt.Sprintf("db%d", i), nil)))
-		w.waitCached(t, "databases.v1.quota.example.com", i)
+		w.waitCached(t, "databases.v1.quota.example.com", ns, i)
 	}
 	mustDeny(t, "Database db4", create(t, databasesGVR, newObject("quota.example.com/v1", "Database", ns, "db4", nil)),
 		"database-quota", "namespace quota: at most 3 Databases per namespace")
@@ -336,7 +342,7 @@ func TestCRDInstalledLaterAndRemoved(t *testing.T) {
 	}
 	mustDeny(t, "Assembly a1 (no Part p1)", create(t, assembliesGVR, assembly(ns, "a1", "p1")), "assembly-part", "spec.partRef must name an existing Part")
 	mustAdmit(t, "Part p1", create(t, partsGVR, newObject("late.example.com/v1", "Part", ns, "p1", nil)))
-	w.waitCached(t, "parts.v1.late.example.com", 1)
+	w.waitCached(t, "parts.v1.late.example.com", ns, 1)
 	mustAdmit(t, "Assembly a1 (Part p1)", create(t, assembliesGVR, assembly(ns, "a1", "p1")))
 
 	if err := cp.DeleteCRD(ctx, partCRD.Name); err != nil {
