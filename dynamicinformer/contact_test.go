@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -132,4 +133,75 @@ type stallingNamespaced struct {
 func (r stallingNamespaced) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	r.stall(ctx)
 	return r.ResourceInterface.Watch(ctx, opts)
+}
+
+// TestInformerStartedWithoutContact: an informer started after its
+// factory lost contact says so at once (ContactErr, ErrNoContact), though
+// its own list never returns and the probes, still unanswered, change
+// nothing: contact changes reach only the informers there at the change.
+// When the server answers again, it clears.
+func TestInformerStartedWithoutContact(t *testing.T) {
+	noLeaks := newGoroutinesCheck()
+	fake := fakeClient(widget("a", "w0", nil))
+	up := make(chan struct{})
+	var down atomic.Bool
+	down.Store(true)
+	fake.PrependReactor("create", "selfsubjectreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if down.Load() {
+			return true, nil, &url.Error{Op: "Post", URL: "https://api/apis/authentication.k8s.io/v1/selfsubjectreviews", Err: syscall.ECONNREFUSED}
+		}
+		return true, nil, nil
+	})
+	// Lists and watches wait, as behind a black hole, until the server is up.
+	client := &blackHoleClient{stallingClient{Interface: fake, stall: func(ctx context.Context) {
+		select {
+		case <-up:
+		case <-ctx.Done():
+		}
+	}}}
+	f := NewSharedInformerFactory(client, Options{DisableCRDTracking: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	lostErr := &url.Error{Op: "Get", URL: "https://api/apis/example.com/v1/widgets", Err: syscall.ECONNREFUSED}
+	f.contact.observe(lostErr) // the factory lost contact before the informer exists
+	made := time.Now()
+	h := f.ForResource(widgets)
+	waitFor(t, func() bool { return h.Status().ContactErr != nil })
+	if took := time.Since(made); took > 2*time.Second {
+		t.Errorf("ContactErr %v after the informer was made; want at once", took)
+	}
+	if st := h.Status(); !errors.Is(st.ContactErr, ErrNoContact) || st.State == Synced || st.State == Stale {
+		t.Fatalf("informer made without contact: state %s, ContactErr %v", st.State, st.ContactErr)
+	}
+	down.Store(false)
+	close(up)
+	waitFor(t, func() bool { st := h.Status(); return st.State == Synced && st.ContactErr == nil })
+	f.Shutdown()
+	noLeaks(t)
+}
+
+// blackHoleClient is a stallingClient whose lists stall too.
+type blackHoleClient struct{ stallingClient }
+
+func (c *blackHoleClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return blackHoleResource{stallingResource{NamespaceableResourceInterface: c.Interface.Resource(gvr), stall: c.stall}}
+}
+
+type blackHoleResource struct{ stallingResource }
+
+func (r blackHoleResource) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	r.stall(ctx)
+	return r.NamespaceableResourceInterface.List(ctx, opts)
+}
+
+func (r blackHoleResource) Namespace(ns string) dynamic.ResourceInterface {
+	return blackHoleNamespaced{stallingNamespaced{ResourceInterface: r.NamespaceableResourceInterface.Namespace(ns), stall: r.stall}}
+}
+
+type blackHoleNamespaced struct{ stallingNamespaced }
+
+func (r blackHoleNamespaced) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	r.stall(ctx)
+	return r.ResourceInterface.List(ctx, opts)
 }
