@@ -197,16 +197,22 @@ func Scan(candidates Candidates, q Query) (*Page[runtime.Object], error) {
 	hasSeen, total := false, 0
 	var page []*entry
 	visit := func(obj interface{}) {
-		rv, ok := objectRV(obj)
-		if ok && (!hasSeen || rv > seen) {
-			seen, hasSeen = rv, true
-		}
 		if !p.matches(obj) {
 			return
 		}
 		total++
 		e, ok := newEntry(p.orders, obj)
-		if ok && p.admits(e) {
+		if !ok {
+			return
+		}
+		// The walk's version is the highest of the matching objects':
+		// the cache has applied every event up to it (events come in
+		// resourceVersion order) and every object of the first page is
+		// at or below it, which is all the paging guarantee needs.
+		if e.hasRV && (!hasSeen || e.rv > seen) {
+			seen, hasSeen = e.rv, true
+		}
+		if p.admits(e) {
 			page = append(page, e)
 		}
 	}

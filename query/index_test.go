@@ -94,7 +94,7 @@ func TestIndexesOnInformer(t *testing.T) {
 	gone := w.objs["b/w001"]
 	w.remove("b/w001")
 	fw.Delete(gone.render())
-	waitFor(t, func() bool { return ii.idx.caughtUp(w.rv - 1) && ii.idx.Len() == len(w.objs) })
+	waitFor(t, func() bool { return ii.idx.caughtUp(w.rv-1) && ii.idx.Len() == len(w.objs) })
 	want = walk(t, scan, q)
 	if got := walk(t, x.Query, q); !slices.Equal(got, want) {
 		t.Fatalf("after events:\n got %v\nwant %v", got, want)
