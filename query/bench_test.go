@@ -42,8 +42,8 @@ func benchObject(i int) *unstructured.Unstructured {
 			"namespace": fmt.Sprintf("ns-%02d", i%20), "name": fmt.Sprintf("deploy-%06d", i),
 			"uid": fmt.Sprintf("00000000-0000-0000-0000-%012d", i), "resourceVersion": strconv.Itoa(1000 + i),
 			"creationTimestamp": time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i*7919%100_000) * time.Second).Format(time.RFC3339),
-			"labels": map[string]interface{}{"app": fmt.Sprintf("app-%d", i%50), "tier": []string{"web", "db", "cache"}[i%3], "team": fmt.Sprintf("t%d", i%7)},
-			"annotations": map[string]interface{}{"deployment.kubernetes.io/revision": "3", "note": strings.Repeat("x", 200)},
+			"labels":            map[string]interface{}{"app": fmt.Sprintf("app-%d", i%50), "tier": []string{"web", "db", "cache"}[i%3], "team": fmt.Sprintf("t%d", i%7)},
+			"annotations":       map[string]interface{}{"deployment.kubernetes.io/revision": "3", "note": strings.Repeat("x", 200)},
 		},
 		"spec": map[string]interface{}{
 			"replicas": int64(i % 10),

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -73,9 +74,9 @@ func (p *plan) matches(obj interface{}) bool {
 	if len(p.preds) == 0 {
 		return true
 	}
-	v := &view{obj: obj}
+	v := view{obj: obj}
 	for i := range p.preds {
-		if !p.preds[i].holds(v) {
+		if !p.preds[i].holds(&v) {
 			return false
 		}
 	}
@@ -84,19 +85,54 @@ func (p *plan) matches(obj interface{}) bool {
 
 // holds evaluates one predicate (see Operator).
 func (pr *cpred) holds(v *view) bool {
-	any := false
-	negate := pr.op == Ne || pr.op == NotIn
-	v.values(pr.steps, func(x interface{}) bool {
-		if pr.test(x) {
-			any = true
+	var found bool
+	if u, ok := v.obj.(*unstructured.Unstructured); ok {
+		found = pr.anyValue(pr.steps, u.Object) // no closure: the common case allocates nothing
+	} else {
+		v.values(pr.steps, func(x interface{}) bool {
+			found = pr.test(x)
+			return !found
+		})
+	}
+	if pr.op == Ne || pr.op == NotIn {
+		return !found
+	}
+	return found
+}
+
+// anyValue reports whether test holds for a value steps reach in v (as
+// collect walks them).
+func (pr *cpred) anyValue(steps []step, v interface{}) bool {
+	for i, s := range steps {
+		switch s.kind {
+		case stepField:
+			m, ok := v.(map[string]interface{})
+			if !ok {
+				return false
+			}
+			if v, ok = m[s.name]; !ok {
+				return false
+			}
+		case stepIndex:
+			l, ok := v.([]interface{})
+			if !ok || s.index >= len(l) {
+				return false
+			}
+			v = l[s.index]
+		case stepAll:
+			l, ok := v.([]interface{})
+			if !ok {
+				return false
+			}
+			for _, e := range l {
+				if pr.anyValue(steps[i+1:], e) {
+					return true
+				}
+			}
 			return false
 		}
-		return true
-	})
-	if negate {
-		return !any
 	}
-	return any
+	return pr.test(v)
 }
 
 // test is the operator on one value; for != and notin it is = and in
