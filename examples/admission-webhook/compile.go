@@ -91,10 +91,10 @@ func (c *compiler) compile(ctx context.Context, sp sourcePolicy) (*policy, *Poli
 		return nil, &PolicyError{File: sp.File, Line: line, Policy: sp.Name, Err: err}
 	}
 	p := &policy{sourcePolicy: sp}
-	for _, ref := range sp.Match.Resources {
+	for i, ref := range sp.Match.Resources {
 		gvr, err := c.resolve(ctx, ref)
 		if err != nil {
-			return fail(sp.Line, fmt.Errorf("match.resources: %w", err))
+			return fail(sp.resourceLine(i), fmt.Errorf("match.resources: %w", err))
 		}
 		p.resources = append(p.resources, gvr)
 	}

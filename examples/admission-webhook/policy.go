@@ -63,6 +63,31 @@ type sourcePolicy struct {
 	PolicySpec
 	File string
 	Line int
+	// ResourceLines are the lines of Match.Resources' entries.
+	ResourceLines []int
+}
+
+// resourceLine is the line of Match.Resources[i] (the policy's line if
+// unknown).
+func (p *sourcePolicy) resourceLine(i int) int {
+	if i < len(p.ResourceLines) {
+		return p.ResourceLines[i]
+	}
+	return p.Line
+}
+
+// mappingValue returns the value node of key in a mapping node, nil if
+// absent.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // PolicyError says why a policy (or a whole file) was refused: its file,
@@ -135,6 +160,11 @@ func parsePolicyFile(file string, data []byte) ([]sourcePolicy, []*PolicyError) 
 			continue
 		}
 		sp := sourcePolicy{PolicySpec: p, File: file, Line: root.Line}
+		if res := mappingValue(mappingValue(root, "match"), "resources"); res != nil && res.Kind == yaml.SequenceNode {
+			for _, item := range res.Content {
+				sp.ResourceLines = append(sp.ResourceLines, item.Line)
+			}
+		}
 		if err := sp.validate(); err != nil {
 			errs = append(errs, err)
 			continue

@@ -131,7 +131,7 @@ func TestRefusedWithLine(t *testing.T) {
 		{"syntax", "name: bad\nmatch:\n  resources: [ing]\nvalidations:\n- expression: 'object.spec.('\n  message: m\n", 5, "Syntax error"},
 		{"not-bool", "name: bad\nmatch:\n  resources: [ing]\nvalidations:\n- expression: '1 + 2'\n  message: m\n", 5, "must evaluate to bool"},
 		{"lookup-not-literal", "name: bad\nmatch:\n  resources: [ing]\nvalidations:\n- expression: |\n    true &&\n    lookup.count(object.kind, \"\", \"\") > 0\n  message: m\n", 7, "must be a string literal"},
-		{"unknown-resource", "name: bad\nmatch:\n  resources: [nosuchthing]\nvalidations:\n- expression: 'true'\n  message: m\n", 1, "nosuchthing"},
+		{"unknown-resource", "name: bad\nmatch:\n  resources:\n  - ing\n  - nosuchthing\nvalidations:\n- expression: 'true'\n  message: m\n", 5, "nosuchthing"},
 		{"yaml", "name: bad\nmatch: [\n", 2, "yaml"},
 		{"failure-policy", "name: bad\nfailurePolicy: Sometimes\nmatch:\n  resources: [ing]\nvalidations:\n- expression: 'true'\n  message: m\n", 1, "must be Fail or Ignore"},
 	} {
