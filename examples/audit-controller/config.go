@@ -55,6 +55,11 @@ type Config struct {
 	Kubeconfig string
 	Context    string
 	Demo       bool
+	// Contexts (--context a,b or repeated) and AllContexts
+	// (--all-contexts) audit a fleet: those contexts of one kubeconfig
+	// (fleetaudit.go). One context is Context.
+	Contexts    []string
+	AllContexts bool
 
 	// What to audit: names (kubectl-style) and/or every resource of some
 	// groups or categories, following CRDs as they come and go.
@@ -108,7 +113,9 @@ func parseArgs(args []string, stdout io.Writer) (*Config, error) {
 	fs := pflag.NewFlagSet("audit-controller", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: kubectl's loading rules)")
-	fs.StringVar(&c.Context, "context", "", "kubeconfig context")
+	var contexts []string
+	fs.StringSliceVar(&contexts, "context", nil, "kubeconfig context; repeatable or comma-separated: several contexts are audited as one fleet (findings per cluster, each cluster's Events and summary ConfigMap in that cluster)")
+	fs.BoolVar(&c.AllContexts, "all-contexts", false, "audit every context of the kubeconfig as one fleet")
 	fs.BoolVar(&c.Demo, "demo", false, "run the demo on an embedded API server")
 	fs.StringSliceVarP(&c.Resources, "resource", "r", nil, "resource to audit, as kubectl names it (repeatable)")
 	fs.StringSliceVar(&c.Groups, "group", nil, "audit every resource of these API groups (repeatable)")
@@ -164,8 +171,21 @@ func parseArgs(args []string, stdout io.Writer) (*Config, error) {
 		}
 		c.Rules.CEL = append(c.Rules.CEL, RuleSpec{Name: strings.TrimSpace(name), Expression: expr})
 	}
-	if c.Demo && (c.Kubeconfig != "" || c.Context != "") {
-		return nil, usagef("--demo cannot be combined with --kubeconfig or --context")
+	seen := map[string]bool{}
+	for _, name := range contexts {
+		if name = strings.TrimSpace(name); name != "" && !seen[name] {
+			seen[name] = true
+			c.Contexts = append(c.Contexts, name)
+		}
+	}
+	if len(c.Contexts) == 1 {
+		c.Context, c.Contexts = c.Contexts[0], nil
+	}
+	if c.Demo && (c.Kubeconfig != "" || c.Context != "" || c.fleet()) {
+		return nil, usagef("--demo cannot be combined with --kubeconfig, --context or --all-contexts")
+	}
+	if err := validateFleet(c); err != nil {
+		return nil, err
 	}
 	if c.Workers < 1 {
 		return nil, usagef("--workers must be at least 1")
@@ -201,7 +221,7 @@ func noCluster(c *Config, getenv func(string) string, exists func(string) bool) 
 	if c.Demo {
 		return true
 	}
-	if c.Kubeconfig != "" || c.Context != "" || getenv("KUBECONFIG") != "" {
+	if c.Kubeconfig != "" || c.Context != "" || c.fleet() || getenv("KUBECONFIG") != "" {
 		return false
 	}
 	if getenv("KUBERNETES_SERVICE_HOST") != "" && getenv("KUBERNETES_SERVICE_PORT") != "" {

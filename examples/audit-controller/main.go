@@ -74,6 +74,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 	}
 
+	if cfg.fleet() {
+		return runFleet(ctx, cfg, rules, logger, stdout, stderr)
+	}
+
 	var cp *controlplane.ControlPlane
 	var restCfg *rest.Config
 	if demo {
