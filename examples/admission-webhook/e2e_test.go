@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -576,4 +577,60 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestRunWithKubeconfig runs the program as a user would against a
+// cluster: a kubeconfig, policy and certificate files, --install with
+// --webhook-url and --ca-file; the API server calls it until it stops.
+func TestRunWithKubeconfig(t *testing.T) {
+	snap := controlplane.Parallel(t)
+	const ns = "e2e-cli"
+	setupNamespace(t, ns)
+	dir, certDir := t.TempDir(), t.TempDir()
+	writePolicy(t, dir, "cm.yaml", restrictTo(configMapPolicy("cm-cli", "forbidden", "the key forbidden is not allowed (cli)"), ns))
+	ca, err := newCertAuthority("e2e-cli-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.issue(certDir); err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(certDir, "ca.crt")
+	if err := os.WriteFile(caFile, ca.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A free port for --listen and --webhook-url.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig", cp.Kubeconfig(t), "--policies", dir,
+			"--tls-cert-file", filepath.Join(certDir, "tls.crt"), "--tls-private-key-file", filepath.Join(certDir, "tls.key"),
+			"--listen", addr, "--probe-listen", "127.0.0.1:0",
+			"--install", "--webhook-url", "https://" + addr, "--ca-file", caFile}, io.Discard, &stderr)
+	}()
+	defer func() {
+		_ = cp.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), webhookConfigName, metav1.DeleteOptions{})
+	}()
+	if err := waitForWebhook(ctx, cp.Dynamic(), configMapsGVR, configMap(ns, "probe", "forbidden"), "(cli)"); err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, stderr.String())
+	}
+	mustDeny(t, "ConfigMap c1 (key forbidden)", create(t, configMapsGVR, configMap(ns, "c1", "forbidden")), "cm-cli", "the key forbidden is not allowed (cli)")
+	mustAdmit(t, "ConfigMap c2 (key other)", create(t, configMapsGVR, configMap(ns, "c2", "other")))
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("exit %d\nstderr:\n%s", code, stderr.String())
+	}
+	snap.VerifyNoLeaks(t)
+	if !strings.Contains(stderr.String(), `"msg"="ValidatingWebhookConfiguration written" "name"="informerkit-admission-webhook" "webhooks"=1`) {
+		t.Errorf("stderr does not say the configuration was written:\n%s", stderr.String())
+	}
 }
