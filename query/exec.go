@@ -16,7 +16,8 @@ import (
 // key.
 type entry struct {
 	vals  []sortValue
-	key   string
+	key   string // the cache key; part + "\x00" + the cache key in a partitioned cache
+	part  string
 	obj   interface{}
 	rv    uint64
 	hasRV bool
@@ -40,14 +41,23 @@ func compareEntries(orders []corder, a, b *entry) int {
 // newEntry builds obj's entry for orders; ok is false for an object
 // without a key.
 func newEntry(orders []corder, obj interface{}) (*entry, bool) {
+	return newPartEntry(orders, obj, "", "")
+}
+
+// newPartEntry is newEntry for an object of a part of a partitioned
+// cache whose part names are read at partField.
+func newPartEntry(orders []corder, obj interface{}, partField, part string) (*entry, bool) {
 	key, ok := objectKey(obj)
 	if !ok {
 		return nil, false
 	}
-	e := &entry{key: key, obj: obj}
+	e := &entry{key: key, obj: obj, part: part}
+	if partField != "" {
+		e.key = part + "\x00" + key
+	}
 	e.rv, e.hasRV = objectRV(obj)
 	if len(orders) > 0 {
-		v := &view{obj: obj}
+		v := &view{obj: obj, partField: partField, part: part}
 		e.vals = make([]sortValue, len(orders))
 		for i, o := range orders {
 			x, found := v.first(o.steps)
@@ -59,7 +69,10 @@ func newEntry(orders []corder, obj interface{}) (*entry, bool) {
 
 // matches reports whether obj is in the query's namespaces, matches its
 // selector and satisfies its predicates.
-func (p *plan) matches(obj interface{}) bool {
+func (p *plan) matches(obj interface{}) bool { return p.matchesIn(obj, "") }
+
+// matchesIn is matches for an object of part.
+func (p *plan) matchesIn(obj interface{}, part string) bool {
 	if p.namespaces != nil {
 		if _, found := slices.BinarySearch(p.namespaces, objectNamespace(obj)); !found {
 			return false
@@ -74,7 +87,7 @@ func (p *plan) matches(obj interface{}) bool {
 	if len(p.preds) == 0 {
 		return true
 	}
-	v := view{obj: obj}
+	v := view{obj: obj, partField: p.partField, part: part}
 	for i := range p.preds {
 		if !p.preds[i].holds(&v) {
 			return false
@@ -86,7 +99,9 @@ func (p *plan) matches(obj interface{}) bool {
 // holds evaluates one predicate (see Operator).
 func (pr *cpred) holds(v *view) bool {
 	var found bool
-	if u, ok := v.obj.(*unstructured.Unstructured); ok {
+	if v.isPart(pr.steps) {
+		found = pr.test(v.part)
+	} else if u, ok := v.obj.(*unstructured.Unstructured); ok {
 		found = pr.anyValue(pr.steps, u.Object) // no closure: the common case allocates nothing
 	} else {
 		v.values(pr.steps, func(x interface{}) bool {
@@ -188,7 +203,11 @@ func (p *plan) admits(e *entry) bool {
 	if c == nil {
 		return true
 	}
-	if c.hasRV && e.hasRV && e.rv > c.rv {
+	if c.rvs != nil {
+		if rv, ok := c.rvs[e.part]; ok && e.hasRV && e.rv > rv {
+			return false
+		}
+	} else if c.hasRV && e.hasRV && e.rv > c.rv {
 		return false
 	}
 	return compareEntries(p.orders, e, &entry{vals: c.vals, key: c.key}) > 0
@@ -252,15 +271,7 @@ func Scan(candidates Candidates, q Query) (*Page[runtime.Object], error) {
 			page = append(page, e)
 		}
 	}
-	if len(p.namespaces) == 0 {
-		err = candidates("", p.selector, visit)
-	}
-	for _, ns := range p.namespaces {
-		if err = candidates(ns, p.selector, visit); err != nil {
-			break
-		}
-	}
-	if err != nil {
+	if err := eachNamespace(p, candidates, visit); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(page, func(a, b *entry) int { return compareEntries(p.orders, a, b) })
@@ -281,7 +292,7 @@ func (p *plan) finish(page []*entry, more bool, rv uint64, hasRV bool, total int
 		}
 	}
 	if more && len(page) > 0 {
-		out.Continue = encodeToken(p, page[len(page)-1], rv, hasRV)
+		out.Continue = encodeToken(p, page[len(page)-1], rv, hasRV, nil)
 	}
 	if p.count {
 		out.Total = &total

@@ -20,12 +20,24 @@ import (
 // runtime.Object is converted once per view.
 type view struct {
 	obj  interface{}
+	// partField and part: in a partitioned cache (ScanParts), the
+	// one-step path that reads the object's part, and the part.
+	partField, part string
 	root map[string]interface{} // converted form, once needed
 	conv bool                   // root was computed
 }
 
+// isPart reports whether steps read the part's name.
+func (v *view) isPart(steps []step) bool {
+	return v.partField != "" && len(steps) == 1 && steps[0].kind == stepField && steps[0].name == v.partField
+}
+
 // values calls emit for each value steps reach, until emit returns false.
 func (v *view) values(steps []step, emit func(interface{}) bool) {
+	if v.isPart(steps) {
+		emit(v.part)
+		return
+	}
 	switch o := v.obj.(type) {
 	case *unstructured.Unstructured:
 		collect(steps, o.Object, emit)

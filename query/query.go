@@ -163,10 +163,16 @@ type plan struct {
 	limit      int
 	count      bool
 	cursor     *cursor
+	partField  string // see compileWith
 }
 
-func compile(q Query) (*plan, error) {
-	p := &plan{limit: q.Limit, count: q.Count}
+func compile(q Query) (*plan, error) { return compileWith(q, "") }
+
+// compileWith compiles q for a partitioned cache whose part names are
+// read at the one-step path partField (see ScanParts); "" for a cache
+// of one part.
+func compileWith(q Query, partField string) (*plan, error) {
+	p := &plan{limit: q.Limit, count: q.Count, partField: partField}
 	if q.Limit < 0 {
 		return nil, newError(ErrInvalidValue, "limit", strconv.Itoa(q.Limit), "must not be negative")
 	}
@@ -225,6 +231,9 @@ func compile(q Query) (*plan, error) {
 	}
 	p.orderSig = sig.String()
 	canon.WriteString("o=" + p.orderSig)
+	if partField != "" {
+		canon.WriteString("\np=" + partField)
+	}
 	h := fnv.New64a()
 	h.Write([]byte(canon.String()))
 	p.hash = strconv.FormatUint(h.Sum64(), 36)

@@ -18,6 +18,8 @@ type token struct {
 	V     int      `json:"v"`
 	Query string   `json:"q"`
 	RV    string   `json:"rv,omitempty"`
+	// RVs: per part, for a partitioned cache (ScanParts).
+	RVs   map[string]string `json:"rvs,omitempty"`
 	After []string `json:"a,omitempty"`
 	Key   string   `json:"k"`
 }
@@ -28,12 +30,19 @@ type cursor struct {
 	key   string
 	rv    uint64
 	hasRV bool
+	rvs   map[string]uint64 // per part (ScanParts)
 }
 
-func encodeToken(p *plan, last *entry, rv uint64, hasRV bool) string {
+func encodeToken(p *plan, last *entry, rv uint64, hasRV bool, rvs map[string]uint64) string {
 	t := token{V: tokenVersion, Query: p.hash, Key: last.key}
 	if hasRV {
 		t.RV = strconv.FormatUint(rv, 10)
+	}
+	if len(rvs) > 0 {
+		t.RVs = make(map[string]string, len(rvs))
+		for part, rv := range rvs {
+			t.RVs[part] = strconv.FormatUint(rv, 10)
+		}
 	}
 	for _, v := range last.vals {
 		t.After = append(t.After, v.encode())
@@ -81,6 +90,16 @@ func decodeToken(s string, p *plan) (*cursor, error) {
 			return bad("wrong resourceVersion")
 		}
 		c.rv, c.hasRV = rv, true
+	}
+	for part, s := range t.RVs {
+		rv, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return bad("wrong resourceVersion")
+		}
+		if c.rvs == nil {
+			c.rvs = map[string]uint64{}
+		}
+		c.rvs[part] = rv
 	}
 	return c, nil
 }
