@@ -1362,19 +1362,3 @@ func (e *entry) restoredHook(rv string) {
 	e.apply(lifecycle.Event{Kind: lifecycle.RestoredFromDisk, RV: rv,
 		Reason: fmt.Sprintf("restored %d objects from disk at resourceVersion %s; resuming the watch", restored, rv)})
 }
-
-// skipUnchanged drops updates whose resourceVersion did not change (the
-// object is the one the handler has). Handlers added through the handle
-// of an informer kept on disk, without a resync period, get it.
-type skipUnchanged struct {
-	toolscache.ResourceEventHandler
-}
-
-func (s skipUnchanged) OnUpdate(old, obj interface{}) {
-	o, err1 := meta.Accessor(old)
-	n, err2 := meta.Accessor(obj)
-	if err1 == nil && err2 == nil && o.GetResourceVersion() != "" && o.GetResourceVersion() == n.GetResourceVersion() {
-		return
-	}
-	s.ResourceEventHandler.OnUpdate(old, obj)
-}

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	ikcache "github.com/informerkit/informerkit/cache"
 	"github.com/informerkit/informerkit/dynamicinformer/internal/codec"
@@ -467,25 +466,6 @@ func TestDiskStoredForms(t *testing.T) {
 		if _, err := decodeFromDisk(bad, false); err == nil {
 			t.Errorf("%q decoded", bad)
 		}
-	}
-}
-
-type countUpdates struct {
-	toolscache.ResourceEventHandlerFuncs
-	n *int
-}
-
-func (c countUpdates) OnUpdate(_, _ interface{}) { *c.n++ }
-
-func TestSkipUnchanged(t *testing.T) {
-	n := 0
-	h := skipUnchanged{countUpdates{n: &n}}
-	h.OnUpdate(diskObject(1), diskObject(1)) // same resourceVersion: dropped
-	changed := diskObject(1)
-	changed.SetResourceVersion("99999")
-	h.OnUpdate(diskObject(1), changed)
-	if n != 1 {
-		t.Fatalf("%d updates delivered, want 1 (the changed one)", n)
 	}
 }
 

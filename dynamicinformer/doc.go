@@ -62,6 +62,7 @@
 //	WithRelistPeriod          merged: the shortest asked, applied to a running informer too
 //	WithAccessCheck           merged: on if any handle asks before the informer starts
 //	WithResyncPeriod          per handle (its AddEventHandler); shorter than the first handle's: ErrOptionConflict
+//	WithUnchangedRelistUpdates per handle (its AddEventHandler's handlers)
 //
 // When the last handle of an informer is released the informer stops and
 // its cache is dropped. *InformerHandle has client-go's
@@ -243,8 +244,7 @@
 //     Replace delivers
 //     an add per new object, an update per object whose resourceVersion
 //     changed and a delete per object gone. An object unchanged is not
-//     delivered again (it is a resync, delivered only to handlers with a
-//     resync period).
+//     delivered again (see Relists tell only what changed).
 //   - Cold (nothing stored, or the stored state was unusable): as without
 //     CacheDir.
 //   - Removed (the resource's CRD was deleted while the process was
@@ -313,6 +313,27 @@
 // Synced. Each relist pauses the watch for the reflector's back-off
 // (800 ms, doubling to 30 s while relists come less than 2 min apart), so
 // the option is meant for periods of minutes.
+//
+// # Relists tell only what changed
+//
+// When the informer lists again — its watch could not resume after an
+// outage (410 Expired), WithRelistPeriod, a restored cache diffed
+// against the server — client-go's Replace finds every cached object
+// again, and client-go's SharedIndexInformer gives its handlers an update
+// for each, old and new at the same resourceVersion: N updates that
+// change nothing for a cache of N. Handlers added through a handle are
+// given only what changed: an add per new object, an update per object
+// whose resourceVersion changed, a delete per object gone. The rule is
+// the one client-go uses to call an update a sync (same resourceVersion),
+// applied to the handler: an update whose old and new are different
+// objects at the same resourceVersion is not delivered. A resync is not
+// affected (it hands the cached object as old and new: handlers with a
+// resync period get every object each period), nor are adds and deletes.
+// The informer's metrics count what is delivered this way.
+// WithUnchangedRelistUpdates gives a handle's handlers client-go's relist
+// back, for a handler that relies on an update per object after each
+// relist. Handlers added to the underlying client-go informer by other
+// means (not through a handle) get client-go's behaviour.
 //
 // # Decoding
 //

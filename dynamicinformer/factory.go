@@ -241,6 +241,7 @@ func (f *Factory) forResource(gvr schema.GroupVersionResource, cfg resourceConfi
 func (f *Factory) handle(e *entry, cfg resourceConfig) *InformerHandle {
 	h := newHandle(e, f.release)
 	h.resync = cfg.resyncPeriod()
+	h.unchanged = cfg.unchanged
 	return h
 }
 

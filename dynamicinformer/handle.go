@@ -19,16 +19,20 @@ import (
 // status, handlers and Release. Methods are safe for concurrent use.
 //
 // Handlers are added through the handle's Informer(): the handler's
-// panics are recovered and counted in Status, and Release removes it.
+// panics are recovered and counted in Status, Release removes it, and a
+// relist tells it only what changed (an update whose resourceVersion did
+// not change is not delivered, resyncs apart; see
+// WithUnchangedRelistUpdates).
 type InformerHandle struct {
 	e       *entry
 	release func(*entry)
 	inf     *handleInformer
 
-	mu       sync.Mutex // guards regs; held while adding, so Release cannot miss a handler
-	regs     map[toolscache.ResourceEventHandlerRegistration]struct{}
-	released atomic.Bool   // set under mu
-	resync   time.Duration // WithResyncPeriod of this handle
+	mu        sync.Mutex // guards regs; held while adding, so Release cannot miss a handler
+	regs      map[toolscache.ResourceEventHandlerRegistration]struct{}
+	released  atomic.Bool   // set under mu
+	resync    time.Duration // WithResyncPeriod of this handle
+	unchanged bool          // WithUnchangedRelistUpdates of this handle
 }
 
 func newHandle(e *entry, release func(*entry)) *InformerHandle {
@@ -116,7 +120,9 @@ func (h *InformerHandle) Release() {
 // registration is client-go's (HasSynced, toolscache.ShutDownEventHandler
 // work on it). A nil handler is ErrInvalid; after Release it is
 // ErrStopped. Without a resync period in opts the handle's
-// (WithResyncPeriod) applies.
+// (WithResyncPeriod) applies. Unless the handle has
+// WithUnchangedRelistUpdates, the handler is not given a relist's updates
+// of unchanged objects (skipUnchanged); resyncs reach it.
 func (h *InformerHandle) addEventHandler(handler toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
 	if handler == nil {
 		return nil, fmt.Errorf("%w: nil event handler", ErrInvalid)
@@ -126,10 +132,7 @@ func (h *InformerHandle) addEventHandler(handler toolscache.ResourceEventHandler
 		opts.ResyncPeriod = &d
 	}
 	e := h.e
-	if e.disk != nil && *opts.ResyncPeriod <= 0 {
-		// A list after a restore (a 410) replaces the restored store:
-		// client-go hands every handler an update per unchanged object
-		// (its listeners count as resyncing until a resync check runs).
+	if !h.unchanged {
 		handler = skipUnchanged{handler}
 	}
 	var logged atomic.Bool

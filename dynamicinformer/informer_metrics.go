@@ -82,7 +82,9 @@ func (e *entry) startMetrics() error {
 	em.start(e.identity())
 	e.pubMu.Unlock()
 	noResync := time.Duration(0)
-	if _, err := e.informer.AddEventHandlerWithOptions(&metricsHandler{em: em}, toolscache.HandlerOptions{ResyncPeriod: &noResync}); err != nil {
+	// Counted as handlers get them by default: a relist's updates of
+	// unchanged objects are not (WithUnchangedRelistUpdates).
+	if _, err := e.informer.AddEventHandlerWithOptions(skipUnchanged{&metricsHandler{em: em}}, toolscache.HandlerOptions{ResyncPeriod: &noResync}); err != nil {
 		em.end()
 		return err
 	}

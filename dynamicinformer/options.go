@@ -120,10 +120,10 @@ type Options struct {
 	// add in the initial list, and its watch resumes from the stored
 	// resourceVersion, so handlers then see only what changed while the
 	// process was down. If the server cannot resume from it (410
-	// Expired), the informer lists and handlers see only the difference:
-	// handlers without a resync period, added through the handle, are not
-	// given updates whose resourceVersion did not change (see the package documentation, "Restart from disk", for every
-	// case and what is not guaranteed). The directory is locked: a second
+	// Expired), the informer lists and handlers see only the difference,
+	// as after every relist (see WithUnchangedRelistUpdates; the package
+	// documentation, "Restart from disk", has every case and what is not
+	// guaranteed). The directory is locked: a second
 	// factory or process on it runs without it (Status.CacheErr says
 	// why). A stored state of another cluster, CRD instance, spec or
 	// format version, or a damaged one, is removed and the informer lists.
@@ -172,6 +172,7 @@ type resourceConfig struct {
 	transform     keyedTransform
 	indexers      toolscache.Indexers
 	resync        *time.Duration
+	unchanged     bool // WithUnchangedRelistUpdates (per handle)
 	sharingKey    string
 	own           uint64        // nonzero: an informer of its own (set by merge)
 	accessCheck   bool          // WithAccessCheck
@@ -454,6 +455,29 @@ func WithResyncPeriod(d time.Duration) ResourceOption {
 	return func(c *resourceConfig) { c.resync = &d }
 }
 
+// WithUnchangedRelistUpdates gives the handle's handlers client-go's
+// relist: an update for every cached object the relist finds again,
+// unchanged ones included (old and new at the same resourceVersion).
+//
+// By default a relist — after a watch that could not resume (410
+// Expired, a long outage), WithRelistPeriod's, a restored disk cache
+// diffed against the server — tells handlers only what changed: an add
+// per new object, an update per object whose resourceVersion changed, a
+// delete per object gone. client-go's SharedIndexInformer (without
+// resync checks) also delivers an update per unchanged object: 100,000
+// updates after every long outage for a cache of 100,000. Ask for them
+// only if a handler relies on them, for example to reconcile everything
+// after each relist (WithResyncPeriod does that on a schedule, and is
+// not affected: a resync still delivers every cached object, old and new
+// the same object, to handlers with a resync period).
+//
+// It is per handle (the handlers added through its Informer()); handles
+// that share the informer keep their own choice. The informer's metrics
+// (metrics.Informer.Event) count the default delivery.
+func WithUnchangedRelistUpdates() ResourceOption {
+	return func(c *resourceConfig) { c.unchanged = true }
+}
+
 // WithLabelIndexKeys adds per-key label indexes for keys up front, so the
 // first selector List on them is indexed too. It merges as WithIndexers
 // does. Without it, every informer indexes labels on demand: the first
@@ -498,8 +522,8 @@ func WithAccessCheck(on bool) ResourceOption { return func(c *resourceConfig) { 
 // open watch ends, the reflector sends a real, consistent LIST and
 // replaces its store with the result: handlers see an add, update or
 // delete for every object the cache had wrong (drift: an event lost
-// between the server and the cache) and, for unchanged objects, what a
-// resync delivers (only to handlers that asked for resyncs). The state
+// between the server and the cache) and nothing for unchanged objects
+// (see WithUnchangedRelistUpdates). The state
 // stays Synced. Each relist costs one list of the whole resource (per
 // namespace) and a short pause of the watch (the reflector's back-off
 // before it lists again, 800 ms to 30 s, reset after 2 min without
