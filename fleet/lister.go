@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/informerkit/informerkit/genericlister"
 )
@@ -51,7 +52,7 @@ func (l *Lister) readers() []clusterReader {
 			// A resource read with a MetadataOnly projection caches
 			// PartialObjectMetadata: converted, as fleet's Items hold
 			// Unstructured objects.
-			out = append(out, clusterReader{cluster: b.m.name, lister: genericlister.New(idx, gr, genericlister.ConvertToUnstructured())})
+			out = append(out, clusterReader{cluster: b.m.name, lister: genericlister.New(idx, gr, genericlister.ConvertToUnstructured()), indexer: idx})
 		}
 	}
 	return out
@@ -60,6 +61,7 @@ func (l *Lister) readers() []clusterReader {
 type clusterReader struct {
 	cluster string
 	lister  *genericlister.Lister
+	indexer toolscache.Indexer // what lister reads (for Query)
 }
 
 // List returns the objects of every cluster whose labels match selector (nil:

@@ -19,12 +19,12 @@ import (
 // once per view only for metadata the fast path does not know. Any other
 // runtime.Object is converted once per view.
 type view struct {
-	obj  interface{}
+	obj interface{}
 	// partField and part: in a partitioned cache (ScanParts), the
 	// one-step path that reads the object's part, and the part.
 	partField, part string
-	root map[string]interface{} // converted form, once needed
-	conv bool                   // root was computed
+	root            map[string]interface{} // converted form, once needed
+	conv            bool                   // root was computed
 }
 
 // isPart reports whether steps read the part's name.

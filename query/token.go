@@ -15,13 +15,13 @@ const tokenVersion = 1
 // (its sort values and key). It holds no reference to server state: any
 // cache of the same resource can continue it.
 type token struct {
-	V     int      `json:"v"`
-	Query string   `json:"q"`
-	RV    string   `json:"rv,omitempty"`
+	V     int    `json:"v"`
+	Query string `json:"q"`
+	RV    string `json:"rv,omitempty"`
 	// RVs: per part, for a partitioned cache (ScanParts).
 	RVs   map[string]string `json:"rvs,omitempty"`
-	After []string `json:"a,omitempty"`
-	Key   string   `json:"k"`
+	After []string          `json:"a,omitempty"`
+	Key   string            `json:"k"`
 }
 
 // cursor is a decoded token.
