@@ -59,8 +59,13 @@ type ResourceSpec struct {
 // config file's keys are in configfile.go.
 type Config struct {
 	// Where.
-	Kubeconfig     string
-	Context        string
+	Kubeconfig string
+	Context    string
+	// Contexts (--context given several, --context a,b) and AllContexts
+	// (--all-contexts) watch a fleet: one cache over those contexts of the
+	// kubeconfig (fleetwatch.go). One context is Context, as before.
+	Contexts       []string
+	AllContexts    bool
 	Demo           bool
 	RequestTimeout time.Duration
 
@@ -105,6 +110,7 @@ type Config struct {
 	ConfigFile    string
 	Help          bool
 	resourceFlags []string // --resource values
+	contextFlags  []string // --context values
 }
 
 // flagSet declares every flag. The README and the --help test are checked
@@ -114,7 +120,8 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.SetOutput(out)
 	fs.SortFlags = false
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "path to a kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster config)")
-	fs.StringVar(&c.Context, "context", "", "kubeconfig context to use (default: the current context)")
+	fs.StringSliceVar(&c.contextFlags, "context", nil, "kubeconfig context to use (default: the current context); repeatable or comma-separated: several contexts are watched as one fleet, every line and record naming its context (CLUSTER column, \"cluster\" in -o json)")
+	fs.BoolVar(&c.AllContexts, "all-contexts", false, "watch every context of the kubeconfig as one fleet (as --context with all of them)")
 	fs.BoolVar(&c.Demo, "demo", false, "run the demo: start an embedded kube-apiserver + etcd, install sample CRDs and drive a short workload (the default when no cluster is configured)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", defaultRequestTimeout, "how long the watcher waits for the API server to answer a request (connecting, discovery, the contact check) before it reports the server unreachable")
 	fs.StringVar(&c.ConfigFile, "config", "", "YAML file listing resources and options (flags given on the command line override it)")
@@ -202,6 +209,19 @@ func parseArgs(args []string, helpOut io.Writer) (*Config, error) {
 		}
 		mergeConfig(c, fileCfg, set, fs.Changed)
 	}
+	if fs.Changed("context") {
+		c.Context, c.Contexts = "", nil
+		seen := map[string]bool{}
+		for _, name := range c.contextFlags {
+			if name = strings.TrimSpace(name); name != "" && !seen[name] {
+				seen[name] = true
+				c.Contexts = append(c.Contexts, name)
+			}
+		}
+		if len(c.Contexts) == 1 {
+			c.Context, c.Contexts = c.Contexts[0], nil
+		}
+	}
 	if fs.Changed("resource") {
 		c.Resources = nil
 		for _, r := range c.resourceFlags {
@@ -262,8 +282,11 @@ func validate(c *Config) error {
 	if !c.All && (len(c.Groups) > 0 || len(c.Categories) > 0) {
 		return usagef("--group and --category need --all")
 	}
-	if c.Demo && (c.Kubeconfig != "" || c.Context != "") {
-		return usagef("--demo runs its own API server; it cannot be combined with --kubeconfig or --context")
+	if c.Demo && (c.Kubeconfig != "" || c.Context != "" || c.fleet()) {
+		return usagef("--demo runs its own API server; it cannot be combined with --kubeconfig, --context or --all-contexts")
+	}
+	if err := validateFleet(c); err != nil {
+		return err
 	}
 	if c.ShowObject && c.Output != "json" {
 		return usagef("--show-object needs -o json")
@@ -374,7 +397,7 @@ func noCluster(c *Config, getenv func(string) string, exists func(string) bool) 
 	if c.Demo {
 		return true
 	}
-	if c.Kubeconfig != "" || c.Context != "" {
+	if c.Kubeconfig != "" || c.Context != "" || c.fleet() {
 		return false
 	}
 	if getenv(clientcmd.RecommendedConfigPathEnvVar) != "" {

@@ -79,6 +79,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 	}
 
+	if cfg.fleet() {
+		return runFleet(ctx, cfg, out, stderr, logger)
+	}
+
 	var w *watcher
 	var cp interface{ Stop() }
 	code := func() int {

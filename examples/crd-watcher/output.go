@@ -25,6 +25,7 @@ import (
 type jsonEvent struct {
 	Time              string   `json:"time"`
 	Type              string   `json:"type"`
+	Cluster           string   `json:"cluster,omitempty"` // the kubeconfig context, when watching several
 	Group             string   `json:"group"`
 	Version           string   `json:"version"`
 	Resource          string   `json:"resource"`
@@ -47,6 +48,7 @@ type jsonEvent struct {
 type jsonStatus struct {
 	Time          string   `json:"time"`
 	Type          string   `json:"type"` // always "STATUS"
+	Cluster       string   `json:"cluster,omitempty"`
 	Group         string   `json:"group"`
 	Version       string   `json:"version"`
 	Resource      string   `json:"resource"`
@@ -97,6 +99,7 @@ type jsonShardGroup struct {
 type jsonContact struct {
 	Time        string  `json:"time"`
 	Type        string  `json:"type"` // always "CONTACT"
+	Cluster     string  `json:"cluster,omitempty"`
 	Server      string  `json:"server"`
 	Contact     bool    `json:"contact"`
 	Error       string  `json:"error,omitempty"`
@@ -115,6 +118,18 @@ type printer struct {
 	now        func() time.Time
 
 	ignorePaths []string // --ignore-paths: changes under these are not shown
+
+	// clusterWidth, above 0 when watching several contexts (a fleet), is
+	// the width of the CLUSTER column of text lines.
+	clusterWidth int
+}
+
+// clusterCell is the CLUSTER column of a text line ("" outside a fleet).
+func (p *printer) clusterCell(cluster string) string {
+	if p.clusterWidth == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%-*s ", p.clusterWidth, cluster)
 }
 
 func newPrinter(out, errOut io.Writer, jsonMode, showObject bool) *printer {
@@ -137,6 +152,11 @@ const maxValueLen = 80
 // event prints one object event. unmatched, for a DELETED of an object
 // that still exists, is the selector it no longer matches.
 func (p *printer) event(ev subscription.Event, unmatched string) {
+	p.eventIn("", ev, unmatched)
+}
+
+// eventIn prints one object event of cluster ("" outside a fleet).
+func (p *printer) eventIn(cluster string, ev subscription.Event, unmatched string) {
 	u, ok := objectOf(ev.Object)
 	if !ok {
 		return
@@ -150,7 +170,7 @@ func (p *printer) event(ev subscription.Event, unmatched string) {
 	now := p.now()
 	if p.json {
 		je := jsonEvent{
-			Time: now.UTC().Format(time.RFC3339Nano), Type: string(ev.Type),
+			Time: now.UTC().Format(time.RFC3339Nano), Type: string(ev.Type), Cluster: cluster,
 			Group: ev.GVR.Group, Version: ev.GVR.Version, Resource: ev.GVR.Resource,
 			Namespace: u.GetNamespace(), Name: u.GetName(), ResourceVersion: u.GetResourceVersion(),
 			Initial: ev.IsInitialList, FinalStateUnknown: ev.FinalStateUnknown, NoLongerMatches: unmatched != "",
@@ -177,7 +197,7 @@ func (p *printer) event(ev subscription.Event, unmatched string) {
 	case ev.FinalStateUnknown:
 		detail = "(final state unknown)"
 	}
-	line := fmt.Sprintf("%s %-7s %s %s", now.Format("15:04:05.000"), ev.Type, gvrString(ev.GVR), key)
+	line := fmt.Sprintf("%s %-7s %s%s %s", now.Format("15:04:05.000"), ev.Type, p.clusterCell(cluster), gvrString(ev.GVR), key)
 	if detail != "" {
 		line += "  " + detail
 	}
@@ -222,22 +242,23 @@ func notAnError(st dynamicinformer.Status) bool {
 // status prints an informer's state change; prev is the state last
 // printed for it ("" if none).
 func (p *printer) status(st dynamicinformer.Status, prev dynamicinformer.State) {
-	p.statusLine(st, prev, false)
+	p.statusLine("", st, prev, false)
 }
 
 // finalStatus prints, in JSON mode, an informer's last state at exit (in
 // text mode the final status table says it).
 func (p *printer) finalStatus(st dynamicinformer.Status) {
 	if p.json {
-		p.statusLine(st, "", true)
+		p.statusLine("", st, "", true)
 	}
 }
 
-func (p *printer) statusLine(st dynamicinformer.Status, prev dynamicinformer.State, final bool) {
+// statusLine prints an informer's state (of cluster: "" outside a fleet).
+func (p *printer) statusLine(cluster string, st dynamicinformer.Status, prev dynamicinformer.State, final bool) {
 	now := p.now()
 	if p.json {
 		js := jsonStatus{
-			Time: now.UTC().Format(time.RFC3339Nano), Type: "STATUS",
+			Time: now.UTC().Format(time.RFC3339Nano), Type: "STATUS", Cluster: cluster,
 			Group: st.GVR.Group, Version: st.GVR.Version, Resource: st.GVR.Resource,
 			State: string(st.State), Reason: st.Reason, Objects: st.Objects,
 			Namespaces: st.Namespaces, LabelSelector: st.LabelSelector, FieldSelector: st.FieldSelector,
@@ -264,7 +285,7 @@ func (p *printer) statusLine(st dynamicinformer.Status, prev dynamicinformer.Sta
 		p.writeJSON(js)
 		return
 	}
-	line := fmt.Sprintf("%s STATUS  %s ", now.Format("15:04:05.000"), gvrString(st.GVR))
+	line := fmt.Sprintf("%s STATUS  %s%s ", now.Format("15:04:05.000"), p.clusterCell(cluster), gvrString(st.GVR))
 	if prev != "" && prev != st.State {
 		line += string(prev) + " → "
 	}
@@ -302,15 +323,20 @@ func cacheText(st dynamicinformer.Status) string {
 // (text says why) or restored (text "", down is how long it was lost):
 // a line on stderr in both modes, and a CONTACT record in JSON mode.
 func (p *printer) contact(server, text string, down time.Duration) {
+	p.contactIn("", server, text, down)
+}
+
+// contactIn is contact for the API server of cluster ("" outside a fleet).
+func (p *printer) contactIn(cluster, server, text string, down time.Duration) {
 	now := p.now()
 	if text != "" {
-		p.writeLine(p.errOut, fmt.Sprintf("%s CONTACT lost: %s", now.Format("15:04:05.000"), text))
+		p.writeLine(p.errOut, fmt.Sprintf("%s CONTACT %slost: %s", now.Format("15:04:05.000"), p.clusterCell(cluster), text))
 	} else {
-		p.writeLine(p.errOut, fmt.Sprintf("%s CONTACT restored: the API server at %s answers again (after %s)", now.Format("15:04:05.000"), server, roundDuration(down)))
+		p.writeLine(p.errOut, fmt.Sprintf("%s CONTACT %srestored: the API server at %s answers again (after %s)", now.Format("15:04:05.000"), p.clusterCell(cluster), server, roundDuration(down)))
 	}
 	if p.json {
 		p.writeJSON(jsonContact{
-			Time: now.UTC().Format(time.RFC3339Nano), Type: "CONTACT", Server: server,
+			Time: now.UTC().Format(time.RFC3339Nano), Type: "CONTACT", Cluster: cluster, Server: server,
 			Contact: text == "", Error: text, DownSeconds: down.Seconds(),
 		})
 	}
