@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -21,8 +22,11 @@ import (
 // relist.
 //
 // skipUnchanged drops exactly those: an update whose old and new are two
-// different objects at the same non-empty resourceVersion. It keeps
-//   - updates whose resourceVersion changed (real changes),
+// different objects at the same non-empty resourceVersion, apiVersion
+// and kind. It keeps
+//   - updates whose resourceVersion changed (real changes), and those
+//     that give the object at another apiVersion (a following informer
+//     relists at its new version: MoveTo),
 //   - resyncs: client-go's resync (Sync deltas, or SyncAll) hands a
 //     handler the cached object as both old and new, the same object,
 //   - adds and deletes (OnAdd, OnDelete are not touched).
@@ -43,7 +47,10 @@ func (s skipUnchanged) OnUpdate(old, obj interface{}) {
 
 // unchangedReplacement reports whether an update is a relist's
 // replacement of a cached object by an equal version of it: old and obj
-// are different objects with the same, non-empty resourceVersion.
+// are different objects with the same, non-empty resourceVersion and the
+// same apiVersion and kind. (An informer that follows a new version
+// relists at it: the objects keep their resourceVersions but handlers
+// are given them at the new apiVersion, a change.)
 func unchangedReplacement(old, obj interface{}) bool {
 	if sameObject(old, obj) {
 		return false // a resync: the cached object as old and new
@@ -57,7 +64,18 @@ func unchangedReplacement(old, obj interface{}) bool {
 		return false
 	}
 	rv := o.GetResourceVersion()
-	return rv != "" && rv == n.GetResourceVersion()
+	return rv != "" && rv == n.GetResourceVersion() && kindOf(old) == kindOf(obj)
+}
+
+// kindOf is obj's apiVersion and kind as it carries them (empty if it
+// carries none).
+func kindOf(obj interface{}) schema.GroupVersionKind {
+	if o, ok := obj.(interface{ GetObjectKind() schema.ObjectKind }); ok {
+		if k := o.GetObjectKind(); k != nil {
+			return k.GroupVersionKind()
+		}
+	}
+	return schema.GroupVersionKind{}
 }
 
 // sameObject reports whether a and b are the same object: cached objects

@@ -33,8 +33,11 @@ func TestSkipUnchanged(t *testing.T) {
 	h.OnUpdate(cached, cached) // a resync: the cached object as old and new
 	noRV := widget("a", "w", nil)
 	h.OnUpdate(noRV, noRV.DeepCopy()) // no resourceVersion to compare: delivered
-	if n != 3 {
-		t.Fatalf("%d updates delivered, want 3 (the change, the resync, the one without a resourceVersion)", n)
+	moved := diskObject(1)
+	moved.SetAPIVersion("example.com/v2")
+	h.OnUpdate(diskObject(1), moved) // the same resourceVersion at a new version (MoveTo): delivered
+	if n != 4 {
+		t.Fatalf("%d updates delivered, want 4 (the change, the resync, the one without a resourceVersion, the one at a new version)", n)
 	}
 }
 
