@@ -199,6 +199,17 @@ func waitSynced(t *testing.T, e *unitEnv) {
 			t.Fatalf("cache %s did not sync", gvr)
 		}
 	}
+	// Requests read the published states, which may follow HasSynced.
+	if err := waitUntil(ctx, 30*time.Second, "the published states", func() (bool, string) {
+		for _, st := range e.caches.states() {
+			if q := e.caches.quickState(st.Ref); !q.ready() {
+				return false, q.String()
+			}
+		}
+		return true, ""
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestDecide runs each shipped policy's lookups against a cache.

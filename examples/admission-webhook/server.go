@@ -205,10 +205,12 @@ func (s *server) installError() error {
 // readiness says whether every cache a loaded policy reads is Synced,
 // and lists those that are not.
 func (s *server) readiness() (bool, []cacheState) {
+	// The states requests see (as published), so that /readyz and the
+	// answers agree.
 	var notReady []cacheState
 	for _, st := range s.caches.states() {
-		if !st.ready() {
-			notReady = append(notReady, st)
+		if q := s.caches.quickState(st.Ref); !q.ready() {
+			notReady = append(notReady, q)
 		}
 	}
 	return len(notReady) == 0, notReady
