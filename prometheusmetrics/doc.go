@@ -25,7 +25,7 @@
 //
 //	informerkit_informer_state{state}                       gauge      informers of the resource in each state (Pending, Syncing, Synced, Stale, Removed, Failed)
 //	informerkit_objects_cached                              gauge      objects in the informers' caches (as delivered to handlers)
-//	informerkit_informer_events_total{type}                 counter    events delivered to handlers: ADDED, UPDATED, DELETED
+//	informerkit_informer_events_total{type}                 counter    events delivered to handlers: ADDED, UPDATED, DELETED (a relist's updates of unchanged objects are not delivered, nor counted)
 //	informerkit_list_watch_requests_total{verb}             counter    list and watch requests answered or failed (verb list, watch)
 //	informerkit_list_watch_errors_total{verb,reason}        counter    failed requests by reason (Forbidden, NotFound, Expired, TooManyRequests, ConnectionError, Timeout, ...)
 //	informerkit_watch_restarts_total                        counter    watches that ended while the informer ran

@@ -47,8 +47,10 @@ type Informer interface {
 	Synced()
 	// Event: an event of type t ("ADDED", "UPDATED" or "DELETED") was
 	// delivered to the informer's handlers (handler resyncs are not
-	// counted), and the cache now holds objects objects. Called from one
-	// goroutine.
+	// counted, nor a relist's updates of unchanged objects, which
+	// handlers are not given by default: see
+	// dynamicinformer.WithUnchangedRelistUpdates), and the cache now
+	// holds objects objects. Called from one goroutine.
 	Event(t string, objects int)
 	// Request: a list or watch request was answered (verb "list" or
 	// "watch"; each page of a list counts). reason is "" on success, else
