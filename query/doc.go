@@ -70,7 +70,7 @@
 // the last item's sort values and key. Any cache of the same resource (after
 // a restart, another replica, Scan or an Index) can continue a walk, as
 // long as it has applied R (Indexes answers by Scan until its index has).
-// The limit may change between pages; a token used with any other change
-// to the query is ErrTokenMismatch. A copy-on-write snapshot (a walk over
+// The limit and Count may change between pages; a token used with any
+// other change to the query is ErrTokenMismatch. A copy-on-write snapshot (a walk over
 // one frozen version) is not offered.
 package query

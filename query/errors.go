@@ -23,7 +23,7 @@ var (
 	ErrInvalidToken = fmt.Errorf("%w: invalid continue token", ErrInvalidQuery)
 	// ErrTokenMismatch: a continue token made for a different query (other
 	// namespaces, selector, predicates or order). The limit may change
-	// between pages; nothing else may.
+	// between pages, and so may Count; nothing else may.
 	ErrTokenMismatch = fmt.Errorf("%w: continue token of another query", ErrInvalidQuery)
 )
 

@@ -210,7 +210,7 @@ func (p *plan) admits(e *entry) bool {
 	} else if c.hasRV && e.hasRV && e.rv > c.rv {
 		return false
 	}
-	return compareEntries(p.orders, e, &entry{vals: c.vals, key: c.key}) > 0
+	return compareEntries(p.orders, e, &c.at) > 0
 }
 
 // walkRV is the resourceVersion of the walk: the token's, or on the first

@@ -167,7 +167,7 @@ func (x *Index) query(p *plan) *Page[runtime.Object] {
 		return true
 	}
 	if p.cursor != nil {
-		x.tree.AscendGreaterOrEqual(&entry{vals: p.cursor.vals, key: p.cursor.key}, walk)
+		x.tree.AscendGreaterOrEqual(&p.cursor.at, walk)
 	} else {
 		x.tree.Ascend(walk)
 	}

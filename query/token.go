@@ -31,6 +31,7 @@ type cursor struct {
 	rv    uint64
 	hasRV bool
 	rvs   map[string]uint64 // per part (ScanParts)
+	at    entry             // the position: vals and key (made once, compared with every entry walked)
 }
 
 func encodeToken(p *plan, last *entry, rv uint64, hasRV bool, rvs map[string]uint64) string {
@@ -101,5 +102,6 @@ func decodeToken(s string, p *plan) (*cursor, error) {
 		}
 		c.rvs[part] = rv
 	}
+	c.at = entry{vals: c.vals, key: c.key}
 	return c, nil
 }
