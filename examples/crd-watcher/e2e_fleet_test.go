@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -277,6 +278,38 @@ func TestE2EFleet(t *testing.T) {
 		t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	})
 
+	t.Run("table", func(t *testing.T) {
+		p := startWatcher(t, "--kubeconfig", kc, "--context", "east,west", "-o", "table", "-n", ns, "-r", "configmaps")
+		header := regexp.MustCompile(`^EVENT\s+CLUSTER\s+NAME\s+DATA\s+AGE$`)
+		row := regexp.MustCompile(`^ADDED\s+west\s+w-cm\s+\d+\s+\S+$`)
+		p.waitLines(t, true, "west's configmap as a table row under a CLUSTER column", 3*time.Minute, func(lines []string) (bool, string) {
+			var h, r bool
+			for _, l := range lines {
+				h = h || header.MatchString(l)
+				r = r || row.MatchString(l)
+			}
+			return h && r, fmt.Sprintf("header %v, row %v", h, r)
+		})
+		configMap(east, "e-cm")
+		p.waitLines(t, true, "east's new configmap as a row", time.Minute, func(lines []string) (bool, string) {
+			for _, l := range lines {
+				if regexp.MustCompile(`^ADDED\s+east\s+e-cm\s+\d+\s+\S+$`).MatchString(l) {
+					return true, ""
+				}
+			}
+			return false, "no row of east's e-cm"
+		})
+		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := p.exited(t, time.Minute)
+		if code != 0 {
+			t.Fatalf("exit code %d after SIGINT\nstderr:\n%s", code, stderr)
+		}
+		mustContain(t, "stderr", stderr, "CLUSTER  RESOURCE")
+		t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	})
+
 	t.Run("text all contexts", func(t *testing.T) {
 		p := startWatcher(t, "--kubeconfig", kc, "--all-contexts", "-n", ns, "-r", "configmaps")
 		added := regexp.MustCompile(`ADDED\s+west\s+configmaps\.v1\s+` + regexp.QuoteMeta(ns) + `/w-cm\s+\(initial list\)`)
@@ -304,7 +337,7 @@ func TestE2EFleet(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit code %d after SIGINT\nstderr:\n%s", code, stderr)
 		}
-		table := regexp.MustCompile(`(?m)^CLUSTER\s+RESOURCE\s+STATE\s+OBJECTS[^\n]*\neast\s+configmaps\.v1\s+Synced\s+0\s[^\n]*\nwest\s+configmaps\.v1\s+Synced\s+1\s`)
+		table := regexp.MustCompile(`(?m)^CLUSTER\s+RESOURCE\s+STATE\s+OBJECTS[^\n]*\neast\s+configmaps\.v1\s+Synced\s+\d+\s[^\n]*\nwest\s+configmaps\.v1\s+Synced\s+1\s`)
 		if !table.MatchString(stderr) {
 			t.Errorf("final status table lacks a row per cluster:\n%s", stderr)
 		}

@@ -49,7 +49,7 @@ func validateFleet(c *Config) error {
 	}{
 		{"--all", c.All}, {"--shard", c.Shard != ""}, {"--shard-group", c.ShardGroup != ""},
 		{"--metrics-addr", c.MetricsAddr != ""}, {"--cache-dir", c.CacheDir != ""},
-		{"--permitted-namespaces", c.PermittedNamespaces}, {"-o " + c.Output, c.Output == "table" || c.Output == "wide"},
+		{"--permitted-namespaces", c.PermittedNamespaces},
 	} {
 		if f.set {
 			return usagef("%s is not supported with several contexts (--context a,b or --all-contexts) yet", f.flag)
@@ -117,6 +117,7 @@ type fleetWatcher struct {
 	started  time.Time
 	failed   chan error // --exit-on-failure: the first failure
 	failOnce sync.Once
+	tables   map[string]*tableOutput // -o table / -o wide: one per context; nil otherwise
 
 	mu     sync.Mutex                // guards the maps below
 	states map[string]printedState   // "context\x00resource" → what its last STATUS line said
@@ -128,6 +129,7 @@ type fleetWatcher struct {
 // fleetResource is one --resource over the fleet.
 type fleetResource struct {
 	name string
+	spec ResourceSpec
 	gvr  schema.GroupVersionResource // set when named resource.version.group under --wait-for-crds
 	r    *fleet.Resource
 
@@ -166,9 +168,15 @@ func runFleet(ctx context.Context, cfg *Config, out *printer, stderr io.Writer, 
 			},
 		}}),
 	}
+	if cfg.Output == "table" || cfg.Output == "wide" {
+		if w.tables, err = fleetTables(cfg, path, names, out); err != nil {
+			fmt.Fprintf(stderr, "crd-watcher: no usable cluster configuration: %v\n", err)
+			return exitError
+		}
+	}
 	out.info("watching %d contexts of %s as one fleet: %s", len(names), path, strings.Join(names, ", "))
 	for _, spec := range cfg.Resources {
-		fr := &fleetResource{name: spec.Name, gvrs: map[string]schema.GroupVersionResource{}}
+		fr := &fleetResource{name: spec.Name, spec: spec, gvrs: map[string]schema.GroupVersionResource{}}
 		opts := (&watcher{cfg: cfg}).resourceOptions(spec)
 		if gvr, ok := parseQualifiedGVR(spec.Name); ok && cfg.WaitForCRDs {
 			fr.gvr = gvr
@@ -212,8 +220,13 @@ loop:
 		}
 	}
 	<-reported
-	w.poll() // the last changes, before the final status
-	w.printStatus("final status", true)
+	w.poll()                // the last changes, before the final status
+	final := w.statusRows() // before the fleet stops: the last real states
+	w.fl.Shutdown()         // no more events: the tables' last rows print before the final status
+	for _, t := range w.tables {
+		t.stop()
+	}
+	w.printRows("final status", true, final)
 	return code
 }
 
@@ -249,7 +262,36 @@ func (w *fleetWatcher) onEvent(cluster string, fr *fleetResource, ev subscriptio
 	}
 	w.counts[k][string(ev.Type)]++
 	w.mu.Unlock()
+	if t := w.tables[cluster]; t != nil {
+		ns, label, field := (&watcher{cfg: w.cfg}).selection(fr.spec)
+		t.event(ev, u, ns, label, field)
+		return
+	}
 	w.out.eventIn(cluster, ev, "")
+}
+
+// fleetTables builds a table output per context (-o table, -o wide), each
+// with its own Table client and a CLUSTER column.
+func fleetTables(cfg *Config, path string, names []string, out *printer) (map[string]*tableOutput, error) {
+	kc, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	tables := map[string]*tableOutput{}
+	for _, name := range names {
+		rc, err := clientcmd.NewNonInteractiveClientConfig(*kc, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("context %q: %w", name, err)
+		}
+		client, err := newRESTTable(rc)
+		if err != nil {
+			return nil, fmt.Errorf("context %q: %w", name, err)
+		}
+		t := newTableOutput(client, out, cfg.Output == "wide", len(cfg.Resources) > 1, cfg.RequestTimeout, nil)
+		t.cluster = name
+		tables[name] = t
+	}
+	return tables, nil
 }
 
 // gvrIn is what fr is in cluster: the name as resolved there (ForName
@@ -317,6 +359,10 @@ func (w *fleetWatcher) poll() {
 			k := cs.Cluster + "\x00" + fr.name
 			w.mu.Lock()
 			prev, seen := w.states[k]
+			if !seen && startingUp(st) && now.Sub(w.started) < statusGrace {
+				w.mu.Unlock()
+				continue // a quiet start, as with one context: the state it settles in is printed
+			}
 			w.states[k] = ps
 			w.mu.Unlock()
 			if seen && prev == ps {
@@ -357,6 +403,13 @@ func (w *fleetWatcher) poll() {
 	}
 }
 
+// startingUp: a state an informer passes through as it starts (resolving
+// its name, not started, listing).
+func startingUp(st dynamicinformer.Status) bool {
+	return st.State == dynamicinformer.Syncing && st.ContactErr == nil ||
+		st.State == dynamicinformer.Pending && st.Err == nil
+}
+
 // fail ends the run under --exit-on-failure (the first failure only).
 func (w *fleetWatcher) fail(err error) {
 	if !w.cfg.ExitOnFailure {
@@ -390,10 +443,18 @@ func (w *fleetWatcher) ready(ctx context.Context) {
 // printStatus prints the status table (text) or, at the end in -o json,
 // a final STATUS record per context and resource.
 func (w *fleetWatcher) printStatus(title string, final bool) {
-	type row struct {
-		cluster string
-		st      dynamicinformer.Status
-	}
+	w.printRows(title, final, w.statusRows())
+}
+
+// statusRow is one context's informer of one resource.
+type statusRow struct {
+	cluster string
+	st      dynamicinformer.Status
+}
+
+// statusRows are the informers' statuses now, by context and resource.
+func (w *fleetWatcher) statusRows() []statusRow {
+	type row = statusRow
 	var rows []row
 	for _, fr := range w.res {
 		for _, cs := range fr.r.Status().Clusters {
@@ -410,6 +471,12 @@ func (w *fleetWatcher) printStatus(title string, final bool) {
 		}
 		return gvrString(rows[i].st.GVR) < gvrString(rows[j].st.GVR)
 	})
+	return rows
+}
+
+// printRows prints the status table of rows (text) or, at the end in
+// -o json, a final STATUS record per row.
+func (w *fleetWatcher) printRows(title string, final bool, rows []statusRow) {
 	now := time.Now()
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- %s (%s) ---\n", title, now.Format("15:04:05"))

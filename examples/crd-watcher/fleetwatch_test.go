@@ -33,7 +33,7 @@ func TestParseArgsContexts(t *testing.T) {
 		{args: []string{"-r", "ct", "--context", "a,a"}, context: "a"},
 		{args: []string{"-r", "ct", "--all-contexts"}, all: true},
 		{args: []string{"-r", "ct", "--all-contexts", "--context", "a"}, usage: "mutually exclusive"},
-		{args: []string{"-r", "ct", "--context", "a,b", "-o", "table"}, usage: "-o table is not supported with several contexts"},
+		{args: []string{"-r", "ct", "--context", "a,b", "--metrics-addr", ":0"}, usage: "--metrics-addr is not supported with several contexts"},
 		{args: []string{"--all", "--all-contexts"}, usage: "--all is not supported with several contexts"},
 		{args: []string{"-r", "ct", "--demo", "--context", "a,b"}, usage: "--demo runs its own API server"},
 	} {

@@ -189,6 +189,9 @@ func checkSelection(groups, categories []string, matched int, waitForCRDs bool, 
 // gvrString spells a GVR the way kubectl accepts it fully qualified:
 // crontabs.v1.stable.example.com, pods.v1 (core group).
 func gvrString(gvr schema.GroupVersionResource) string {
+	if gvr.Version == "" && gvr.Group == "" {
+		return gvr.Resource // a name not resolved yet (several contexts)
+	}
 	if gvr.Group == "" {
 		return gvr.Resource + "." + gvr.Version
 	}

@@ -84,6 +84,9 @@ type tableOutput struct {
 	timeout  time.Duration
 	kindOf   func(schema.GroupVersionResource) schema.GroupKind // for resources whose objects carry no kind
 	now      func() time.Time
+	// cluster, watching several contexts, is the context whose rows this
+	// table prints: a CLUSTER column comes first ("": none).
+	cluster string
 
 	sem chan struct{} // tableConcurrency slots for requests
 
@@ -403,7 +406,14 @@ func (t *tableOutput) printRows(s *tableStream, run *rowRun) {
 		rows[i] = r
 		rows[i].Cells = append([]any(nil), r.Cells...) // the printer rewrites cells (kind/name)
 	}
-	table := &metav1.Table{ColumnDefinitions: run.columns, Rows: rows}
+	columns := run.columns
+	if t.cluster != "" {
+		columns = append([]metav1.TableColumnDefinition{{Name: "Cluster", Type: "string"}}, columns...)
+		for i := range rows {
+			rows[i].Cells = append([]any{t.cluster}, rows[i].Cells...)
+		}
+	}
+	table := &metav1.Table{ColumnDefinitions: columns, Rows: rows}
 	ev := &metav1.WatchEvent{Type: string(run.typ), Object: runtime.RawExtension{Object: table}}
 	if err := s.printer.PrintObj(ev, s.tw); err != nil {
 		t.out.info("crd-watcher: %s: cannot print rows: %v", gvrString(s.key.gvr), err)
