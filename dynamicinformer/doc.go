@@ -326,14 +326,14 @@
 // whose resourceVersion changed, a delete per object gone. The rule is
 // the one client-go uses to call an update a sync (same resourceVersion),
 // applied to the handler: an update whose old and new are different
-// objects at the same resourceVersion is not delivered. A resync is not
+// objects at the same resourceVersion and apiVersion is not delivered (a
+// following informer's move to a new version is). A resync is not
 // affected (it hands the cached object as old and new: handlers with a
 // resync period get every object each period), nor are adds and deletes.
 // The informer's metrics count what is delivered this way.
 // WithUnchangedRelistUpdates gives a handle's handlers client-go's relist
 // back, for a handler that relies on an update per object after each
-// relist. Handlers added to the underlying client-go informer by other
-// means (not through a handle) get client-go's behaviour.
+// relist.
 //
 // # Decoding
 //
