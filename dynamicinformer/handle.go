@@ -67,7 +67,11 @@ func (h *InformerHandle) Lister() toolscache.GenericLister {
 // follows a new preferred version (see ForName).
 func (h *InformerHandle) GVR() schema.GroupVersionResource { return h.e.currentGVR() }
 
-// Status is a snapshot of the informer's state.
+// Status is a snapshot of the informer's state. It counts the cache's
+// objects (Status.Objects) by listing the store's keys, so a call costs
+// time and memory in proportion to the cache: on a hot path (a request
+// handler asking whether a cache is ready), keep the states
+// Factory.OnStatusChange delivers instead.
 func (h *InformerHandle) Status() Status { return h.e.status() }
 
 // hasSynced reports whether the informer's state has been Synced (or
