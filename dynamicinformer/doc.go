@@ -275,7 +275,7 @@
 // written; Status.CacheErr says why the disk is not used. An exporter
 // whose Informer implements metrics.DiskInformer is told the same
 // (package prometheusmetrics exports it). docs/DESIGN.md ("Restart from
-// disk") has the format.
+// disk") has the design, docs/design/disk-cache.md the format.
 //
 // # Access check (RBAC pre-flight)
 //

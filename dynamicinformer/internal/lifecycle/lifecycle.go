@@ -7,7 +7,8 @@
 // event, what the informer observed of client-go's cache too. The informer
 // (dynamicinformer's entry) holds the lock, feeds events in the order they
 // happen and applies the effects. Every transition is a Rule of Rules;
-// docs/DESIGN.md ("Informer lifecycle") shows the table Table renders.
+// docs/LIFECYCLE.md shows the tables Table renders, and docs/DESIGN.md
+// ("Informer lifecycle") describes the machine.
 package lifecycle
 
 import (

@@ -208,7 +208,7 @@ func (r Rule) Admits(s State, ev EventKind) bool {
 }
 
 // Table renders Events and Rules as the Markdown tables of
-// docs/DESIGN.md.
+// docs/LIFECYCLE.md.
 func Table() string {
 	var b strings.Builder
 	b.WriteString("| Event | Means | Fields |\n|---|---|---|\n")
