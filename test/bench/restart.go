@@ -514,18 +514,44 @@ func PersistWrite(ctx context.Context, cfg *rest.Config, tag string, m, n int, r
 	return nil
 }
 
-// quiesce waits until this process has written nothing for a second (the
-// first list's journal flushed and folded), at most a minute.
-func quiesce() {
-	last := processIO()
+// quiesce waits until the cache directory dir has not changed for a
+// second (the first list's journal flushed and folded; the journal
+// flushes every second), at most a minute; without a directory there is
+// nothing to wait for. It watches the directory, not the process's
+// writes: a process that also runs an API server and etcd (the short
+// test) or other tests never stops writing.
+func quiesce(dir string) {
+	if dir == "" {
+		return
+	}
+	last := dirState(dir)
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		time.Sleep(time.Second)
-		cur := processIO()
+		cur := dirState(dir)
 		if cur == last {
 			return
 		}
 		last = cur
 	}
+}
+
+// dirState is the total size of dir's files and the newest modification
+// time among them.
+func dirState(dir string) (st struct {
+	size  int64
+	mtime int64 // UnixNano
+}) {
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			st.size += fi.Size()
+			st.mtime = max(st.mtime, fi.ModTime().UnixNano())
+		}
+		return nil
+	})
+	return st
 }
 
 // PersistSide is one informer of the persistence-cost measurement: with
@@ -588,7 +614,7 @@ func MeasurePersistSide(ctx context.Context, cfg *rest.Config, side PersistSide,
 	if !f.WaitForCacheSync(ctx)[side.Resource.GVR] {
 		return PersistSample{}, fmt.Errorf("%w: %s not synced: %+v", ErrSanity, side.Name, h.Status())
 	}
-	quiesce() // the first list's journal flushed and folded before the window
+	quiesce(side.CacheDir) // the first list's journal flushed and folded before the window
 	size0 := dirSize(side.CacheDir)
 	if side.CPUProfile != "" {
 		stop, err := startCPUProfile(side.CPUProfile)
