@@ -3,6 +3,7 @@ package crcachetest
 import (
 	"context"
 	"errors"
+	"github.com/informerkit/informerkit/test/controlplane"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 // with HasSynced true and no error, and reads answered a NotServedError,
 // a NotFound that client.IgnoreNotFound swallows.)
 func TestCRCancelledContextIsNotNotServed(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 2*time.Minute)
 	ns := newNamespace(t, ctx)
 	w := newWidgetCRD()

@@ -69,8 +69,8 @@ func (e *events) count() (adds, deletes int) {
 // (no 404 loop); when it returns, the same informer syncs again.
 // Unstructured and typed informers alike. No goroutine is left.
 func TestCRPendingRemovedReturningCRD(t *testing.T) {
+	leaks := controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
-	leaks := controlplane.SnapshotGoroutines()
 	crd := newWidgetCRD()
 	ns := newNamespace(t, ctx)
 	cfg, counter := controlplane.CountRequests(cp.Config())
@@ -179,6 +179,7 @@ func TestCRPendingRemovedReturningCRD(t *testing.T) {
 // is an error from GetInformer naming the verbs (informerkit's access
 // check), within seconds, not a sync timeout.
 func TestCRForbiddenNamesVerbs(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 2*time.Minute)
 	user := unique("crc-user")
 	c, err := controllerruntime.NewCache(cp.UserConfig(user), crcache.Options{})
@@ -208,8 +209,8 @@ func TestCRForbiddenNamesVerbs(t *testing.T) {
 // Widget CRD exists; the manager keeps running, both reconcile once the
 // CRD is installed, and no goroutine is left once it stops.
 func TestCRControllerBeforeItsCRD(t *testing.T) {
+	leaks := controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
-	leaks := controlplane.SnapshotGoroutines()
 	crd := newWidgetCRD()
 	ns := newNamespace(t, ctx)
 	mgr, err := manager.New(cp.Config(), manager.Options{

@@ -225,19 +225,28 @@ func runCache(t *testing.T, ctx context.Context, c crcache.Cache) {
 // keyed is a list's items by namespace/name.
 func keyed(t *testing.T, list runtime.Object) map[string]runtime.Object {
 	t.Helper()
-	items, err := apimeta.ExtractList(list)
+	out, err := keyedErr(list)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// keyedErr is keyed's map, or the error that prevents it.
+func keyedErr(list runtime.Object) (map[string]runtime.Object, error) {
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]runtime.Object{}
 	for _, it := range items {
 		m, err := apimeta.Accessor(it)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		out[m.GetNamespace()+"/"+m.GetName()] = it
 	}
-	return out
+	return out, nil
 }
 
 func sortedKeys(m map[string]runtime.Object) []string {

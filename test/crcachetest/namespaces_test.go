@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/informerkit/informerkit/test/controlplane"
 )
 
 // TestCRNamespaceAllBesideNamedNamespace: DefaultNamespaces with
@@ -19,6 +21,7 @@ import (
 // decided; 19 of 20 constructions were accepted and listed the object
 // the namespace's selector excludes, 1 was refused.
 func TestCRNamespaceAllBesideNamedNamespace(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	a, b := newNamespace(t, ctx), newNamespace(t, ctx)
 	createConfigMap(t, ctx, a, "picked", map[string]string{"app": "x"})

@@ -28,6 +28,7 @@ import (
 // at the Mapper's resource, and once the CRD is installed both caches
 // hold the same objects.
 func TestCRMapperMapsUnknownKind(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	mice := newMouseCRD()
 	ns := newNamespace(t, ctx)
@@ -72,6 +73,7 @@ func TestCRMapperMapsUnknownKind(t *testing.T) {
 // blocking GetInformer of informerkit is then an ErrForbidden); an
 // informer got so syncs afterwards, and reads match.
 func TestCRBlockUntilSyncedFalse(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	user := unique("crc-nosync")
 	denied := newPair(t, ctx, cp.UserConfig(user), crcache.Options{}, nil)
@@ -124,6 +126,7 @@ func TestCRBlockUntilSyncedFalse(t *testing.T) {
 // UnsafeDisableDeepCopy, and RemoveInformer followed by a new informer
 // answer as in controller-runtime's cache.
 func TestCRMoreOptionsMatchControllerRuntime(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	f := newFixture(t, ctx)
 	p := newPair(t, ctx, cp.Config(), crcache.Options{
@@ -214,6 +217,7 @@ func TestCRMoreOptionsMatchControllerRuntime(t *testing.T) {
 // answer it at once, and no list or watch is sent for the resource — not
 // even one answered 403 — while the cache runs (no 403 loop).
 func TestCRForbiddenNoRequestLoop(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	nsA, nsB := newNamespace(t, ctx), newNamespace(t, ctx)
 	cases := []struct {

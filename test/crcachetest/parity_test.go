@@ -19,11 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/informerkit/informerkit/controllerruntime"
+	"github.com/informerkit/informerkit/test/controlplane"
 )
 
 // fixture is a Widget CRD and ConfigMaps in three namespaces:
@@ -83,39 +85,63 @@ func (f *fixture) indexFields(t *testing.T, ctx context.Context) func(crcache.Ca
 // compareList lists with opts on both caches and requires the same
 // answer: both fail, or the same objects (limited: the same number of
 // objects, each in the unlimited answer, as the order is the cache's).
+//
+// Cluster-wide lists also hold the objects of the package's other tests,
+// which run side by side and keep writing: the two caches see each write
+// a moment apart. A difference is therefore asked again, for up to 10 s,
+// until both caches give the same answer; what is reported is the last
+// difference seen. Within the test's own objects nothing changes, so a
+// real difference stays and fails.
 func compareList(t *testing.T, ctx context.Context, p pair, what string, newList func() client.ObjectList, opts ...client.ListOption) int {
 	t.Helper()
+	var n int
+	var diffs []string
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, diffs = diffList(ctx, p, what, newList, opts...)
+		return len(diffs) == 0, nil
+	})
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	return n
+}
+
+// diffList is one round of compareList: the count and the differences.
+func diffList(ctx context.Context, p pair, what string, newList func() client.ObjectList, opts ...client.ListOption) (int, []string) {
 	a, b := newList(), newList()
 	errA, errB := p.ik.List(ctx, a, opts...), p.cr.List(ctx, b, opts...)
 	if (errA == nil) != (errB == nil) {
-		t.Errorf("%s: informerkit: %v; controller-runtime: %v", what, errA, errB)
-		return 0
+		return 0, []string{fmt.Sprintf("%s: informerkit: %v; controller-runtime: %v", what, errA, errB)}
 	}
 	if errA != nil {
-		return 0
+		return 0, nil
 	}
-	ka, kb := keyed(t, a), keyed(t, b)
+	ka, errKa := keyedErr(a)
+	kb, errKb := keyedErr(b)
+	if err := errors.Join(errKa, errKb); err != nil {
+		return 0, []string{fmt.Sprintf("%s: %v", what, err)}
+	}
 	var lo client.ListOptions
 	lo.ApplyOptions(opts)
 	if a.GetContinue() != b.GetContinue() {
-		t.Errorf("%s: continue %q, controller-runtime %q", what, a.GetContinue(), b.GetContinue())
+		return len(ka), []string{fmt.Sprintf("%s: continue %q, controller-runtime %q", what, a.GetContinue(), b.GetContinue())}
 	}
 	if lo.Limit > 0 {
 		if len(ka) != len(kb) {
-			t.Errorf("%s: %d objects, controller-runtime %d", what, len(ka), len(kb))
+			return len(ka), []string{fmt.Sprintf("%s: %d objects, controller-runtime %d", what, len(ka), len(kb))}
 		}
-		return len(ka)
+		return len(ka), nil
 	}
 	if !slices.Equal(sortedKeys(ka), sortedKeys(kb)) {
-		t.Errorf("%s: objects %v, controller-runtime %v", what, sortedKeys(ka), sortedKeys(kb))
-		return len(ka)
+		return len(ka), []string{fmt.Sprintf("%s: objects %v, controller-runtime %v", what, sortedKeys(ka), sortedKeys(kb))}
 	}
+	var diffs []string
 	for k, oa := range ka {
 		if d := cmp.Diff(kb[k], oa); d != "" {
-			t.Errorf("%s: %s differs (-controller-runtime +informerkit):\n%s", what, k, d)
+			diffs = append(diffs, fmt.Sprintf("%s: %s differs (-controller-runtime +informerkit):\n%s", what, k, d))
 		}
 	}
-	return len(ka)
+	return len(ka), diffs
 }
 
 func compareGet(t *testing.T, ctx context.Context, p pair, what string, key client.ObjectKey, newObj func() client.Object) {
@@ -138,6 +164,7 @@ func compareGet(t *testing.T, ctx context.Context, p pair, what string, key clie
 // label selectors, IndexField field selectors, Limit, Continue and the
 // errors, answer as controller-runtime's cache does.
 func TestCRReadsMatchControllerRuntime(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	f := newFixture(t, ctx)
 	p := newPair(t, ctx, cp.Config(), crcache.Options{Scheme: f.crd.scheme}, f.indexFields(t, ctx))
@@ -221,6 +248,7 @@ func TestCRReadsMatchControllerRuntime(t *testing.T) {
 // (and the per-call option) reads return the cache's objects (the same
 // pointer twice), as controller-runtime's; without, copies.
 func TestCRUnsafeDisableDeepCopyShares(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	f := newFixture(t, ctx)
 	yes := true
@@ -267,6 +295,7 @@ func TestCRUnsafeDisableDeepCopyShares(t *testing.T) {
 // ByObject select and shape the same objects as in controller-runtime's
 // cache.
 func TestCROptionsMatchControllerRuntime(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
 	f := newFixture(t, ctx)
 	annotate := func(in any) (any, error) {
@@ -314,6 +343,7 @@ func TestCROptionsMatchControllerRuntime(t *testing.T) {
 // TestCRSyncPeriodResyncs: SyncPeriod replays the cache to handlers (an
 // update with old == new), in both caches.
 func TestCRSyncPeriodResyncs(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	f := newFixture(t, ctx)
 	period := time.Second
@@ -340,6 +370,7 @@ func TestCRSyncPeriodResyncs(t *testing.T) {
 // without an informer are *cache.ErrResourceNotCached in both caches, and
 // work once the informer is made.
 func TestCRReaderFailOnMissingInformer(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	f := newFixture(t, ctx)
 	p := newPair(t, ctx, cp.Config(), crcache.Options{Scheme: f.crd.scheme, ReaderFailOnMissingInformer: true}, nil)
@@ -360,6 +391,7 @@ func TestCRReaderFailOnMissingInformer(t *testing.T) {
 // adds, honour RemoveEventHandler, take indexers, report HasSynced and
 // IsStopped after RemoveInformer, as controller-runtime's.
 func TestCRInformerMatchesControllerRuntime(t *testing.T) {
+	controlplane.Parallel(t)
 	ctx := ctxT(t, 3*time.Minute)
 	f := newFixture(t, ctx)
 	p := newPair(t, ctx, cp.Config(), crcache.Options{Scheme: f.crd.scheme}, nil)
@@ -416,6 +448,7 @@ func TestCRInformerMatchesControllerRuntime(t *testing.T) {
 // TestCRUnsupportedOptionsAreErrors: options the cache does not
 // implement are an *UnsupportedOptionError naming them, not ignored.
 func TestCRUnsupportedOptionsAreErrors(t *testing.T) {
+	controlplane.Parallel(t)
 	cfg := cp.Config()
 	no := false
 	for name, opts := range map[string]crcache.Options{

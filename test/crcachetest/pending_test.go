@@ -111,8 +111,8 @@ func guessedPath(c *crdDef) string {
 // object, the field index answers, and no request ever goes to a guessed
 // resource. No goroutine is left.
 func TestCRPendingKindOtherPlural(t *testing.T) {
+	leaks := controlplane.Parallel(t)
 	ctx := ctxT(t, 4*time.Minute)
-	leaks := controlplane.SnapshotGoroutines()
 	t.Cleanup(func() { leaks.VerifyNoLeaks(t) }) // after the cache stops (runCache's cleanup runs first)
 	mice := newMouseCRD()
 	ns := newNamespace(t, ctx)
@@ -214,6 +214,7 @@ func TestCRPendingKindOtherPlural(t *testing.T) {
 // error log occur, no list or watch is sent for the resource while it is
 // absent (no 404 loop), and no goroutine is left after the manager stops.
 func TestCRManagerCRDComesAndGoes(t *testing.T) {
+	controlplane.Parallel(t)
 	t.Run("Widget", func(t *testing.T) {
 		// A plural the guess gets right: the NotFound part on its own.
 		managerCRDComesAndGoes(t, newWidgetCRD(), func() client.Object { return &Widget{} })
@@ -224,8 +225,8 @@ func TestCRManagerCRDComesAndGoes(t *testing.T) {
 }
 
 func managerCRDComesAndGoes(t *testing.T, mice *crdDef, newTyped func() client.Object) {
+	leaks := controlplane.Parallel(t)
 	ctx := ctxT(t, 5*time.Minute)
-	leaks := controlplane.SnapshotGoroutines()
 	ns := newNamespace(t, ctx)
 	cfg, counter := controlplane.CountRequests(cp.Config())
 	var errorLogs atomic.Int64

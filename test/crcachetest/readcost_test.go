@@ -25,6 +25,8 @@ import (
 // allocates next to nothing); before the cache kept the state between
 // status changes, each read here allocated over 24 KB.
 func TestCRReadCostIndependentOfSize(t *testing.T) {
+	// Not parallel: it reads the process's allocation total (runtime.MemStats),
+	// which other tests' work would add to.
 	ctx := ctxT(t, 4*time.Minute)
 	crd := newWidgetCRD()
 	crd.install(t, ctx)

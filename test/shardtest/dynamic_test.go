@@ -128,6 +128,7 @@ const (
 // the joins and the graceful leave a sampler checks that every object of
 // the server is held by some member.
 func TestDynamicMembership(t *testing.T) {
+	controlplane.Parallel(t) // on a control plane of its own
 	n := 600
 	if v := os.Getenv("INFORMERKIT_SHARD_DYNAMIC_OBJECTS"); v != "" {
 		var err error

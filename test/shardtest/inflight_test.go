@@ -66,6 +66,7 @@ func (h *watchHold) wrap(cfg *rest.Config, resource string) *rest.Config {
 // (the cache held 50 of 100 objects after 15 s) — the soak's shard group
 // member missing an object for 90 s after an rbac fault's cut.
 func TestShardChangeWhileWatchRequestInFlight(t *testing.T) {
+	controlplane.Parallel(t) // on a control plane of its own
 	cp := startControlPlane(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -168,6 +169,7 @@ func (b *slowBody) Close() error {
 // cache held the half for good (the soak's shard member with 2 missing
 // and 7 stale objects for 90 s after a refuse fault).
 func TestShardChangeDuringWatchListRelist(t *testing.T) {
+	controlplane.Parallel(t) // on a control plane of its own
 	cp := startControlPlane(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -21,6 +21,7 @@ import (
 // and 50.6 s: its backoff doubles from 0.8 s while relists follow each
 // other.)
 func TestShardSourceOnServer(t *testing.T) {
+	controlplane.Parallel(t) // on a control plane of its own
 	cp := startControlPlane(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
