@@ -152,7 +152,9 @@ func changeConfigMaps(t *testing.T, ctx context.Context, kube kubernetes.Interfa
 // from the stored resourceVersion answers 410, the watcher lists once,
 // and again prints exactly the changes.
 func TestE2ECacheDirRestart(t *testing.T) {
-	// Not parallel: it compacts the shared etcd.
+	// Side by side with the others: the etcd it compacts and the API
+	// server it counts lists on are its own (below).
+	controlplane.Parallel(t)
 	watcherBinary(t) // skips with -short
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
