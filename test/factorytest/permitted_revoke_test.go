@@ -64,14 +64,17 @@ func waitDenied(t *testing.T, ctx context.Context, user, ns string) {
 //
 // Requests are counted over each episode and over a quiet time after.
 func TestPermittedRevokedWhileWatching(t *testing.T) {
-	// Not parallel: it cuts the shared proxy's connections.
+	// Side by side with the others: the connections it cuts are its own
+	// proxy's, and its informer reviews only the namespaces it names.
+	controlplane.Parallel(t)
+	proxy := cp.NewProxy(t)
 	ctx := ctxT(t, 3*time.Minute)
 	sc := scenario(t)
 	ns := permittedNamespaces(t, ctx, "revoked", 4)
 	// armed: revoke this namespace's binding once its list has answered,
 	// before the answer reaches the informer (so its watch is refused).
 	var armed atomic.Pointer[string]
-	u := newPermittedUser(t, ctx, "revoked-user", readConfigMaps, func(user string, rt http.RoundTripper) http.RoundTripper {
+	u := newPermittedUserVia(t, ctx, proxy, "revoked-user", readConfigMaps, func(user string, rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(r *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(r)
 			x := armed.Load()
@@ -114,7 +117,7 @@ func TestPermittedRevokedWhileWatching(t *testing.T) {
 	})
 	counter.Reset()
 	cut := time.Now()
-	cp.Proxy().CutAll()
+	proxy.CutAll()
 	want := adminKeys(t, ctx, ns[1:]...)
 	eventually(t, ctx, "the revoked namespace's objects gone", func() bool {
 		return slices.Equal(recorded(rec), want) && slices.Equal(storeKeys(h), want)
@@ -146,7 +149,7 @@ func TestPermittedRevokedWhileWatching(t *testing.T) {
 	counter.Reset()
 	armed.Store(&ns[1])
 	cut = time.Now()
-	cp.Proxy().CutAll()
+	proxy.CutAll()
 	want = adminKeys(t, ctx, ns[2:]...)
 	eventually(t, ctx, "the namespace refused at its watch gone", func() bool {
 		return slices.Equal(recorded(rec), want) && slices.Equal(storeKeys(h), want)

@@ -52,7 +52,10 @@ func (a *arrivals) get(k string) (time.Time, bool) {
 // about once a period, and the readable one is listed again only after
 // the cuts.
 func TestSeveralNamespacesForbiddenStaysCurrent(t *testing.T) {
-	// Not parallel: it cuts the shared proxy's connections.
+	// Side by side with the others: the connections it cuts are its own
+	// proxy's.
+	controlplane.Parallel(t)
+	proxy := cp.NewProxy(t)
 	ctx := ctxT(t, 3*time.Minute)
 	ns := permittedNamespaces(t, ctx, "sevns", 2)
 	allowed, denied := ns[0], ns[1]
@@ -61,7 +64,7 @@ func TestSeveralNamespacesForbiddenStaysCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	const period = time.Second
-	cfg, counter := controlplane.CountRequests(cp.UserConfig(user))
+	cfg, counter := controlplane.CountRequests(proxy.UserConfig(user))
 	leaks := controlplane.SnapshotGoroutines()
 	f := newFactory(t, cfg, dynamicinformer.Options{AccessRecheckPeriod: period})
 	defer f.Shutdown()
@@ -91,7 +94,7 @@ func TestSeveralNamespacesForbiddenStaysCurrent(t *testing.T) {
 		}
 		created[allowed+"/"+name] = time.Now()
 		if i > 0 && i%20 == 0 { // every ~10 s
-			cp.Proxy().CutAll()
+			proxy.CutAll()
 			cuts++
 		}
 		time.Sleep(500 * time.Millisecond)
