@@ -478,3 +478,50 @@ func TestPermittedCost(t *testing.T) {
 	t.Logf("%d namespaces (%d permitted), 2 resources: Synced after %v with %d SSRR + %d SSAR, %d watches; steady %v (period %v): %d SSRR + %d SSAR (%.0f reviews a minute), %d lists/watches",
 		total, granted, synced, ssrr, ssar, watches, window, period, steadyRR, steadyAR, perMinute, lw)
 }
+
+// TestPermittedGrantAtAnyOffset (issue 52, item 3): a grant is followed
+// within one AccessRecheckPeriod of being made, wherever in the period it
+// falls. Checks run at the multiples of the period (all informers at the
+// same instants, sharing their reviews); an informer started at each of 8
+// offsets into the period, over a namespace its user may read and one it
+// may not, gets the second granted as soon as it has synced, and must
+// hold that namespace's objects within one period (plus 1.5 s for the
+// check and the relist on a loaded machine). Before, the first check
+// after a list skipped a multiple less than half a period away: a grant
+// right after a list in the second half of a period waited up to 1.5
+// periods (at offset 5/8: 1.4 periods, 5.6 s of a 4 s period).
+func TestPermittedGrantAtAnyOffset(t *testing.T) {
+	controlplane.Parallel(t)
+	const period, offsets = 4 * time.Second, 8
+	ctx := ctxT(t, 5*time.Minute)
+	ns := permittedNamespaces(t, ctx, "offset", 2)
+	allowed, later := ns[0], ns[1]
+	took := make([]time.Duration, offsets)
+	for k := range offsets {
+		offset := period * time.Duration(k) / offsets
+		u := newPermittedUser(t, ctx, "offset-user", readConfigMaps, nil, allowed)
+		// The informer starts (and lists) at the offset past a multiple of
+		// the period: placing it there is what this test is about.
+		time.Sleep(time.Until(time.Now().Truncate(period).Add(period + offset)))
+		run := startPermitted(t, ctx, u, period, allowed, later)
+		eventually(t, ctx, "synced with the readable namespace", func() bool {
+			return run.h.Status().Ready() && slices.Equal(storeKeys(run.h), adminKeys(t, ctx, allowed))
+		})
+		if err := cp.Grant(ctx, u.name, later, "cm", readConfigMaps); err != nil {
+			t.Fatal(err)
+		}
+		granted := time.Now()
+		want := adminKeys(t, ctx, allowed, later)
+		eventually(t, ctx, "the granted namespace's objects", func() bool {
+			return slices.Equal(storeKeys(run.h), want)
+		})
+		took[k] = time.Since(granted).Round(time.Millisecond)
+		run.stop(t)
+	}
+	t.Logf("period %v; grant followed after %v (informer started at k/%d of the period, k = 0…%d)", period, took, offsets, offsets-1)
+	for k, d := range took {
+		if bound := period + 1500*time.Millisecond; d > bound {
+			t.Errorf("informer started %v into the period: the grant was followed after %v, want within one period (%v, with %v slack)", period*time.Duration(k)/offsets, d, period, bound-period)
+		}
+	}
+}

@@ -194,15 +194,14 @@ func (lw *MultiNamespace) recheck() time.Duration {
 	return DefaultRecheck
 }
 
-// nextCheck is the first multiple of period (since the zero time) at
-// least half a period after now: informers that share answers re-check
-// together.
+// nextCheck is the first multiple of period (since the zero time) after
+// now: informers that share answers re-check together, and a change made
+// at any moment is checked within one period (the check after a list may
+// come soon after it: its reviews are then the list's, shared). It used to
+// skip a multiple less than half a period away, which let a grant made
+// just before that multiple wait up to 1.5 periods.
 func nextCheck(now time.Time, period time.Duration) time.Time {
-	t := now.Truncate(period).Add(period)
-	if t.Sub(now) < period/2 {
-		t = t.Add(period)
-	}
-	return t
+	return now.Truncate(period).Add(period)
 }
 
 // ListWithContext implements toolscache.ListerWatcherWithContext.
