@@ -138,10 +138,20 @@ func serverKeys(t *testing.T, ctx context.Context, gvr schema.GroupVersionResour
 
 func eventually(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
+	eventuallySeen(t, ctx, what, cond, nil)
+}
+
+// eventuallySeen is eventually, and on a timeout the failure also says
+// what seen reports (the state the test saw last).
+func eventuallySeen(t *testing.T, ctx context.Context, what string, cond func() bool, seen func() string) {
+	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 	if err != nil {
+		if seen != nil {
+			t.Fatalf("timed out waiting for %s; saw %s", what, seen())
+		}
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }

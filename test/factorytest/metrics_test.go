@@ -1,6 +1,7 @@
 package factorytest
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -182,10 +183,17 @@ func TestMetricsFromTheServer(t *testing.T) {
 	if err := cp.DeleteCRD(ctx, crdName); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "Removed with every object deleted", func() bool {
+	eventuallySeen(t, ctx, "Removed with every object deleted", func() bool {
 		return rec.read(gvr, func(c *informerCounts) bool {
 			return c.states[len(c.states)-1] == dynamicinformer.Removed && c.events["DELETED"] == 5 && c.objects == 0
 		})
+	}, func() string {
+		var out string
+		rec.read(gvr, func(c *informerCounts) bool {
+			out = fmt.Sprintf("states %v, events %v, %d objects, %d watch restarts", c.states, c.events, c.objects, c.restarts)
+			return true
+		})
+		return fmt.Sprintf("%s; status %+v", out, h.Status())
 	})
 	rec.mu.Lock()
 	wanted, running := rec.wanted, rec.running

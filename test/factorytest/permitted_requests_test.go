@@ -141,10 +141,10 @@ func (s stateRequests) String() string {
 // window is 15 s; INFORMERKIT_PERMITTED_WINDOW (a Go duration, 60s for
 // the minute) sets it; docs/PERFORMANCE.md records the 60 s run.
 func TestPermittedRequestsPerState(t *testing.T) {
-	// Side by side with the others: it counts its own user's requests,
-	// and its informers review only the candidate namespaces it names
-	// (namespaces other tests create are none of them).
-	controlplane.Parallel(t)
+	// Not parallel: it bounds the time each change takes to reach the
+	// informers (a period and a relist), and beside the other tests under
+	// a CPU hog the relists took 8-15 s. (Its request counts are its own
+	// user's, for the candidate namespaces it names.)
 	// By default the re-check period is 2 s and each window three
 	// periods: three rounds of re-checks per state, each of which would
 	// show a 403 loop or a relist that should not be there.
@@ -225,8 +225,8 @@ func TestPermittedRequestsPerState(t *testing.T) {
 		if most := 2*int(window/(30*time.Second)) + 2*6; r.crdRefused > most {
 			t.Errorf("%s: %d CRD lists/watches refused in %v, want at most %d (the reflector's back-off)", name, r.crdRefused, window, most)
 		}
-		if r.took > period*3/2+5*time.Second {
-			t.Errorf("%s: the change took effect after %v, want within 1.5 re-check periods (%v) and a relist", name, r.took, period*3/2)
+		if r.took > period+5*time.Second {
+			t.Errorf("%s: the change took effect after %v, want within one re-check period (%v) and a relist", name, r.took, period)
 		}
 		return r
 	}
