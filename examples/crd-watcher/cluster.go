@@ -31,12 +31,19 @@ func restConfig(c *Config) (*rest.Config, endpoint, error) {
 	if ep.Context == "" {
 		ep.User = "in-cluster service account"
 	}
-	if u := cfg.Impersonate.UserName; u != "" {
-		if ep.User != "" {
-			ep.User += " as " + u
-		} else {
-			ep.User = "as " + u
-		}
-	}
+	ep.User = userText(ep.User, cfg.Impersonate.UserName)
 	return cfg, ep, nil
+}
+
+// userText names the user of messages: the kubeconfig user, and the user
+// it impersonates when that is another ("alice as bob"); a user that
+// impersonates itself is named once ("bob", not "bob as bob").
+func userText(user, impersonated string) string {
+	switch {
+	case impersonated == "" || impersonated == user:
+		return user
+	case user == "":
+		return "as " + impersonated
+	}
+	return user + " as " + impersonated
 }

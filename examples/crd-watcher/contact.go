@@ -24,7 +24,7 @@ import (
 type endpoint struct {
 	Host    string
 	Context string // "" in-cluster or in demo mode
-	User    string // the kubeconfig user; "as X" is added when impersonating
+	User    string // the kubeconfig user; " as X" is added when it impersonates another user, X (userText)
 }
 
 func (e endpoint) String() string {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
 )
@@ -191,6 +194,45 @@ func TestContactErrEOFFromAnInformer(t *testing.T) {
 		}
 		if want := `cannot reach the API server at https://127.0.0.1:38287 (context "e2e", user "e2e"): EOF`; err.Error() != want {
 			t.Errorf("contact error %q, want %q", err, want)
+		}
+	}
+}
+
+// The server's description names the kubeconfig user, and the user it
+// impersonates when that is another one: a user impersonating itself is
+// named once (context "bob", user "bob"), not "bob as bob".
+func TestEndpointNamesTheUserOnce(t *testing.T) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://10.0.0.1:6443"}
+	for _, u := range []struct{ name, as string }{{"bob", "bob"}, {"alice", "bob"}, {"carol", ""}} {
+		kc.AuthInfos[u.name] = &clientcmdapi.AuthInfo{Token: "t", Impersonate: u.as}
+		kc.Contexts[u.name] = &clientcmdapi.Context{Cluster: "c", AuthInfo: u.name}
+	}
+	kc.CurrentContext = "carol"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ context, want string }{
+		{"bob", `https://10.0.0.1:6443 (context "bob", user "bob")`},
+		{"alice", `https://10.0.0.1:6443 (context "alice", user "alice as bob")`},
+		{"carol", `https://10.0.0.1:6443 (context "carol", user "carol")`},
+	} {
+		_, ep, err := restConfig(&Config{Kubeconfig: path, Context: tc.context})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ep.String(); got != tc.want {
+			t.Errorf("context %s: %s, want %s", tc.context, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ user, as, want string }{
+		{"in-cluster service account", "", "in-cluster service account"},
+		{"in-cluster service account", "bob", "in-cluster service account as bob"},
+		{"", "bob", "as bob"},
+	} {
+		if got := userText(tc.user, tc.as); got != tc.want {
+			t.Errorf("userText(%q, %q) = %q, want %q", tc.user, tc.as, got, tc.want)
 		}
 	}
 }
