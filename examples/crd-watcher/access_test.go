@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"sync"
@@ -151,6 +152,58 @@ func TestAccessCheckHelpNamesTheReviewsSent(t *testing.T) {
 	for _, wrong := range []string{"SelfSubjectAccessReview for all namespaces", "SelfSubjectAccessReviews for all namespaces"} {
 		if strings.Contains(flagHelp, wrong) || strings.Contains(readmeRow, wrong) {
 			t.Errorf("--help or README says %q; the library sends a SelfSubjectRulesReview for all namespaces", wrong)
+		}
+	}
+}
+
+// A several-namespace informer with two of its three namespaces denied by
+// the access check: the STATUS line, the JSON record, the status table
+// and /readyz give each denied namespace's reason once (the library's
+// Err says the first one twice: "namespaces [team-a team-c]: R(team-a):
+// R(team-a)").
+func TestSeveralNamespacesDenialSaidOnce(t *testing.T) {
+	s := &reviewServer{allowed: map[string]bool{"team-b": true}, user: "bob"}
+	st := syncedWithAccessCheck(t, s, "team-a", "team-b", "team-c")
+	reason := func(ns string) string {
+		return `access check (SelfSubjectRulesReview): user "bob" may not list, watch crontabs.stable.example.com in namespace ` + ns
+	}
+	if len(st.Denied) != 2 || st.Denied["team-a"] != reason("team-a") || st.Denied["team-c"] != reason("team-c") {
+		t.Fatalf("Denied = %q, want team-a and team-c denied by the access check", st.Denied)
+	}
+	denied := "denied in namespace team-a: " + reason("team-a") + "; team-c: " + reason("team-c")
+
+	syncing := st
+	syncing.State, syncing.Reason = dynamicinformer.Syncing, "listing"
+	stale := st
+	stale.State, stale.Reason = dynamicinformer.Stale, "no contact with the API server"
+	for _, c := range []struct {
+		st   dynamicinformer.Status
+		text string
+	}{
+		{st, "crontabs.v1.stable.example.com Syncing → Synced (0 objects): " + denied},
+		{syncing, "crontabs.v1.stable.example.com Syncing (0 objects): listing: " + denied},
+		{stale, "crontabs.v1.stable.example.com Syncing → Stale (0 objects): no contact with the API server: " + denied},
+	} {
+		var text, js, table bytes.Buffer
+		newPrinter(&text, &text, false, false).status(c.st, dynamicinformer.Syncing)
+		newPrinter(&js, &js, true, false).status(c.st, "")
+		newPrinter(&table, &table, false, false).statusTable("final status", "", "", []dynamicinformer.Status{c.st}, nil)
+		_, waiting := ready([]dynamicinformer.Status{c.st}, nil)
+		outputs := map[string]string{"STATUS line": text.String(), "JSON": js.String(), "status table": table.String(), "/readyz": strings.Join(waiting, "\n")}
+		if !strings.HasSuffix(strings.TrimSpace(text.String()), c.text) {
+			t.Errorf("%s: STATUS line\n%s\nwant it to end in\n%s", c.st.State, text.String(), c.text)
+		}
+		for where, out := range outputs {
+			for _, ns := range []string{"team-a", "team-c"} {
+				r := reason(ns)
+				if where == "JSON" {
+					b, _ := json.Marshal(r)
+					r = strings.Trim(string(b), `"`)
+				}
+				if n := strings.Count(out, r); n != 1 {
+					t.Errorf("%s, %s: the reason of %s %d times, want once:\n%s", c.st.State, where, ns, n, out)
+				}
+			}
 		}
 	}
 }

@@ -207,7 +207,9 @@ func (p *printer) eventIn(cluster string, ev subscription.Event, unmatched strin
 // statusDetail says why an informer is in its state: the library's reason
 // and, where the API server answered, the server's own words (who was
 // refused what: `configmaps is forbidden: User "alice" cannot list
-// resource "configmaps" in API group "" at the cluster scope`).
+// resource "configmaps" in API group "" at the cluster scope`); for a
+// several-namespace informer with some namespaces denied, each of those
+// with its reason (deniedText).
 func statusDetail(st dynamicinformer.Status) string {
 	detail := st.Reason
 	if st.Err == nil {
@@ -215,7 +217,12 @@ func statusDetail(st dynamicinformer.Status) string {
 	}
 	var status apierrors.APIStatus
 	cause := st.Err.Error()
-	if errors.As(st.Err, &status) && status.Status().Message != "" {
+	if deniedNamespaces(st) {
+		// The library's Err names the first denied namespace's reason
+		// after its own text of it ("namespaces [a c]: R(a): R(a)"):
+		// each namespace's reason once, from Denied.
+		cause = deniedText(st)
+	} else if errors.As(st.Err, &status) && status.Status().Message != "" {
 		cause = status.Status().Message
 	} else {
 		var ie *dynamicinformer.InformerError
@@ -230,6 +237,20 @@ func statusDetail(st dynamicinformer.Status) string {
 		return cause
 	}
 	return detail + ": " + cause
+}
+
+// deniedNamespaces reports whether st.Err is the denial of some of a
+// several-namespace informer's namespaces (Status.Denied), the others
+// listed: not a failure of the informer's own.
+func deniedNamespaces(st dynamicinformer.Status) bool {
+	if len(st.Denied) == 0 || !errors.Is(st.Err, dynamicinformer.ErrForbidden) {
+		return false
+	}
+	switch st.State {
+	case dynamicinformer.Restored, dynamicinformer.Syncing, dynamicinformer.Synced, dynamicinformer.Stale:
+		return true
+	}
+	return false
 }
 
 // notAnError: the informer's Err says a resource is not served — it was
