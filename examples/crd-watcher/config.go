@@ -140,7 +140,7 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.BoolVar(&c.WaitForCRDs, "wait-for-crds", false, "wait for resources that are not served yet instead of failing; such resources must be named resource.version.group")
 	fs.StringVarP(&c.Output, "output", "o", "text", "output format: text (human-readable), json (one object per line), table (the columns kubectl get shows, from the server) or wide (table with kubectl's -o wide columns)")
 	fs.BoolVar(&c.ShowObject, "show-object", false, "with -o json: include the full object in each event")
-	fs.StringSliceVar(&c.IgnorePaths, "ignore-paths", nil, "field paths whose changes updates do not show (status, metadata.labels, spec.template); an update that changed only those prints one short line; repeatable or comma-separated (default: none)")
+	fs.Var(&pathsValue{paths: &c.IgnorePaths}, "ignore-paths", "field paths whose changes updates do not show, as the diff prints them (status, metadata.labels, spec.template, status.conditions[type=\"Ready\"]); an update that changed only those prints one short line; repeatable or comma-separated (default: none)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and probes on /healthz and /readyz at this address (e.g. :9090, 127.0.0.1:0)")
 	fs.DurationVar(&c.Duration, "duration", 0, "exit 0 after this long (0: run until SIGINT/SIGTERM; in demo mode: until the demo workload is done)")
 	fs.DurationVar(&c.Progress, "progress-interval", time.Second, "how often to print cache sync progress to stderr until every cache has synced (0: never)")
@@ -153,6 +153,37 @@ func newFlagSet(c *Config, out io.Writer) *pflag.FlagSet {
 	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
 	return fs
 }
+
+// pathsValue is the --ignore-paths flag: repeatable, and comma-separated
+// except at commas in brackets or quotes (metadata.annotations["a,b"]);
+// quotes are taken as given (status.conditions[type="Ready"]), not as CSV.
+// An empty value sets no paths.
+type pathsValue struct {
+	paths *[]string
+	set   bool
+}
+
+func (v *pathsValue) String() string {
+	if v.paths == nil || len(*v.paths) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(*v.paths, ",") + "]"
+}
+
+func (v *pathsValue) Set(s string) error {
+	var parts []string
+	if s != "" {
+		parts = splitPaths(s)
+	}
+	if !v.set {
+		*v.paths = nil
+	}
+	*v.paths = append(*v.paths, parts...)
+	v.set = true
+	return nil
+}
+
+func (v *pathsValue) Type() string { return "strings" }
 
 func usageText(fs *pflag.FlagSet) string {
 	return `crd-watcher watches Kubernetes resources (built-in kinds and CRDs) with
@@ -312,11 +343,11 @@ func validate(c *Config) error {
 		return err
 	}
 	for i, p := range c.IgnorePaths {
-		p = strings.TrimSpace(p)
-		if p == "" || strings.IndexFunc(p, unicode.IsSpace) >= 0 || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") {
-			return usagef("--ignore-paths: %q is not a field path (spec.replicas, status, metadata.labels)", c.IgnorePaths[i])
+		canonical, err := canonicalPath(strings.TrimSpace(p))
+		if err != nil {
+			return usagef("--ignore-paths: %q is not a field path as the diff prints them: %v (forms: %s)", p, err, fieldPathForms)
 		}
-		c.IgnorePaths[i] = p
+		c.IgnorePaths[i] = canonical
 	}
 	if c.Shard != "" {
 		if _, err := shard.ParseStatic(c.Shard); err != nil {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -287,6 +288,149 @@ func formatValue(v any, present bool) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// fieldPathForms shows, in messages, the path forms the diff prints.
+const fieldPathForms = `status, spec.replicas, metadata.labels["app.kubernetes.io/name"], spec.args[0], spec.containers[name="web"].image, status.conditions[type="Ready"]`
+
+// canonicalPath checks a field path given to --ignore-paths against the
+// forms the diff prints (joinPath, keyedPath, an index) and returns it as
+// the diff spells it, or an error saying why no change's path can be at
+// or under it. A key after a dot is a plain key (letters, digits, _ and
+// -, not first a digit or -); other keys are quoted in brackets
+// (["app.kubernetes.io/name"]); a bracket holds an index ([0]), a quoted
+// key or a list element matched by name or type ([name="web"],
+// [type="Ready"]). A plain key given in brackets, or a quoted string
+// escaped otherwise than the diff escapes it, is the same path and is
+// returned as the diff prints it.
+func canonicalPath(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", fmt.Errorf("an empty path")
+	case p[0] == '.':
+		return "", fmt.Errorf("it starts with a dot")
+	}
+	out := ""
+	for i := 0; i < len(p); {
+		switch {
+		case p[i] == '[':
+			seg, n, err := pathBracket(out, p[i:])
+			if err != nil {
+				return "", err
+			}
+			out, i = seg, i+n
+		case i == 0 || p[i] == '.':
+			if p[i] == '.' {
+				i++
+			}
+			j := i
+			for j < len(p) && p[j] != '.' && p[j] != '[' {
+				j++
+			}
+			key := p[i:j]
+			switch {
+			case key == "":
+				return "", fmt.Errorf("an empty key after %q", p[:i])
+			case !plainKey.MatchString(key):
+				q, _ := json.Marshal(key)
+				return "", fmt.Errorf("the key %q has characters the diff prints only quoted in brackets ([%s])", key, q)
+			}
+			out, i = joinPath(out, key), j
+		default:
+			return "", fmt.Errorf("%q follows %q: after ] comes . or [", p[i:], p[:i])
+		}
+	}
+	return out, nil
+}
+
+// pathBracket reads the bracket at the start of s, after the path out (as
+// the diff spells it), and returns the path with it and the length read.
+func pathBracket(out, s string) (string, int, error) {
+	end := strings.IndexByte(s, ']')
+	switch {
+	case len(s) > 1 && s[1] == '"':
+		key, n, err := pathString(s[1:])
+		if err != nil {
+			return "", 0, err
+		}
+		if 1+n >= len(s) || s[1+n] != ']' {
+			return "", 0, fmt.Errorf("%s: the quoted key is not followed by ]", s)
+		}
+		return joinPath(out, key), n + 2, nil
+	case end > 1 && strings.Trim(s[1:end], "0123456789") == "":
+		if out == "" {
+			return "", 0, fmt.Errorf("it starts with an index; a path starts with a field")
+		}
+		i, err := strconv.Atoi(s[1:end])
+		if err != nil {
+			return "", 0, fmt.Errorf("%s: the index is out of range", s[:end+1])
+		}
+		return fmt.Sprintf("%s[%d]", out, i), end + 1, nil
+	}
+	for _, key := range listKeys {
+		if !strings.HasPrefix(s[1:], key+`="`) {
+			continue
+		}
+		if out == "" {
+			return "", 0, fmt.Errorf("it starts with a list element; a path starts with a field")
+		}
+		v, n, err := pathString(s[1+len(key)+1:])
+		if err != nil {
+			return "", 0, err
+		}
+		at := 1 + len(key) + 1 + n
+		if at >= len(s) || s[at] != ']' {
+			return "", 0, fmt.Errorf("%s: the quoted %s is not followed by ]", s, key)
+		}
+		return keyedPath(out, key, v), at + 1, nil
+	}
+	bracket := s
+	if end >= 0 {
+		bracket = s[:end+1]
+	}
+	return "", 0, fmt.Errorf("%s is neither an index, a quoted key nor a list element matched by name or type with its value quoted", bracket)
+}
+
+// pathString reads the JSON string at the start of s and returns its
+// value and length.
+func pathString(s string) (string, int, error) {
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			var v string
+			if err := json.Unmarshal([]byte(s[:i+1]), &v); err != nil {
+				return "", 0, fmt.Errorf("%s: not a quoted string: %v", s[:i+1], err)
+			}
+			return v, i + 1, nil
+		}
+	}
+	return "", 0, fmt.Errorf("%s: the quote is not closed", s)
+}
+
+// splitPaths splits a --ignore-paths value at its commas, but not at those
+// in brackets or quotes (metadata.annotations["a,b"]).
+func splitPaths(s string) []string {
+	var out []string
+	depth, quoted, start := 0, false, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '[':
+			depth++
+		case c == ']' && depth > 0:
+			depth--
+		case c == ',' && depth == 0:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
 }
 
 // underPath reports whether a change at path lies at or under prefix, a

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -171,5 +175,98 @@ func TestFormatChangeLongValues(t *testing.T) {
 	}
 	if !strings.HasPrefix(got, "x: …") {
 		t.Fatalf("FormatChange = %s: want the cut marked", got)
+	}
+}
+
+// --ignore-paths takes the paths the diff prints, and each path it takes
+// hides a change the diff reports (given through the flag: quotes as
+// typed, commas in brackets kept). Paths no change's path can be at or
+// under are refused when the flags are parsed, naming the path, why, and
+// the forms the diff prints.
+func TestIgnorePathsForms(t *testing.T) {
+	oldObj := map[string]any{
+		"metadata": map[string]any{
+			"labels":      map[string]any{"app.kubernetes.io/name": "a", "tier": "web"},
+			"annotations": map[string]any{"a,b": "1", "a<b": "1", "my key": "1"},
+		},
+		"spec": map[string]any{
+			"replicas":   int64(1),
+			"args":       []any{"a", "b", "c", "d", "e", "f", "g", "h"},
+			"containers": []any{map[string]any{"name": "web", "image": "v1"}},
+		},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "False"}}},
+	}
+	newObj := map[string]any{
+		"metadata": map[string]any{
+			"labels":      map[string]any{"app.kubernetes.io/name": "b", "tier": "db"},
+			"annotations": map[string]any{"a,b": "2", "a<b": "2", "my key": "2"},
+		},
+		"spec": map[string]any{
+			"replicas":   int64(2),
+			"args":       []any{"A", "b", "c", "d", "e", "f", "g", "H"},
+			"containers": []any{map[string]any{"name": "web", "image": "v2"}},
+		},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
+	}
+	changes := Diff(oldObj, newObj)
+	accepted := []struct{ given, want string }{
+		{"status", "status"},
+		{" spec.replicas ", "spec.replicas"},
+		{"metadata.labels", "metadata.labels"},
+		{`metadata.labels["app.kubernetes.io/name"]`, `metadata.labels["app.kubernetes.io/name"]`},
+		{`metadata["labels"].tier`, "metadata.labels.tier"},
+		{`metadata.annotations["a,b"]`, `metadata.annotations["a,b"]`},
+		{`metadata.annotations["a<b"]`, `metadata.annotations["a\u003cb"]`},
+		{`metadata.annotations["my key"]`, `metadata.annotations["my key"]`},
+		{"spec.args[0]", "spec.args[0]"},
+		{"spec.args[07]", "spec.args[7]"},
+		{`spec.containers[name="web"].image`, `spec.containers[name="web"].image`},
+		{`status.conditions[type="Ready"]`, `status.conditions[type="Ready"]`},
+		{`status.conditions[type="Ready"].status`, `status.conditions[type="Ready"].status`},
+	}
+	var given, want []string
+	for _, a := range accepted {
+		given = append(given, a.given)
+		want = append(want, a.want)
+	}
+	c, err := parseArgs([]string{"--resource", "ct", "--ignore-paths", strings.Join(given[:5], ","), "--ignore-paths", strings.Join(given[5:], ",")}, new(bytes.Buffer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.IgnorePaths, want) {
+		t.Fatalf("IgnorePaths =\n%q\nwant\n%q", c.IgnorePaths, want)
+	}
+	for _, p := range c.IgnorePaths {
+		if !slices.ContainsFunc(changes, func(ch Change) bool { return underPath(ch.Path, p) }) {
+			t.Errorf("%s hides none of the changes %v", p, changes)
+		}
+	}
+	if c, err := parseArgs([]string{"--resource", "ct", "--ignore-paths="}, new(bytes.Buffer)); err != nil || len(c.IgnorePaths) != 0 {
+		t.Errorf("--ignore-paths= : %q, %v; want none", c.IgnorePaths, err)
+	}
+
+	for _, r := range []struct{ path, why string }{
+		{"spec..x", `an empty key after "spec."`},
+		{"spec.", `an empty key after "spec."`},
+		{".spec", "it starts with a dot"},
+		{"status.conditions[Ready]", `[Ready] is neither an index, a quoted key nor a list element matched by name or type with its value quoted (forms: status, spec.replicas, metadata.labels["app.kubernetes.io/name"], spec.args[0], spec.containers[name="web"].image, status.conditions[type="Ready"])`},
+		{"status.conditions[type=Ready]", "[type=Ready] is neither an index"},
+		{`status.conditions[reason="x"]`, `[reason="x"] is neither an index`},
+		{"spec.args[-1]", "[-1] is neither an index"},
+		{"spec.args[0]x", `"x" follows "spec.args[0]": after ] comes . or [`},
+		{"metadata.labels.app.kubernetes.io/name", `the key "io/name" has characters the diff prints only quoted in brackets (["io/name"])`},
+		{"spec.*", `the key "*" has characters`},
+		{"spec .x", `the key "spec " has characters`},
+		{"[0].x", "it starts with an index"},
+		{`metadata.labels["app`, "the quote is not closed"},
+		{`metadata.labels["app"`, "the quoted key is not followed by ]"},
+	} {
+		_, err := parseArgs([]string{"--resource", "ct", "--ignore-paths", "status," + r.path}, new(bytes.Buffer))
+		var ue *usageError
+		head := fmt.Sprintf("--ignore-paths: %q is not a field path as the diff prints them: ", r.path)
+		tail := " (forms: " + fieldPathForms + ")"
+		if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), head) || !strings.Contains(err.Error(), r.why) || !strings.HasSuffix(err.Error(), tail) {
+			t.Errorf("--ignore-paths %s: %v\nwant a usage error %s…%s…%s", r.path, err, head, r.why, tail)
+		}
 	}
 }
