@@ -788,8 +788,7 @@ func (e *entry) namespacesListed(l listwatch.Listed) {
 			slices.Sort(held)
 		}
 	} else if len(l.Denied) > 0 {
-		first := l.Denied[firstKey(l.Denied)]
-		ie = &InformerError{GVR: e.currentGVR(), Kind: ErrForbidden, Err: fmt.Errorf("%s: %w", listwatch.ForbiddenMessage(l.Denied), first)}
+		ie = &InformerError{GVR: e.currentGVR(), Kind: ErrForbidden, Err: listwatch.ForbiddenError(l.Denied)}
 	}
 	e.mu.Lock()
 	changed := !maps.Equal(denied, e.denied) || !slices.Equal(held, e.permittedNS)
@@ -802,15 +801,6 @@ func (e *entry) namespacesListed(l listwatch.Listed) {
 // not), for Status.NextAccessCheck; it publishes nothing.
 func (e *entry) nextAccessCheck(t time.Time) { e.nextCheck.Store(t.UnixNano()) }
 
-func firstKey(m map[string]error) string {
-	best := ""
-	for k := range m {
-		if best == "" || k < best {
-			best = k
-		}
-	}
-	return best
-}
 
 // watchErrorHandler replaces client-go's default (which logs every
 // failure): it records the error, typed, in the status, and logs a class

@@ -325,6 +325,11 @@ func TestSeveralNamespacesOneForbidden(t *testing.T) {
 	if st.State != Synced || st.Objects != 2 || !errors.Is(st.Err, ErrForbidden) || !strings.Contains(st.Err.Error(), "[b]") {
 		t.Fatalf("status %+v", st)
 	}
+	// The namespace's reason is said once (it was wrapped twice: the
+	// message named it and the wrapped error said it again).
+	if n := strings.Count(st.Err.Error(), "namespace b refused"); n != 1 || !apierrors.IsForbidden(st.Err) {
+		t.Fatalf("status error %q says the reason %d times, want once (and wraps the 403)", st.Err, n)
+	}
 	f.Shutdown()
 	noLeaks(t)
 }

@@ -506,14 +506,18 @@ func (lw *MultiNamespace) Watch(o metav1.ListOptions) (watch.Interface, error) {
 // IsWatchListSemanticsUnSupported: merged watches never stream lists.
 func (lw *MultiNamespace) IsWatchListSemanticsUnSupported() bool { return true }
 
-// ForbiddenMessage describes refused namespaces, sorted, for a status.
-func ForbiddenMessage(forbidden map[string]error) string {
+// ForbiddenError is the error of an informer over several namespaces
+// some of which are forbidden: "namespaces [a b]: " and the first
+// namespace's error, which it wraps (errors.Is, apierrors.IsForbidden).
+// The reason is said once: wrapping this message's text around the same
+// error again printed it twice.
+func ForbiddenError(forbidden map[string]error) error {
 	names := make([]string, 0, len(forbidden))
 	for ns := range forbidden {
 		names = append(names, ns)
 	}
 	sort.Strings(names)
-	return fmt.Sprintf("namespaces %v: %v", names, forbidden[names[0]])
+	return fmt.Errorf("namespaces %v: %w", names, forbidden[names[0]])
 }
 
 // mergedWatch forwards the events of several watches; it ends when any of

@@ -223,7 +223,7 @@ func TestMultiNamespaceForbiddenNamespace(t *testing.T) {
 	if len(*told) != 1 || len((*told)[0]) != 1 || !apierrors.IsForbidden((*told)[0]["b"]) {
 		t.Fatalf("forbidden hook told %v, want b refused", *told)
 	}
-	if msg := ForbiddenMessage((*told)[0]); !strings.Contains(msg, "[b]") || !strings.Contains(msg, "refused") {
+	if msg := ForbiddenError((*told)[0]).Error(); !strings.Contains(msg, "[b]") || !strings.Contains(msg, "refused") {
 		t.Fatalf("message %q", msg)
 	}
 	start := time.Now()
