@@ -154,10 +154,12 @@
 // RoleBindings arrive) or deleted (marked for deletion) is followed
 // within seconds, with a rules review for the new namespace only; without
 // the watch, the namespaces are listed at each check. Permission comes
-// from the factory's shared reviews: two SelfSubjectAccessReviews for all
-// namespaces (a user who may list and watch cluster-wide gets one
-// cluster-wide list and watch), else one SelfSubjectRulesReview per
-// namespace, which answers for every resource of that namespace. Every
+// from the factory's shared reviews: first whether the user may list and
+// watch in all namespaces (a user who may gets one cluster-wide list and
+// watch), else one SelfSubjectRulesReview per namespace, which answers
+// for every resource of that namespace (each question is asked as in the
+// access check below: a rules review, and SelfSubjectAccessReviews only
+// where the rules are incomplete). Every
 // Options.AccessRecheckPeriod (30 s; at least 100 ms per namespace
 // checked, so at most 10 rules reviews a second), at the same instants
 // for all informers so they share the reviews, the answer is asked again.
@@ -283,10 +285,12 @@
 // informer asks the server before its first list whether its user may
 // list and watch its resource in each of its namespaces. The factory's
 // informers share the reviews: one SelfSubjectRulesReview per namespace
-// answers for every resource in it (SelfSubjectAccessReviews where the
-// rules are incomplete), and all namespaces are answered by
-// SelfSubjectAccessReviews, first one per verb for every resource at once
-// (an admin's answer for all informers), then per resource; NewForConfig's
+// answers for every resource in it, and all namespaces are answered alike
+// by the rules review of the cluster scope (cluster-wide bindings);
+// SelfSubjectAccessReviews are asked only where the rules are incomplete
+// or the review fails, for all namespaces first one per verb for every
+// resource at once (an admin's answer for all informers), then per
+// resource; NewForConfig's
 // factory makes them with a request budget of their own (see
 // docs/DESIGN.md). Missing verbs make it Failed with an error that errors.Is
 // ErrForbidden and names the user, the verbs and the namespaces (`access
