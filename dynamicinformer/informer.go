@@ -801,7 +801,6 @@ func (e *entry) namespacesListed(l listwatch.Listed) {
 // not), for Status.NextAccessCheck; it publishes nothing.
 func (e *entry) nextAccessCheck(t time.Time) { e.nextCheck.Store(t.UnixNano()) }
 
-
 // watchErrorHandler replaces client-go's default (which logs every
 // failure): it records the error, typed, in the status, and logs a class
 // of error once until it changes.
