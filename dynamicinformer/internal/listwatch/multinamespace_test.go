@@ -488,8 +488,11 @@ func TestMultiNamespacePerNamespace(t *testing.T) {
 	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if until := time.Until(next); until < 1500*time.Millisecond || until > 4500*time.Millisecond {
-		t.Fatalf("next check in %v, want 1.5 to 4.5 s (a multiple of the 3 s period, at least half of it away)", until)
+	// The period is stretched to 1 s per namespace (a, b and c: 3 s); the
+	// next check is its next multiple, at most one period away.
+	const period = 3 * time.Second
+	if until := time.Until(next); until <= 0 || until > period || next.Truncate(period) != next {
+		t.Fatalf("next check %v, in %v; want the next multiple of the 3 s period (at most 3 s away)", next, until)
 	}
 }
 
