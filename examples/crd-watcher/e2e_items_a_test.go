@@ -183,26 +183,39 @@ func TestE2EItemsARemovalAndNames(t *testing.T) {
 	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "-o", "json", "--wait-for-crds", "-r", gvrString(gvr), "-r", gvrString(later),
 		"--metrics-addr", "127.0.0.1:0")
 	base := metricsBase(t, p)
-	record := func(resource, state string) string {
+	// record waits for a STATUS record of resource in state whose text
+	// also holds each of with.
+	record := func(resource, state string, with ...string) string {
 		t.Helper()
 		deadline := time.Now().Add(time.Minute)
 		for {
 			out, errs := p.lines()
+		lines:
 			for _, l := range out {
 				if strings.Contains(l, `"type":"STATUS"`) && strings.Contains(l, `"resource":"`+resource+`"`) && strings.Contains(l, `"state":"`+state+`"`) {
+					for _, w := range with {
+						if !strings.Contains(l, w) {
+							continue lines
+						}
+					}
 					return l
 				}
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("no STATUS %s for %s\nstdout:\n%s\nstderr:\n%s", state, resource, strings.Join(out, "\n"), strings.Join(errs, "\n"))
+				t.Fatalf("no STATUS %s for %s saying %q\nstdout:\n%s\nstderr:\n%s", state, resource, with, strings.Join(out, "\n"), strings.Join(errs, "\n"))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	record(gvr.Resource, "Synced")
-	pending := record("later", "Pending")
+	// The Pending record names the resource as not in discovery. Its first
+	// Pending may say only "the API server answered 404 Not Found": when
+	// discovery of some other group fails at start (the package's other
+	// tests create and delete CRDs; seen beside a CPU hog) the first
+	// verdict is unknown and the list's 404 speaks first; the next
+	// discovery names the resource.
+	pending := record("later", "Pending", gvrString(later)+" is not in discovery")
 	t.Logf("pending: %s", pending)
-	mustContain(t, "Pending record", pending, gvrString(later)+" is not in discovery")
 	mustNotContain(t, "Pending record", pending, "Resource=", `"error"`)
 	code, body := httpGet(base + "/readyz")
 	t.Logf("/readyz %d: %s", code, strings.TrimSpace(body))
