@@ -218,9 +218,8 @@ func statusDetail(st dynamicinformer.Status) string {
 	var status apierrors.APIStatus
 	cause := st.Err.Error()
 	if deniedNamespaces(st) {
-		// The library's Err names the first denied namespace's reason
-		// after its own text of it ("namespaces [a c]: R(a): R(a)"):
-		// each namespace's reason once, from Denied.
+		// The library's Err names the denied namespaces and only the
+		// first one's reason: say each namespace's reason, from Denied.
 		cause = deniedText(st)
 	} else if errors.As(st.Err, &status) && status.Status().Message != "" {
 		cause = status.Status().Message

@@ -504,7 +504,7 @@ func TestPermittedGrantAtAnyOffset(t *testing.T) {
 		u := newPermittedUser(t, ctx, "offset-user", readConfigMaps, nil, allowed)
 		// The informer starts (and lists) at the offset past a multiple of
 		// the period: placing it there is what this test is about.
-		time.Sleep(time.Until(time.Now().Truncate(period).Add(period + offset)))
+		startAt(t, ctx, time.Now().Truncate(period).Add(period+offset))
 		run := startPermitted(t, ctx, u, period, allowed, later)
 		eventually(t, ctx, "synced with the readable namespace", func() bool {
 			return run.h.Status().Ready() && slices.Equal(storeKeys(run.h), adminKeys(t, ctx, allowed))
@@ -530,5 +530,18 @@ func TestPermittedGrantAtAnyOffset(t *testing.T) {
 		if d > period {
 			t.Errorf("informer started %v into the period: at the grant its next check was %v away, want at most one period (%v)", period*time.Duration(k)/offsets, d, period)
 		}
+	}
+}
+
+// startAt returns at the instant at (a test placing a start at an offset
+// into a period), or fails the test if ctx ends first.
+func startAt(t *testing.T, ctx context.Context, at time.Time) {
+	t.Helper()
+	timer := time.NewTimer(time.Until(at))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		t.Fatalf("the test's context ended before %v, where the next start was placed: %v", at.Format("15:04:05.000"), ctx.Err())
 	}
 }
