@@ -142,7 +142,12 @@ type Recorder interface {
 //     does that, or the next list answers an empty list. Either way the
 //     phase becomes Emptied.
 //   - Emptied: watches block until the gate opens, then refill the cache
-//     inside their stream; lists block too.
+//     inside their stream; lists block too (a Sweep makes a waiting list
+//     answer an empty list).
+//   - A watch-list stream whose initial events have not all been
+//     delivered when the gate closes ends with no deletes (the reflector
+//     drops such a stream's events); its next request lists, and the
+//     list is empty, as in Serving.
 //   - Relisting: the next list is fresh; a plain watch answers "expired".
 //
 // Transitions happen inside watch streams, so the reflector does not go
@@ -222,6 +227,10 @@ type activeStream struct {
 	relist    bool              // it ends "expired" (Relist), not with a removal
 	switching bool              // it switches to a new list (Switch); guarded by ListerWatcher.mu
 	next      *listwatch.Stream // the stream it continues with (its goroutine only)
+	// initialEvents, if set (a watch-list stream), reports whether the
+	// bookmark that ends its initial events has not been delivered yet
+	// (set before the stream starts; read on its goroutine).
+	initialEvents func() bool
 }
 
 var _ toolscache.ListerWatcherWithContext = (*ListerWatcher)(nil)
@@ -405,24 +414,21 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 			lw.mu.Unlock()
 			lw.Server.Forget()
 			lw.Hooks.Emptied(reason)
-			empty := lw.EmptyList(SyntheticRV)
-			if lw.Keys != nil {
-				lw.Keys.beginList()
-				lw.keysPage(empty)
-			}
-			if lw.Journal != nil {
-				lw.Journal.ListBegun()
-				lw.Journal.ListPage(empty, true, "")
-			}
-			return empty, nil
+			return lw.handEmpty(), nil
 		}
 		lw.mu.Unlock()
 		if !open {
 			if phase == Pending {
 				lw.Hooks.Waiting(reason)
 			}
-			if err := lw.Gate.WaitOpen(ctx); err != nil {
+			swept, err := lw.waitOpen(ctx, phase == Emptied)
+			if err != nil {
 				return nil, err
+			}
+			if swept {
+				// Emptied, yet the cache holds objects (Sweep): an empty
+				// list, whose Replace deletes them.
+				return lw.handEmpty(), nil
 			}
 			continue
 		}
@@ -479,6 +485,45 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		lw.mu.Unlock()
 		lw.Hooks.Listed(rv)
 		return obj, nil
+	}
+}
+
+// handEmpty hands the reflector an empty list at SyntheticRV: its Replace
+// deletes every cached object.
+func (lw *ListerWatcher) handEmpty() runtime.Object {
+	empty := lw.EmptyList(SyntheticRV)
+	if lw.Keys != nil {
+		lw.Keys.beginList()
+		lw.keysPage(empty)
+	}
+	if lw.Journal != nil {
+		lw.Journal.ListBegun()
+		lw.Journal.ListPage(empty, true, "")
+	}
+	return empty
+}
+
+// waitOpen waits for the gate to open or ctx to end; with sweeps, a Sweep
+// request ends the wait too (swept).
+func (lw *ListerWatcher) waitOpen(ctx context.Context, sweeps bool) (swept bool, err error) {
+	if !sweeps {
+		return false, lw.Gate.WaitOpen(ctx)
+	}
+	sweep := lw.sweeps()
+	for {
+		open, _, changed := lw.Gate.State()
+		if open {
+			return false, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-sweep:
+			if lw.Phase() == Emptied {
+				return true, nil
+			}
+		}
 	}
 }
 
@@ -659,9 +704,13 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 	if initial && err != nil {
 		lw.InitialLists.Release()
 	}
+	var initialDone atomic.Bool
 	if err == nil {
-		if initial {
-			s.InitialEventsEnd = func(string) { lw.InitialLists.Release() }
+		s.InitialEventsEnd = func(string) {
+			initialDone.Store(true)
+			if initial {
+				lw.InitialLists.Release()
+			}
 		}
 	}
 	if err != nil {
@@ -683,7 +732,9 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 	}
 	lw.mu.Unlock()
 	lw.Hooks.Listed("")
-	return lw.start(ctx, opts, s), nil
+	a := lw.arm(ctx, opts, s)
+	a.initialEvents = func() bool { return !initialDone.Load() }
+	return s.Start(), nil
 }
 
 // awaitReturn waits for the gate to open, then refills the cache inside
@@ -865,8 +916,9 @@ func (lw *ListerWatcher) start(ctx context.Context, opts metav1.ListOptions, s *
 // arm makes s (not started, or about to be adopted by the stream that
 // switches) the active stream: it sets its Interrupt, Final, Done, Then
 // and Ended. ctx and opts are the watch request's (a switch watches again
-// with them).
-func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *listwatch.Stream) {
+// with them). Fields of the activeStream it returns may be set until s
+// starts.
+func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *listwatch.Stream) *activeStream {
 	a := &activeStream{interrupt: make(chan struct{})}
 	var removing bool
 	var why string
@@ -886,6 +938,17 @@ func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *li
 		}
 		open, reason, _ := lw.Gate.State()
 		if open || phase != Serving {
+			return nil
+		}
+		if a.initialEvents != nil && a.initialEvents() {
+			// A watch-list stream before the bookmark that ends its
+			// initial events: the reflector keeps what it reads in a
+			// store of its own until that bookmark and drops it when the
+			// stream ends without one, so deletes handed now would never
+			// reach the cache. The stream ends with none; the phase
+			// stays Serving, the reflector's next watch-list request
+			// falls back to a list, and the gate answers it with an
+			// empty list, whose Replace deletes every cached object.
 			return nil
 		}
 		removing, why = true, reason
@@ -942,6 +1005,7 @@ func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *li
 		}
 		lw.mu.Unlock()
 	}
+	return a
 }
 
 func expiredEvents() []watch.Event {
@@ -1191,7 +1255,9 @@ func (lw *ListerWatcher) deleteQueued(key string) bool {
 
 // Sweep asks a watch that waits for the resource to return (phase
 // Emptied, the gate closed) to hand the reflector a delete for every
-// cached object whose delete is not on the way, then wait again. The
+// cached object whose delete is not on the way, then wait again; a list
+// that waits there answers an empty list instead, whose Replace deletes
+// every cached object. The
 // removal's deletes are taken from the cache when the resource goes; an
 // add the reflector had queued but the cache had not yet taken in reaches
 // the cache after them, and only a later look finds it. The informer calls
