@@ -184,14 +184,21 @@ func (f *Fleet) notifyLocked() {
 // membersSnapshot returns the members sorted by name, and the channel that
 // is closed at the next change.
 func (f *Fleet) membersSnapshot() ([]*member, <-chan struct{}) {
+	ms, _, changed := f.membersState()
+	return ms, changed
+}
+
+// membersState is membersSnapshot with whether the source has given its
+// first set (hasClusters), read together.
+func (f *Fleet) membersState() (ms []*member, sourced bool, changed <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ms := make([]*member, 0, len(f.members))
+	ms = make([]*member, 0, len(f.members))
 	for _, m := range f.members {
 		ms = append(ms, m)
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
-	return ms, f.changed
+	return ms, f.sourced, f.changed
 }
 
 func (f *Fleet) member(name string) *member {

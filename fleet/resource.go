@@ -61,14 +61,21 @@ func (r *Resource) registrations() []*Registration {
 // bindings returns r's informer in each cluster of the fleet now, by
 // cluster, sorted by cluster name (a cluster without one yet is left out).
 func (r *Resource) bindings() ([]*binding, <-chan struct{}) {
-	ms, changed := r.fleet.membersSnapshot()
+	bs, _, changed := r.bindingsState()
+	return bs, changed
+}
+
+// bindingsState is bindings with whether the source has given its first
+// set of clusters, read with the members.
+func (r *Resource) bindingsState() ([]*binding, bool, <-chan struct{}) {
+	ms, sourced, changed := r.fleet.membersState()
 	out := make([]*binding, 0, len(ms))
 	for _, m := range ms {
 		if b := m.binding(r); b != nil {
 			out = append(out, b)
 		}
 	}
-	return out, changed
+	return out, sourced, changed
 }
 
 // AddEventHandler registers h for the events of every cluster, those of the
@@ -181,10 +188,13 @@ func (r *Resource) WaitForSync(ctx context.Context, mode WaitMode) (ResourceStat
 		if r.isReleased() || r.fleet.isShutdown() {
 			return r.Status(), ErrStopped
 		}
-		bs, changed := r.bindings()
+		// (Whether the source has given its set is read with the members:
+		// read after them, a set given in between would count as synced
+		// with none of its clusters in the status.)
+		bs, sourced, changed := r.bindingsState()
 		st := r.statusOf(bs)
 		waiting := st.waitingFor(mode)
-		if len(waiting) == 0 && r.fleet.hasClusters() {
+		if len(waiting) == 0 && sourced {
 			return st, nil
 		}
 		select {
