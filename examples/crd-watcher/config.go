@@ -190,11 +190,14 @@ func usageText(fs *pflag.FlagSet) string {
 informerkit's shared informers and prints every change.
 
 Usage:
-  crd-watcher [flags]                      # no cluster configured: demo mode
-  crd-watcher --resource ct --resource deployments.apps -n default
+  crd-watcher --resource deploy --resource ct -n default
   crd-watcher --all --category all -o json
   crd-watcher --resource ct --resource deploy -o wide
   crd-watcher --config watch.yaml
+  crd-watcher                              # no cluster configured: demo mode
+
+Events go to stdout, one line (or JSON object) each; STATUS lines,
+progress and logs go to stderr.
 
 Where: --kubeconfig, --context, $KUBECONFIG, ~/.kube/config and in-cluster
 config follow kubectl's loading rules. With none of them (no --kubeconfig,
@@ -205,9 +208,56 @@ Exit codes: 0 done or interrupted, 1 runtime error (cannot reach or use the
 cluster), 2 usage error (bad flag or config, unknown or ambiguous resource,
 nothing to watch), 3 with --exit-on-failure: an informer failed or the API
 server went away.
+` + groupedUsages(fs)
+}
 
-Flags:
-` + fs.FlagUsages()
+// flagGroups orders --help: each flag of newFlagSet belongs to exactly one
+// group (TestHelpGroupsEveryFlag); one in none would be listed under
+// "Other flags".
+var flagGroups = []struct {
+	title string
+	names []string
+}{
+	{"Cluster", []string{"kubeconfig", "context", "all-contexts", "demo", "request-timeout", "config"}},
+	{"Resources to watch", []string{"resource", "all", "group", "category", "wait-for-crds"}},
+	{"Namespaces, selectors and shards", []string{"namespace", "permitted-namespaces", "selector", "field-selector", "shard", "shard-group", "shard-namespace", "shard-identity", "shard-lease-duration"}},
+	{"Output", []string{"output", "show-object", "ignore-paths", "progress-interval", "verbose"}},
+	{"Access, restarts and operation", []string{"access-check", "cache-dir", "cache-secrets", "exit-on-failure", "metrics-addr", "duration", "help"}},
+}
+
+// groupedUsages is fs's flag list under the headings of flagGroups.
+func groupedUsages(fs *pflag.FlagSet) string {
+	var b strings.Builder
+	grouped := map[string]bool{}
+	section := func(title string, flags []*pflag.Flag) {
+		if len(flags) == 0 {
+			return
+		}
+		gs := pflag.NewFlagSet(title, pflag.ContinueOnError)
+		gs.SortFlags = false
+		for _, f := range flags {
+			gs.AddFlag(f)
+		}
+		fmt.Fprintf(&b, "\n%s:\n%s", title, gs.FlagUsages())
+	}
+	for _, g := range flagGroups {
+		var flags []*pflag.Flag
+		for _, n := range g.names {
+			if f := fs.Lookup(n); f != nil {
+				flags = append(flags, f)
+				grouped[n] = true
+			}
+		}
+		section(g.title, flags)
+	}
+	var rest []*pflag.Flag
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !grouped[f.Name] {
+			rest = append(rest, f)
+		}
+	})
+	section("Other flags", rest)
+	return b.String()
 }
 
 // parseArgs parses the command line and the config file it names.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -81,6 +83,45 @@ func TestParseArgsHelp(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "--wait-for-crds") || !strings.Contains(buf.String(), "Exit codes") {
 		t.Fatalf("help text lacks flags or exit codes:\n%s", buf.String())
+	}
+}
+
+// --help lists every flag once, under a heading, events and status
+// outputs named.
+func TestHelpGroupsEveryFlag(t *testing.T) {
+	fs := newFlagSet(&Config{}, io.Discard)
+	inGroups := map[string]int{}
+	for _, g := range flagGroups {
+		for _, n := range g.names {
+			inGroups[n]++
+			if fs.Lookup(n) == nil {
+				t.Errorf("group %q names --%s, which is not a flag", g.title, n)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := parseArgs([]string{"--help"}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	help := buf.String()
+	fs.VisitAll(func(f *pflag.Flag) {
+		if inGroups[f.Name] != 1 {
+			t.Errorf("--%s is in %d groups, want 1", f.Name, inGroups[f.Name])
+		}
+		if n := strings.Count(help, "--"+f.Name+" ") + strings.Count(help, "--"+f.Name+"\n"); n < 1 {
+			t.Errorf("--help does not list --%s", f.Name)
+		}
+	})
+	if strings.Contains(help, "Other flags:") {
+		t.Errorf("--help has ungrouped flags:\n%s", help)
+	}
+	for _, want := range []string{"Cluster:", "Resources to watch:", "Namespaces, selectors and shards:", "Output:", "Access, restarts and operation:", "Events go to stdout", "go to stderr"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	if i, j := strings.Index(help, "--resource deploy"), strings.Index(help, "demo mode"); i < 0 || j < 0 || i > j {
+		t.Errorf("--help does not lead with a real-cluster command before the demo:\n%s", help[:min(len(help), 600)])
 	}
 }
 
