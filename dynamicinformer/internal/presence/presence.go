@@ -244,6 +244,9 @@ func (p *Presence) discoveryLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick:
+			if gvs := p.discoveryAbsentGVs(); len(gvs) > 0 {
+				p.cfg.Resolver.Invalidate(gvs...)
+			}
 		case <-p.wantRefresh:
 			retries = 0
 		case <-retryC:
@@ -279,6 +282,32 @@ func (p *Presence) discoveryAnswered(err error) {
 	if first && ready {
 		p.reevaluateAll("discovery answered")
 	}
+}
+
+// discoveryAbsentGVs returns the group-versions of members that
+// discovery alone calls not served (no CRD is known for their
+// group-resource: without read access to CRDs, discovery is all presence
+// has). The aggregated discovery document can lag minutes behind a
+// resource that returns to a group-version that still exists (its CRD
+// deleted and created again while another CRD of the group stays); the
+// group-version's own endpoint does not (discoveryresolver's Invalidate
+// with group-versions), so each periodic round reads these there.
+func (p *Presence) discoveryAbsentGVs() []schema.GroupVersion {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[schema.GroupVersion]bool{}
+	var out []schema.GroupVersion
+	for m := range p.members {
+		gvr := m.GVR()
+		if _, crd := p.crdVersions[gvr.GroupResource()]; crd && p.crdSynced {
+			continue
+		}
+		if v := p.verdictLocked(m); v.Known && !v.Served && !v.Checking && v.Err == nil && !seen[gvr.GroupVersion()] {
+			seen[gvr.GroupVersion()] = true
+			out = append(out, gvr.GroupVersion())
+		}
+	}
+	return out
 }
 
 // refreshSoon asks the discovery loop for a round; requests made while
@@ -601,7 +630,9 @@ func (p *Presence) NotFound(gvr schema.GroupVersionResource) {
 	}
 	p.mu.Unlock()
 	if p.cfg.Resolver != nil {
-		p.cfg.Resolver.Invalidate()
+		// The group-version's own endpoint too: the aggregated document
+		// can lag behind it (discoveryAbsentGVs).
+		p.cfg.Resolver.Invalidate(gvr.GroupVersion())
 	}
 }
 
