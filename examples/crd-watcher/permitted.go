@@ -81,3 +81,28 @@ func namespaceList(ns []string) string {
 	}
 	return strings.Join(ns[:maxNamed], ", ") + fmt.Sprintf(" and %d more", len(ns)-maxNamed)
 }
+
+// permittedNowhere: a synced informer of --permitted-namespaces that the
+// user may see in no namespace (it holds nothing).
+func permittedNowhere(st dynamicinformer.Status) bool {
+	return st.State == dynamicinformer.Synced && st.Permitted != nil && len(st.Permitted) == 0 && st.Objects == 0
+}
+
+// permittedNowhere prints one STATUS line for informers that are
+// permittedNowhere (text output): how many, and the first names.
+func (p *printer) permittedNowhere(sts []dynamicinformer.Status) {
+	names := make([]string, 0, len(sts))
+	for _, st := range sts {
+		names = append(names, gvrString(st.GVR))
+	}
+	sort.Strings(names)
+	list := strings.Join(names, ", ")
+	if len(names) > maxNamedNowhere {
+		list = strings.Join(names[:maxNamedNowhere], ", ") + fmt.Sprintf(" and %d more", len(names)-maxNamedNowhere)
+	}
+	p.writeLine(p.errOut, fmt.Sprintf("%s STATUS  %s Synced (0 objects); permitted in no namespace: %s (each gets its own line once a namespace is permitted; /readyz says why per resource)",
+		p.now().Format("15:04:05.000"), plural(len(sts), "resource"), list))
+}
+
+// maxNamedNowhere bounds the names in a permittedNowhere line.
+const maxNamedNowhere = 8

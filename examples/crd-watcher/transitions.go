@@ -31,9 +31,19 @@ type transitions struct {
 	served func(st dynamicinformer.Status) bool
 	print  func(st dynamicinformer.Status, prev dynamicinformer.State)
 
-	mu      sync.Mutex // guards tracks and stopped, and is held while printing
-	tracks  map[string]*track
-	stopped bool
+	// quiet, if set, picks the statuses that are not worth a line each
+	// the first time (under --all --permitted-namespaces in text: a
+	// resource the user may see in no namespace); they are summed up,
+	// one line per batch a grace apart (sum). A later change of such an
+	// informer (a namespace permitted) prints as usual.
+	quiet func(st dynamicinformer.Status) bool
+	sum   func(sts []dynamicinformer.Status)
+
+	mu       sync.Mutex // guards tracks, stopped, quieted and sumTimer, and is held while printing
+	tracks   map[string]*track
+	stopped  bool
+	quieted  []dynamicinformer.Status // waiting for sum
+	sumTimer *time.Timer
 }
 
 // track is one informer's printing state.
@@ -99,8 +109,41 @@ func (tr *transitions) observe(st dynamicinformer.Status) {
 		t.timer = nil
 	}
 	if prev, ok := tr.take(t, st); ok {
-		tr.print(st, prev)
+		tr.emit(st, prev)
 	}
+}
+
+// emit prints st's line, or keeps it for the next sum if it is quiet and
+// the informer's first line. tr.mu must be held.
+func (tr *transitions) emit(st dynamicinformer.Status, prev dynamicinformer.State) {
+	if prev != "" || tr.quiet == nil || !tr.quiet(st) {
+		tr.print(st, prev)
+		return
+	}
+	tr.quieted = append(tr.quieted, st)
+	if tr.sumTimer == nil {
+		tr.sumTimer = time.AfterFunc(tr.grace, tr.flush)
+	}
+}
+
+// flush prints the sum of the quiet statuses kept.
+func (tr *transitions) flush() {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.flushLocked()
+}
+
+func (tr *transitions) flushLocked() {
+	if tr.sumTimer != nil {
+		tr.sumTimer.Stop()
+		tr.sumTimer = nil
+	}
+	if tr.stopped || len(tr.quieted) == 0 {
+		return
+	}
+	sts := tr.quieted
+	tr.quieted = nil
+	tr.sum(sts)
 }
 
 // take decides whether st is news against what t printed, and records it
@@ -130,15 +173,17 @@ func (tr *transitions) expire(key string) {
 	t.timer = nil
 	if st := t.latest; tr.transient(st) {
 		if prev, ok := tr.take(t, st); ok {
-			tr.print(st, prev)
+			tr.emit(st, prev)
 		}
 	}
 }
 
-// stop cancels pending timers; nothing is printed after it returns.
+// stop prints the sum of the quiet statuses kept and cancels pending
+// timers; nothing is printed after it returns.
 func (tr *transitions) stop() {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	tr.flushLocked()
 	tr.stopped = true
 	for _, t := range tr.tracks {
 		if t.timer != nil {

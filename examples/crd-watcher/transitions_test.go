@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -131,5 +132,74 @@ func TestTransitionsStale(t *testing.T) {
 	want := "cm →Synced 2\ncm Synced→Stale 2\ncm Stale→Synced 3"
 	if got := p.get(); got != want {
 		t.Fatalf("lines:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Under --all --permitted-namespaces, resources the user may see in no
+// namespace are summed up in one line per batch, not a line each; one
+// later permitted in a namespace gets its own line, and a resource with a
+// namespace permitted from the start prints as usual.
+func TestTransitionsSumResourcesPermittedNowhere(t *testing.T) {
+	var p printed
+	var sumsMu sync.Mutex
+	var sums [][]string
+	tr := newTransitions(50*time.Millisecond, nil, p.print)
+	tr.quiet = permittedNowhere
+	sumDone := make(chan struct{}, 4)
+	tr.sum = func(sts []dynamicinformer.Status) {
+		var names []string
+		for _, st := range sts {
+			names = append(names, st.GVR.Resource)
+		}
+		sumsMu.Lock()
+		sums = append(sums, names)
+		sumsMu.Unlock()
+		sumDone <- struct{}{}
+	}
+	nowhere := func(res string) dynamicinformer.Status {
+		st := status(res, dynamicinformer.Synced, 0, nil)
+		st.Permitted = []string{}
+		return st
+	}
+	for _, res := range []string{"a", "b", "c"} {
+		tr.observe(nowhere(res))
+	}
+	somewhere := status("d", dynamicinformer.Synced, 2, nil)
+	somewhere.Permitted = []string{"team-a"}
+	tr.observe(somewhere)
+	select {
+	case <-sumDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no sum line within 5 s")
+	}
+	// b is granted a namespace: its own line.
+	granted := status("b", dynamicinformer.Synced, 1, nil)
+	granted.Permitted = []string{"team-a"}
+	tr.observe(granted)
+	// a second batch after the first was printed.
+	tr.observe(nowhere("e"))
+	tr.stop() // prints what is kept
+	sumsMu.Lock()
+	defer sumsMu.Unlock()
+	if fmt.Sprint(sums) != "[[a b c] [e]]" {
+		t.Errorf("sums %v, want [[a b c] [e]]", sums)
+	}
+	if got, want := p.get(), "d →Synced 2\nb Synced→Synced 1"; got != want {
+		t.Errorf("lines\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The sum line names the first resources and counts the rest.
+func TestPermittedNowhereLine(t *testing.T) {
+	var out bytes.Buffer
+	pr := &printer{errOut: &out, now: func() time.Time { return time.Date(2026, 12, 7, 14, 2, 11, 512e6, time.UTC) }}
+	var sts []dynamicinformer.Status
+	for i := range 10 {
+		sts = append(sts, status(fmt.Sprintf("r%02d", i), dynamicinformer.Synced, 0, nil))
+	}
+	pr.permittedNowhere(sts)
+	want := "14:02:11.512 STATUS  10 resources Synced (0 objects); permitted in no namespace: r00.v1, r01.v1, r02.v1, r03.v1, r04.v1, r05.v1, r06.v1, r07.v1 and 2 more"
+	if got := out.String(); !strings.HasPrefix(got, want) {
+		t.Errorf("line\n%s\nwant it to start\n%s", got, want)
 	}
 }

@@ -114,6 +114,11 @@ func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, lo
 		w.table = newTableOutput(client, out, cfg.Output == "wide", cfg.All || len(cfg.Resources) > 1, cfg.RequestTimeout, w.kindOf)
 	}
 	w.tr = newTransitions(statusGrace, w.served, out.status)
+	if cfg.All && cfg.PermittedNamespaces && cfg.Output == "text" {
+		// --all over a user who may see most resources nowhere: one line
+		// for those, not one each.
+		w.tr.quiet, w.tr.sum = permittedNowhere, out.permittedNowhere
+	}
 	w.contact = newContactMonitor(func(ctx context.Context) error {
 		return probeServer(ctx, w.probe, cfg.RequestTimeout)
 	}, contactInterval, w.onContact)
