@@ -24,6 +24,12 @@ var (
 	// answer, where there is one, is wrapped (errors.As
 	// *apierrors.StatusError gives the code).
 	ErrForbidden = errors.New("forbidden")
+	// ErrNoNamespaces: a WithPermittedNamespaces informer's user may not
+	// list namespaces and no candidate namespaces were given, so there is
+	// nowhere to ask permission in: the informer is Failed, its Err wraps
+	// both ErrForbidden and ErrNoNamespaces (and the server's 403). Give
+	// the candidates: WithPermittedNamespaces(ns...).
+	ErrNoNamespaces = access.ErrNoNamespaces
 	// ErrNotServed: the resource is not served (yet, or any more); the
 	// Wait methods return it for a Removed informer that had not caught
 	// up.

@@ -217,7 +217,14 @@ func statusDetail(st dynamicinformer.Status) string {
 	}
 	var status apierrors.APIStatus
 	cause := st.Err.Error()
-	if deniedNamespaces(st) {
+	if errors.Is(st.Err, dynamicinformer.ErrNoNamespaces) {
+		// --permitted-namespaces without -n, for a user who may not list
+		// namespaces: the server's 403 alone does not say what to do.
+		cause = "this user may not list namespaces: name the candidate namespaces with -n"
+		if errors.As(st.Err, &status) && status.Status().Message != "" {
+			cause += " (" + status.Status().Message + ")"
+		}
+	} else if deniedNamespaces(st) {
 		// The library's Err names the denied namespaces and only the
 		// first one's reason: say each namespace's reason, from Denied.
 		cause = deniedText(st)

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/informerkit/informerkit/dynamicinformer"
@@ -55,5 +59,18 @@ func TestScopeText(t *testing.T) {
 	tr.observe(two)
 	if !slices.Equal(printed, []string{"permitted in 1 namespace (a)", "permitted in 2 namespaces (a, b)"}) {
 		t.Errorf("printed %q, want each scope once", printed)
+	}
+}
+
+// --permitted-namespaces without -n for a user who may not list
+// namespaces: the STATUS detail says to name candidates with -n, beside
+// the server's 403.
+func TestNoNamespacesSaysToNameCandidates(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "", errors.New(`User "bob" cannot list resource "namespaces"`))
+	st := dynamicinformer.Status{State: dynamicinformer.Failed, Reason: "forbidden",
+		Err: &dynamicinformer.InformerError{Kind: dynamicinformer.ErrForbidden, Err: fmt.Errorf("%w: %w", dynamicinformer.ErrNoNamespaces, forbidden)}}
+	got := statusDetail(st)
+	if !strings.Contains(got, "name the candidate namespaces with -n") || !strings.Contains(got, `cannot list resource "namespaces"`) {
+		t.Errorf("detail %q: want the -n hint and the server's message", got)
 	}
 }

@@ -396,7 +396,7 @@ func TestPermittedClusterWide(t *testing.T) {
 		t.Fatalf("no permitted namespace: %+v; want Synced, empty, %d NotPermitted", st, len(ns))
 	}
 	eventually(t, ctx, "no candidates: failed", func() bool { return refused.Status().State == dynamicinformer.Failed })
-	if st := refused.Status(); !errors.Is(st.Err, dynamicinformer.ErrForbidden) || !strings.Contains(st.Err.Error(), "no candidate namespaces") {
+	if st := refused.Status(); !errors.Is(st.Err, dynamicinformer.ErrForbidden) || !errors.Is(st.Err, dynamicinformer.ErrNoNamespaces) || !strings.Contains(st.Err.Error(), "no candidate namespaces") {
 		t.Fatalf("no candidates and no namespace list: Err %v, want ErrForbidden saying so", st.Err)
 	}
 	f.Shutdown()
