@@ -189,7 +189,7 @@ func (f *Fleet) membersSnapshot() ([]*member, <-chan struct{}) {
 }
 
 // membersState is membersSnapshot with whether the source has given its
-// first set (hasClusters), read together.
+// first set of clusters, read together.
 func (f *Fleet) membersState() (ms []*member, sourced bool, changed <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -283,11 +283,4 @@ func (f *Fleet) isShutdown() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.shutdown
-}
-
-// hasClusters: the source has given its first set of clusters.
-func (f *Fleet) hasClusters() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.sourced
 }

@@ -200,7 +200,7 @@ func (r *Resource) WaitForSync(ctx context.Context, mode WaitMode) (ResourceStat
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			if !r.fleet.hasClusters() {
+			if !sourced {
 				waiting = map[string]string{"": "the source has given no clusters yet"}
 			}
 			return st, &SyncError{NotSynced: waiting, Cause: ctx.Err()}

@@ -227,10 +227,10 @@ type activeStream struct {
 	relist    bool              // it ends "expired" (Relist), not with a removal
 	switching bool              // it switches to a new list (Switch); guarded by ListerWatcher.mu
 	next      *listwatch.Stream // the stream it continues with (its goroutine only)
-	// initialEvents, if set (a watch-list stream), reports whether the
-	// bookmark that ends its initial events has not been delivered yet
-	// (set before the stream starts; read on its goroutine).
-	initialEvents func() bool
+	// initialEvents: a watch-list stream whose bookmark ending its
+	// initial events has not been delivered yet (set before the stream
+	// starts; then its goroutine only).
+	initialEvents bool
 }
 
 var _ toolscache.ListerWatcherWithContext = (*ListerWatcher)(nil)
@@ -504,7 +504,8 @@ func (lw *ListerWatcher) handEmpty() runtime.Object {
 }
 
 // waitOpen waits for the gate to open or ctx to end; with sweeps, a Sweep
-// request ends the wait too (swept).
+// request made while the phase is Emptied ends the wait too (swept).
+// Lists and watches that wait in Emptied (awaitReturn) share it.
 func (lw *ListerWatcher) waitOpen(ctx context.Context, sweeps bool) (swept bool, err error) {
 	if !sweeps {
 		return false, lw.Gate.WaitOpen(ctx)
@@ -704,15 +705,6 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 	if initial && err != nil {
 		lw.InitialLists.Release()
 	}
-	var initialDone atomic.Bool
-	if err == nil {
-		s.InitialEventsEnd = func(string) {
-			initialDone.Store(true)
-			if initial {
-				lw.InitialLists.Release()
-			}
-		}
-	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			lw.notFound(err)
@@ -733,7 +725,13 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 	lw.mu.Unlock()
 	lw.Hooks.Listed("")
 	a := lw.arm(ctx, opts, s)
-	a.initialEvents = func() bool { return !initialDone.Load() }
+	a.initialEvents = true
+	s.InitialEventsEnd = func(string) {
+		a.initialEvents = false
+		if initial {
+			lw.InitialLists.Release()
+		}
+	}
 	return s.Start(), nil
 }
 
@@ -742,25 +740,19 @@ func (lw *ListerWatcher) streamServer(ctx context.Context, opts metav1.ListOptio
 // never listed, or a list ran meanwhile), it answers "expired" so the
 // reflector lists.
 func (lw *ListerWatcher) awaitReturn(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	sweep := lw.sweeps()
 	for {
-		open, reason, changed := lw.Gate.State()
-		if !open {
-			select {
-			case <-changed:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-sweep:
-				if lw.Phase() == Emptied {
-					// Objects whose add the reflector still had queued when
-					// the removal's deletes were taken reached the cache
-					// after them: a delete for each (removalEvents skips
-					// keys whose delete is on the way), then the reflector
-					// watches again and waits here.
-					return lw.removal(reason), nil
-				}
-			}
-			continue
+		swept, err := lw.waitOpen(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		if swept {
+			// Objects whose add the reflector still had queued when the
+			// removal's deletes were taken reached the cache after them:
+			// a delete for each (removalEvents skips keys whose delete is
+			// on the way), then the reflector watches again and waits
+			// here.
+			_, reason, _ := lw.Gate.State()
+			return lw.removal(reason), nil
 		}
 		if lw.Phase() != Emptied {
 			return nil, reflectorseam.Expired("resource served; listing")
@@ -940,7 +932,7 @@ func (lw *ListerWatcher) arm(ctx context.Context, opts metav1.ListOptions, s *li
 		if open || phase != Serving {
 			return nil
 		}
-		if a.initialEvents != nil && a.initialEvents() {
+		if a.initialEvents {
 			// A watch-list stream before the bookmark that ends its
 			// initial events: the reflector keeps what it reads in a
 			// store of its own until that bookmark and drops it when the
