@@ -88,9 +88,9 @@ func permittedNowhere(st dynamicinformer.Status) bool {
 	return st.State == dynamicinformer.Synced && st.Permitted != nil && len(st.Permitted) == 0 && st.Objects == 0
 }
 
-// permittedNowhere prints one STATUS line for informers that are
+// sumPermittedNowhere prints one STATUS line for informers that are
 // permittedNowhere (text output): how many, and the first names.
-func (p *printer) permittedNowhere(sts []dynamicinformer.Status) {
+func (p *printer) sumPermittedNowhere(sts []dynamicinformer.Status) {
 	names := make([]string, 0, len(sts))
 	for _, st := range sts {
 		names = append(names, gvrString(st.GVR))

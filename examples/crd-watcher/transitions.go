@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -117,6 +118,11 @@ func (tr *transitions) observe(st dynamicinformer.Status) {
 // the informer's first line. tr.mu must be held.
 func (tr *transitions) emit(st dynamicinformer.Status, prev dynamicinformer.State) {
 	if prev != "" || tr.quiet == nil || !tr.quiet(st) {
+		if len(tr.quieted) > 0 {
+			// Its line says more than the sum to come would.
+			key := informerKey(st)
+			tr.quieted = slices.DeleteFunc(tr.quieted, func(q dynamicinformer.Status) bool { return informerKey(q) == key })
+		}
 		tr.print(st, prev)
 		return
 	}

@@ -176,15 +176,21 @@ func TestTransitionsSumResourcesPermittedNowhere(t *testing.T) {
 	granted := status("b", dynamicinformer.Synced, 1, nil)
 	granted.Permitted = []string{"team-a"}
 	tr.observe(granted)
-	// a second batch after the first was printed.
+	// A second batch after the first was printed; f is granted a
+	// namespace before that batch's line: its own line, and it is not in
+	// the sum.
 	tr.observe(nowhere("e"))
+	tr.observe(nowhere("f"))
+	grantedF := status("f", dynamicinformer.Synced, 1, nil)
+	grantedF.Permitted = []string{"team-b"}
+	tr.observe(grantedF)
 	tr.stop() // prints what is kept
 	sumsMu.Lock()
 	defer sumsMu.Unlock()
 	if fmt.Sprint(sums) != "[[a b c] [e]]" {
 		t.Errorf("sums %v, want [[a b c] [e]]", sums)
 	}
-	if got, want := p.get(), "d →Synced 2\nb Synced→Synced 1"; got != want {
+	if got, want := p.get(), "d →Synced 2\nb Synced→Synced 1\nf Synced→Synced 1"; got != want {
 		t.Errorf("lines\n%s\nwant\n%s", got, want)
 	}
 }
@@ -197,7 +203,7 @@ func TestPermittedNowhereLine(t *testing.T) {
 	for i := range 10 {
 		sts = append(sts, status(fmt.Sprintf("r%02d", i), dynamicinformer.Synced, 0, nil))
 	}
-	pr.permittedNowhere(sts)
+	pr.sumPermittedNowhere(sts)
 	want := "14:02:11.512 STATUS  10 resources Synced (0 objects); permitted in no namespace: r00.v1, r01.v1, r02.v1, r03.v1, r04.v1, r05.v1, r06.v1, r07.v1 and 2 more"
 	if got := out.String(); !strings.HasPrefix(got, want) {
 		t.Errorf("line\n%s\nwant it to start\n%s", got, want)

@@ -117,7 +117,7 @@ func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, lo
 	if cfg.All && cfg.PermittedNamespaces && cfg.Output == "text" {
 		// --all over a user who may see most resources nowhere: one line
 		// for those, not one each.
-		w.tr.quiet, w.tr.sum = permittedNowhere, out.permittedNowhere
+		w.tr.quiet, w.tr.sum = permittedNowhere, out.sumPermittedNowhere
 	}
 	w.contact = newContactMonitor(func(ctx context.Context) error {
 		return probeServer(ctx, w.probe, cfg.RequestTimeout)
