@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,15 +18,6 @@ import (
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 )
-
-// takenCounter is a Recorder that counts the stream events the reader
-// took.
-type takenCounter struct{ taken atomic.Int64 }
-
-func (c *takenCounter) ListBegun()                            {}
-func (c *takenCounter) ListPage(runtime.Object, bool, string) {}
-func (c *takenCounter) ListEnded(string)                      {}
-func (c *takenCounter) Observe(watch.Event) func()            { return func() { c.taken.Add(1) } }
 
 // waitSeen polls cond for up to 20 s (client-go's reflector waits its
 // backoff, 0.8–1.6 s, between a watch that ended early and the next),
@@ -51,7 +43,7 @@ func TestRemovalDuringWatchListInitialEventsEmptiesTheCache(t *testing.T) {
 	leaks(t)
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, true)
 	f := newFixture(t, true, 0)
-	journal := &takenCounter{}
+	journal := &recLog{}
 	f.lw.Journal = journal
 	inf := toolscache.NewSharedIndexInformerWithOptions(f.lw, &unstructured.Unstructured{}, toolscache.SharedIndexInformerOptions{})
 	f.lw.Cached = inf.GetStore().List
@@ -91,9 +83,13 @@ func TestRemovalDuringWatchListInitialEventsEmptiesTheCache(t *testing.T) {
 	if opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
 		t.Fatalf("second request %+v, want a watch-list request", opts)
 	}
-	before := journal.taken.Load()
+	journal.take()
 	server.Add(widget("w1", "5"))
-	waitSeen(t, "the reflector to take w1's initial event", func() bool { return journal.taken.Load() > before }, requests)
+	var calls []string
+	waitSeen(t, "the reflector to take w1's initial event", func() bool {
+		calls = append(calls, journal.take()...)
+		return slices.Contains(calls, "taken ADDED:w1@5")
+	}, requests)
 
 	// The CRD is deleted.
 	f.lw.SetServed(false, "CRD deleted", true)
