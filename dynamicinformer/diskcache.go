@@ -215,9 +215,9 @@ func diskEligible(key spec, secrets bool) (string, bool) {
 // state with a new list (DiskDiffed with that reason; "" if it resumes
 // when it can): handlers see only what changed, at the cost of a list.
 //
-//   - Over several namespaces: it merges one watch per namespace and
-//     resumes by relisting (listwatch.MultiNamespace); a list per
-//     namespace.
+//   - Over several namespaces: it merges one watch per namespace, each
+//     resumed from its own resourceVersion (listwatch.MultiNamespace),
+//     and the stored state holds only one; a list per namespace.
 //   - Namespaces chosen while it runs (WithPermittedNamespaces): those
 //     permitted now may not be those stored.
 //   - A shard source: its shard now may not be the shard stored.

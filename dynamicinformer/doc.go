@@ -239,8 +239,9 @@
 //   - Diffed (the server answers 410 Expired, or the state was stored
 //     while a list was under way — a crash or a stop in the middle of
 //     it — so no resourceVersion describes it, or the informer is over
-//     several namespaces, whose merged watch resumes only by relisting
-//     — one list per namespace —, or what it watches is decided as it
+//     several namespaces, whose stored state holds one resourceVersion,
+//     not one per namespace — one list per namespace —, or what it
+//     watches is decided as it
 //     starts: WithPermittedNamespaces, WithShardSource): the same
 //     initial adds, then the informer lists (Syncing) and client-go's
 //     Replace delivers

@@ -3,6 +3,7 @@ package listwatch
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -56,18 +57,26 @@ type Listed struct {
 // MultiNamespace lists and watches several namespaces as one collection.
 // Lists are concatenated (their resourceVersion is the highest of the
 // namespaces'); watches are merged, each namespace's watch starting at
-// its own list's resourceVersion. Because events of different
-// namespaces can arrive out of resourceVersion order, a merged watch
-// cannot resume from a resourceVersion: every watch after the first one of
-// a list answers "expired", so the reflector relists. Relists are
-// consistent and each namespace is listed in pages (see ListWithContext).
-// Watch-list streaming is declined (the reflector falls back to a list).
+// its own list's resourceVersion. Events of different namespaces arrive
+// out of resourceVersion order, so one resourceVersion cannot say where
+// each namespace was: MultiNamespace remembers each namespace's
+// resourceVersion as its events are handed on. A watch asked from the
+// resourceVersion of the last event handed on (the reflector's, after a
+// merged watch it read to the end: a connection cut, the server's watch
+// timeout) resumes each namespace from its own, with no list, as a
+// reflector over one namespace resumes. Any other resourceVersion, a
+// watch after a merged watch ended for a change of namespaces (below), or
+// a watch while a refused one waits for its re-check, answers "expired",
+// so the reflector relists. Relists are consistent and each namespace is
+// listed in pages (see ListWithContext). Watch-list streaming is declined
+// (the reflector falls back to a list).
 //
 // The namespaces are Namespaces, or, with Resolve, what it answers at
 // each list. A namespace whose list is forbidden, or that Resolve denies,
 // does not fail the others: the list holds the listed namespaces and
-// Hook is told which were not listed and why. The merged watch ends (so
-// the reflector relists) when one of its watches ends; when a namespace
+// Hook is told which were not listed and why. The merged watch ends when
+// one of its watches ends (the reflector resumes it, above); and, so that
+// the reflector relists, when a namespace
 // the server refused answers a probe (a list of one object, sent every
 // Recheck while the watch runs); and, with Resolve, when Resolve, asked
 // again every Recheck while some namespace is denied (or always, with
@@ -139,11 +148,12 @@ type MultiNamespace struct {
 
 	// State. Everything below is guarded by mu, except hookGen (hookMu).
 	// A list (ListWithContext, on the reflector's goroutine or on the
-	// stream that switches) sets listRV, nsRV, consumed (false), listed,
+	// stream that switches) sets listRV, nsRV, relist (false), listed,
 	// resolved, refused, next, period and last from what it read, and
-	// takes (clears) pending and watchRefused. The first watch after it
-	// sets consumed and copies listed, resolved, refused, period and nsRV
-	// for the merged watch it opens; that watch's goroutines set pending
+	// takes (clears) pending and watchRefused. A watch from listRV copies
+	// listed, resolved, refused, period and nsRV for the merged watch it
+	// opens; that watch's goroutines move listRV and nsRV, set relist and
+	// pending
 	// (follow, when the answer changed), add to watchRefused (a 403), and
 	// replace resolved.Denied and last (the denials changed, the
 	// namespaces listed did not).
@@ -156,8 +166,15 @@ type MultiNamespace struct {
 	// namespace listed earlier that came before a later one's list would
 	// be lost.
 	nsRV map[string]string
-	// consumed: the last list's watch was opened; a later watch relists.
-	consumed bool
+	// A watch from listRV resumes: each namespace from its nsRV. A list
+	// sets both; a merged watch of generation watchGen (the newest) moves
+	// them with every event it hands on (the event's resourceVersion, and
+	// its namespace's), under mu, in the order handed on.
+	watchGen uint64
+	// relist: the last merged watch ended for a change of namespaces
+	// (follow found one, or Switch was called): the next watch answers
+	// "expired" until a list.
+	relist   bool
 	listed   NamespaceSet // the namespaces the last list read
 	resolved NamespaceSet // what Resolve answered for it (Denied: by Resolve)
 	refused  []string     // the namespaces of it the server refused, sorted
@@ -314,7 +331,8 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	lw.hookMu.Lock()
 	lw.hookGen++
 	lw.mu.Lock()
-	lw.listRV, lw.nsRV, lw.consumed, lw.refused, lw.next, lw.period = rv, nsRV, false, refused, next, period
+	lw.listRV, lw.nsRV, lw.relist, lw.refused, lw.next, lw.period = rv, nsRV, false, refused, next, period
+	lw.watchGen++ // a merged watch still open no longer moves them
 	lw.listed = NamespaceSet{All: told.All, Names: listed}
 	lw.resolved, lw.last = set, told
 	lw.mu.Unlock()
@@ -358,15 +376,16 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		return nil, ErrWatchListDeclined
 	}
 	lw.mu.Lock()
-	fresh := !lw.consumed && o.ResourceVersion == lw.listRV
-	lw.consumed = true
-	listed, resolved, refused, period, nsRV := lw.listed, lw.resolved, lw.refused, lw.period, lw.nsRV
+	resumes := o.ResourceVersion == lw.listRV && !lw.relist && lw.pending == nil && len(lw.watchRefused) == 0
+	lw.watchGen++
+	watchGen := lw.watchGen
+	listed, resolved, refused, period, nsRV := lw.listed, lw.resolved, lw.refused, lw.period, maps.Clone(lw.nsRV)
 	lw.mu.Unlock()
 	lw.hookMu.Lock()
 	gen := lw.hookGen
 	lw.hookMu.Unlock()
-	if !fresh {
-		return nil, reflectorseam.Expired("a watch over several namespaces resumes by relisting")
+	if !resumes {
+		return nil, reflectorseam.Expired("a watch over several namespaces resumes only from the last event it handed on; relisting")
 	}
 	lw.Selectors.Apply(&o)
 	o.AllowWatchBookmarks = false // bookmarks of one namespace say nothing of the others
@@ -391,6 +410,23 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		watches = append(watches, w)
 	}
 	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch, wake: lw.Wake, switchTo: lw.Switch}
+	m.handedOn = func(ns, rv string) {
+		lw.mu.Lock()
+		if lw.watchGen == watchGen {
+			if lw.nsRV == nil {
+				lw.nsRV = map[string]string{}
+			}
+			lw.listRV, lw.nsRV[ns] = rv, rv
+		}
+		lw.mu.Unlock()
+	}
+	m.mustRelist = func() {
+		lw.mu.Lock()
+		if lw.watchGen == watchGen {
+			lw.relist = true
+		}
+		lw.mu.Unlock()
+	}
 	follow := lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0)
 	if follow || len(refused) > 0 {
 		m.changed = func(ctx context.Context, quick bool) bool {
@@ -538,7 +574,14 @@ type mergedWatch struct {
 	// switchTo, if set, is called instead of ending the watch when
 	// changed reports true or a watch is refused (see MultiNamespace.Switch).
 	switchTo func()
+	// handedOn, if set, is told the namespace and resourceVersion of each
+	// event the reader took (not error events), in the order taken.
+	handedOn func(ns, rv string)
+	// mustRelist, if set, is called before the watch ends or switches
+	// because changed reported true.
+	mustRelist func()
 
+	sendMu  sync.Mutex // held from offering an event to telling handedOn
 	result  chan watch.Event
 	stop    chan struct{}
 	once    sync.Once
@@ -573,9 +616,7 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 						}
 						return
 					}
-					select {
-					case m.result <- ev:
-					case <-m.stop:
+					if !m.send(ev, i) {
 						return
 					}
 				case <-m.stop:
@@ -597,6 +638,27 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 		wg.Wait()
 		close(m.result)
 	}()
+}
+
+// send offers ev to the reader until it takes it (true) or the watch
+// stops, then tells handedOn what was taken. The lock keeps handedOn's
+// calls in the order the reader took the events: the last one told is
+// the reader's last.
+func (m *mergedWatch) send(ev watch.Event, i int) bool {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	select {
+	case m.result <- ev:
+	case <-m.stop:
+		return false
+	}
+	if m.handedOn == nil || ev.Type == watch.Error || i >= len(m.names) {
+		return true
+	}
+	if a, err := meta.Accessor(ev.Object); err == nil && a.GetResourceVersion() != "" {
+		m.handedOn(m.names[i], a.GetResourceVersion())
+	}
+	return true
 }
 
 // follow asks changed at multiples of period, and at once when wake
@@ -631,6 +693,9 @@ func (m *mergedWatch) follow(ctx context.Context) {
 		changed := m.changed(rctx, quick)
 		close(done)
 		cancel()
+		if changed && m.mustRelist != nil {
+			m.mustRelist()
+		}
 		if changed && m.switchTo != nil {
 			m.switched(ctx)
 			return

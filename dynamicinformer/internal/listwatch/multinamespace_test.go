@@ -152,10 +152,11 @@ func TestMultiNamespaceListAndWatch(t *testing.T) {
 		t.Fatalf("watched a from %q and b from %q, want each from its own list (5, 8)", rvA, rvB)
 	}
 	s.watchOf("a").Add(widget("a", "a3", "9"))
+	if got := names([]watch.Event{mustNext(t, w)}); !slices.Equal(got, []string{"ADDED:a3"}) {
+		t.Fatalf("merged events %v", got)
+	}
 	s.watchOf("b").Add(widget("b", "b2", "10"))
-	got := names([]watch.Event{mustNext(t, w), mustNext(t, w)})
-	slices.Sort(got)
-	if !slices.Equal(got, []string{"ADDED:a3", "ADDED:b2"}) {
+	if got := names([]watch.Event{mustNext(t, w)}); !slices.Equal(got, []string{"ADDED:b2"}) {
 		t.Fatalf("merged events %v", got)
 	}
 	// No retry timer without forbidden namespaces: still open.
@@ -170,8 +171,9 @@ func TestMultiNamespaceListAndWatch(t *testing.T) {
 	if !s.watchOf("a").IsStopped() {
 		t.Fatal("the other namespace's watch was not stopped")
 	}
+	// From anything but the last event taken (10), it relists.
 	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"}); !apierrors.IsResourceExpired(err) {
-		t.Fatalf("second watch of one list: %v, want expired", err)
+		t.Fatalf("watch from the list's version after events were taken: %v, want expired", err)
 	}
 	// A relist asks for a consistent list, whatever the reflector asked.
 	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"}); err != nil {
@@ -192,6 +194,126 @@ func TestMultiNamespaceListAndWatch(t *testing.T) {
 	drain(t, w)
 	if !lw.IsWatchListSemanticsUnSupported() {
 		t.Fatal("merged watches must not stream lists")
+	}
+}
+
+// A merged watch that ends (a connection cut, the server's timeout) is
+// resumed by a watch from the last event the reader took: each namespace
+// from its own last event, or its list if it had none, with no list (the
+// reflector over one namespace does the same; a relist would also grow
+// its shared back-off, up to 30 s, found by
+// TestSeveralNamespacesForbiddenStaysCurrent under load). Resumed again
+// with no events, from the same versions. Events a stream took but did
+// not hand on, a check that found other namespaces, or a refused watch:
+// "expired", and a list.
+func TestMultiNamespaceResumesFromEachNamespacesLastEvent(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	s.objects["c"], s.rv["c"] = []*unstructured.Unstructured{widget("c", "c1", "2")}, "6"
+	lw, _ := newMulti(s)
+	lw.Namespaces = []string{"a", "b", "c"}
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lists := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.listOpts)
+	}
+	listed := lists()
+	watchRVs := func() [3]string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return [3]string{s.watchRV["a"], s.watchRV["b"], s.watchRV["c"]}
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b's event (12) is taken before a's (11): out of version order.
+	s.watchOf("b").Add(widget("b", "b2", "12"))
+	mustNext(t, w)
+	s.watchOf("a").Modify(widget("a", "a1", "11"))
+	mustNext(t, w)
+	s.watchOf("c").Stop() // the connection is cut
+	drain(t, w)
+
+	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "11"})
+	if err != nil {
+		t.Fatalf("watch from the last event taken: %v", err)
+	}
+	if got, want := watchRVs(), [3]string{"11", "12", "6"}; got != want {
+		t.Fatalf("resumed a, b, c from %v, want %v (each from its own last event, c from its list)", got, want)
+	}
+	if n := lists(); n != listed {
+		t.Fatalf("%d lists to resume, want none", n-listed)
+	}
+	// Ends with nothing taken: resumed from the same versions.
+	s.watchOf("a").Stop()
+	drain(t, w)
+	if w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "11"}); err != nil {
+		t.Fatalf("second resume: %v", err)
+	}
+	if got, want := watchRVs(), [3]string{"11", "12", "6"}; got != want {
+		t.Fatalf("resumed again from %v, want %v", got, want)
+	}
+	// An event the reader did not take does not move the versions: the
+	// reflector asks from 11 and resumes; asked from 13 (which it never
+	// took), it relists.
+	s.watchOf("c").Add(widget("c", "c2", "13"))
+	w.Stop()
+	drain(t, w)
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "13"}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch from a version never taken: %v, want expired", err)
+	}
+	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "11"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A refused watch: the next watch relists, whatever it asks.
+	s.watchOf("b").Error(&apierrors.NewForbidden(widgetsGVR.GroupResource(), "", errors.New("b revoked")).ErrStatus)
+	drain(t, w)
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "11"}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch after a refused one: %v, want expired", err)
+	}
+	// After a list (b left out until its re-check), its version resumes
+	// again.
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, _ := ListRV(obj)
+	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatalf("watch from the new list: %v", err)
+	}
+	w.Stop()
+	drain(t, w)
+}
+
+// A merged watch that ends because its check found other namespaces (a
+// refused namespace now answers) is not resumed: the next watch relists,
+// from any version, so the list reads that namespace.
+func TestMultiNamespaceEndedByACheckRelists(t *testing.T) {
+	leaks(t)
+	s := newNSServer()
+	s.forbidden["b"] = true
+	lw, _ := newMulti(s)
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.forbidden["b"] = false
+	s.mu.Unlock()
+	drain(t, w) // ends at the next check (Recheck 100ms)
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "5"}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch after a check found b readable: %v, want expired", err)
 	}
 }
 
