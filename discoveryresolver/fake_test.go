@@ -32,7 +32,8 @@ type fakeDiscovery struct {
 	entered chan struct{} // receives (non-blocking) when a round starts
 	starts  []time.Time   // guarded by mu: wall-clock start of every round
 
-	own map[schema.GroupVersion]*metav1.APIResourceList // guarded by mu; see setOwn
+	own    map[schema.GroupVersion]*metav1.APIResourceList // guarded by mu; see setOwn
+	ownErr map[schema.GroupVersion]error                   // guarded by mu: what gv's own endpoint fails with
 }
 
 func newFake(groups ...fakeGroup) *fakeDiscovery {
@@ -299,6 +300,16 @@ func (f *fakeDiscovery) setOwn(gv schema.GroupVersion, l *metav1.APIResourceList
 	f.own[gv] = l
 }
 
+// setOwnErr makes gv's own endpoint fail with err (nil: answer again).
+func (f *fakeDiscovery) setOwnErr(gv schema.GroupVersion, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ownErr == nil {
+		f.ownErr = map[schema.GroupVersion]error{}
+	}
+	f.ownErr[gv] = err
+}
+
 func (f *fakeDiscovery) ServerResourcesForGroupVersionWithContext(_ context.Context, groupVersion string) (*metav1.APIResourceList, error) {
 	gv, err := schema.ParseGroupVersion(groupVersion)
 	if err != nil {
@@ -306,6 +317,9 @@ func (f *fakeDiscovery) ServerResourcesForGroupVersionWithContext(_ context.Cont
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.ownErr[gv]; err != nil {
+		return nil, err
+	}
 	if l, ok := f.own[gv]; ok {
 		if l == nil {
 			return nil, apierrors.NewNotFound(schema.GroupResource{}, groupVersion)

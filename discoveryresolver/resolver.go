@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -260,7 +261,27 @@ func (r *Resolver) readDirect(ctx context.Context, groups []*metav1.APIGroup, li
 				lists[i] = nil // gone, whatever the aggregated document says
 			}
 		case err != nil || own == nil:
-			continue // keep the aggregated document's answer
+			// Not the aggregated document's answer: it is what lags for a
+			// group-version marked here. The group-version failed this
+			// round, so it keeps what the last snapshot had (a resource
+			// served a moment ago must not look removed: a subscription
+			// would release its informer and start it again).
+			if err == nil {
+				err = fmt.Errorf("group-version %s: its own discovery endpoint answered nothing", gv)
+			}
+			if listed {
+				lists[i] = nil
+			} else if prev := r.snap.Load(); prev != nil && prev.servesGroupVersion(gv) {
+				groups = withGroupVersion(groups, gv) // read here last round: keep its place
+			}
+			if !copied {
+				failed, copied = copyGroupErrors(failed), true
+			}
+			if failed == nil {
+				failed = map[schema.GroupVersion]error{}
+			}
+			failed[gv] = err
+			continue
 		case listed:
 			if sameResourceNames(lists[i], own) {
 				r.undirect(gv)

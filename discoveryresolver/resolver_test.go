@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -945,5 +946,65 @@ func TestInvalidateGroupVersionsReadsOwnEndpoint(t *testing.T) {
 	}
 	if _, ok := r.Lookup(gv.WithResource("gadgets")); ok {
 		t.Fatal("a group-version its own endpoint calls gone is still served")
+	}
+}
+
+// A group-version read from its own endpoint (its aggregated entry lags)
+// whose own endpoint fails keeps what the last round had: the lagging
+// aggregated document does not speak for it, so a resource served a
+// moment ago is not removed (a subscription released and restarted its
+// informer: crd-watcher's TestE2EItemsBCategoryWaitForCRDs under a CPU
+// hog ended with the new resource's informer Syncing with 0 objects). It
+// is reported failed for that round.
+func TestOwnEndpointFailureKeepsLastAnswer(t *testing.T) {
+	ctx := context.Background()
+	gv := schema.GroupVersion{Group: "stable.example.com", Version: "v1"}
+	f := newFake(group(gv.Group, version("v1", res("gadgets", "Gadget"))))
+	r := New(f)
+	var removed []string
+	r.OnChange(func(c Change) {
+		for _, x := range c.Removed {
+			removed = append(removed, x.GVR.Resource)
+		}
+	})
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.setOwn(gv, &metav1.APIResourceList{GroupVersion: gv.String(), APIResources: []metav1.APIResource{res("gadgets", "Gadget"), res("doohickeys", "Doohickey")}})
+	r.Invalidate(gv)
+	if _, err := r.Resolve(ctx, "doohickeys"); err != nil {
+		t.Fatalf("after invalidate(gv): %v", err)
+	}
+	// A group-version only its own endpoint serves, also read directly.
+	gv2 := schema.GroupVersion{Group: "stable.example.com", Version: "v2"}
+	f.setOwn(gv2, &metav1.APIResourceList{GroupVersion: gv2.String(), APIResources: []metav1.APIResource{res("gizmos", "Gizmo")}})
+	r.Invalidate(gv2)
+	if _, err := r.ResolveGVR(ctx, gv2.WithResource("gizmos")); err != nil {
+		t.Fatalf("after invalidate(gv2): %v", err)
+	}
+	boom := apierrors.NewServiceUnavailable("the server is currently unable to handle the request")
+	f.setOwnErr(gv, boom)
+	f.setOwnErr(gv2, boom)
+	err := r.Refresh(ctx)
+	var gerr *GroupDiscoveryError
+	if !errors.As(err, &gerr) || gerr.Groups[gv] == nil || gerr.Groups[gv2] == nil {
+		t.Fatalf("refresh with the own endpoints failing: %v, want a GroupDiscoveryError naming %s and %s", err, gv, gv2)
+	}
+	for _, want := range []schema.GroupVersionResource{gv.WithResource("doohickeys"), gv.WithResource("gadgets"), gv2.WithResource("gizmos")} {
+		if _, ok := r.Lookup(want); !ok {
+			t.Errorf("%s is gone after its group-version's own endpoint failed once", want)
+		}
+	}
+	if len(removed) != 0 {
+		t.Errorf("OnChange told removals %v", removed)
+	}
+	// Answering again, it is read as before.
+	f.setOwnErr(gv, nil)
+	f.setOwnErr(gv2, nil)
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Lookup(gv.WithResource("doohickeys")); !ok || len(r.FailedGroups()) != 0 {
+		t.Fatalf("after recovery: doohickeys %v, failed %v", ok, r.FailedGroups())
 	}
 }

@@ -154,6 +154,16 @@ func buildSnapshot(data discoveryData, prev *snapshot, serverOrder bool) *snapsh
 	return s
 }
 
+// servesGroupVersion reports whether s has a resource of gv.
+func (s *snapshot) servesGroupVersion(gv schema.GroupVersion) bool {
+	for _, e := range s.entries {
+		if e.res.GVR.GroupVersion() == gv {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *snapshot) add(gv schema.GroupVersion, ar metav1.APIResource, groupRank, versionRank int) {
 	if ar.Name == "" || strings.Contains(ar.Name, "/") {
 		return // subresources are not informer targets

@@ -73,7 +73,7 @@ func TestE2EItemsBCategoryWaitForCRDs(t *testing.T) {
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		code, _, stderr := p.exited(t, time.Minute)
+		code, stdout, stderr := p.exited(t, time.Minute)
 		if code != 0 {
 			t.Fatalf("exit code %d\n%s", code, stderr)
 		}
@@ -81,7 +81,7 @@ func TestE2EItemsBCategoryWaitForCRDs(t *testing.T) {
 			t.Errorf("%d waiting lines, want 1:\n%s", n, stderr)
 		}
 		if !regexp.MustCompile(regexp.QuoteMeta(gvrString(gvr)) + `\s+Synced\s+1\s`).MatchString(stderr) {
-			t.Errorf("final status lacks %s Synced with 1 object:\n%s", gvrString(gvr), stderr)
+			t.Errorf("final status lacks %s Synced with 1 object:\n%s\nstdout:\n%s", gvrString(gvr), stderr, stdout)
 		}
 		mustNotContain(t, "stderr", stderr, "(no informers)")
 	})
