@@ -164,7 +164,9 @@ func newEntry(key spec, gvr schema.GroupVersionResource, cfg resourceConfig, p p
 		}
 		inner = mn
 		// A merged watch asks for no bookmarks (a quiet one would be
-		// probed every period) and every restart relists anyway.
+		// probed every period); its watch requests have a bound of their
+		// own (listwatch.WatchOpenBound), and a resume that fails or
+		// goes unanswered relists.
 		idle = 0
 		noWatchList = true
 	} else {

@@ -88,9 +88,11 @@ func TestCorruptObjectInStorage(t *testing.T) {
 
 	h := fac.ForResource(f.gvr)
 	// An informer over two namespaces: it has no idle bound (its merged
-	// watch asks for no bookmarks), but relists whenever its watch ends,
-	// in pages, so it meets the same error once the server closes the
-	// watches of the broken cache.
+	// watch asks for no bookmarks). When the server closes the watches of
+	// the broken cache it resumes them, and those requests are answered
+	// 429 until the bound on an unanswered watch request
+	// (listwatch.WatchOpenBound) makes it relist, in pages: it meets the
+	// same error.
 	multi := fac.ForResource(f.gvr, dynamicinformer.WithNamespaces(f.ns, "default"))
 	var delMu sync.Mutex
 	var deleted []string
@@ -200,7 +202,8 @@ func TestCorruptObjectInStorage(t *testing.T) {
 	}
 
 	// The two-namespace informer: Failed with the same error once the
-	// server has closed the broken cache's watches (~30 s) and it relisted.
+	// server has closed the broken cache's watches (~30 s), its resume
+	// went unanswered and it relisted.
 	var mst dynamicinformer.Status
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
 		mst = multi.Status()

@@ -2,12 +2,14 @@ package listwatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,9 +67,12 @@ type Listed struct {
 // merged watch it read to the end: a connection cut, the server's watch
 // timeout) resumes each namespace from its own, with no list, as a
 // reflector over one namespace resumes. Any other resourceVersion, a
-// watch after a merged watch ended for a change of namespaces (below), or
-// a watch while a refused one waits for its re-check, answers "expired",
-// so the reflector relists. Relists are consistent and each namespace is
+// watch after a merged watch ended for a change of namespaces (below), a
+// watch while a refused one waits for its re-check, or after a watch
+// request failed or went unanswered for WatchOpenBound (the merged watch
+// has no liveness bound: this bound, and a relist after any failure, keep
+// a server that answers only its lists honestly from leaving it Synced
+// and stale), answers "expired", so the reflector relists. Relists are consistent and each namespace is
 // listed in pages (see ListWithContext). Watch-list streaming is declined
 // (the reflector falls back to a list).
 //
@@ -197,6 +202,14 @@ type MultiNamespace struct {
 	hookMu  sync.Mutex
 	hookGen uint64
 }
+
+// WatchOpenBound is how long a namespace's watch request may go
+// unanswered before the merged watch gives up opening and the reflector
+// relists. A merged watch has no liveness bound of its own (it asks for
+// no bookmarks), and a server whose watch cache cannot initialize answers
+// watches 429, which client-go retries inside the request for minutes;
+// its consistent, paginated list fails at once with the real error.
+var WatchOpenBound = 10 * time.Second
 
 // switchGrace is how long a merged watch that called Switch waits to be
 // stopped before it ends by itself.
@@ -391,25 +404,39 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	o.AllowWatchBookmarks = false // bookmarks of one namespace say nothing of the others
 	namespaces := listed.Names
 	watches := make([]watch.Interface, 0, len(namespaces))
+	cancels := make([]context.CancelFunc, 0, len(namespaces))
 	for _, ns := range namespaces {
 		wo := o
 		if rv := nsRV[ns]; rv != "" && rv != "0" {
-			wo.ResourceVersion = rv // from its own list
+			wo.ResourceVersion = rv // from its own list, or its last event
 		}
-		w, err := lw.Funcs.Watch(ctx, ns, wo)
+		w, cancel, err := openWithin(ctx, WatchOpenBound, func(ctx context.Context) (watch.Interface, error) {
+			return lw.Funcs.Watch(ctx, ns, wo)
+		})
 		if err != nil {
-			for _, w := range watches {
+			for i, w := range watches {
 				w.Stop()
+				cancels[i]()
 			}
 			if apierrors.IsForbidden(err) {
 				lw.refusedWatch(ns, err)
 				return nil, reflectorseam.Expired(fmt.Sprintf("the watch of namespace %q was refused; relisting checks access again", ns))
 			}
+			// Whatever went wrong, the next watch does not resume: the
+			// reflector's list says what the server says.
+			lw.mu.Lock()
+			if lw.watchGen == watchGen {
+				lw.relist = true
+			}
+			lw.mu.Unlock()
+			if errors.Is(err, errOpenUnanswered) {
+				return nil, reflectorseam.Expired(fmt.Sprintf("the watch of namespace %q was not answered within %v; relisting", ns, WatchOpenBound))
+			}
 			return nil, err
 		}
-		watches = append(watches, w)
+		watches, cancels = append(watches, w), append(cancels, cancel)
 	}
-	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch, wake: lw.Wake, switchTo: lw.Switch}
+	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch, wake: lw.Wake, switchTo: lw.Switch, cancels: cancels}
 	m.handedOn = func(ns, rv string) {
 		lw.mu.Lock()
 		if lw.watchGen == watchGen {
@@ -458,6 +485,44 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 	}
 	m.start(ctx, watches)
 	return m, nil
+}
+
+// errOpenUnanswered: a watch request not answered within its bound.
+var errOpenUnanswered = errors.New("watch request not answered in time")
+
+// openWithin opens a watch with open, cancelling the request if it is not
+// answered within bound (errOpenUnanswered; ctx's error if ctx ended). The
+// watch it returns runs under a context of its own: cancel it once the
+// watch is stopped.
+func openWithin(ctx context.Context, bound time.Duration, open func(context.Context) (watch.Interface, error)) (watch.Interface, context.CancelFunc, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	// Whoever claims first decides: the timer (cancel the request) or the
+	// request's return (keep what it answered).
+	var claimed atomic.Bool
+	timedOut := make(chan struct{})
+	timer := time.AfterFunc(bound, func() {
+		if claimed.CompareAndSwap(false, true) {
+			close(timedOut)
+			cancel()
+		}
+	})
+	w, err := open(wctx)
+	if !claimed.CompareAndSwap(false, true) {
+		<-timedOut
+		if w != nil {
+			w.Stop()
+		}
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, errOpenUnanswered
+	}
+	timer.Stop()
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return w, cancel, nil
 }
 
 // sameDenials reports whether a and b deny the same namespaces for the
@@ -580,6 +645,9 @@ type mergedWatch struct {
 	// mustRelist, if set, is called before the watch ends or switches
 	// because changed reported true.
 	mustRelist func()
+
+	// cancels end the watches' request contexts, after Stop.
+	cancels []context.CancelFunc
 
 	sendMu  sync.Mutex // held from offering an event to telling handedOn
 	result  chan watch.Event
@@ -746,6 +814,9 @@ func (m *mergedWatch) Stop() {
 		close(m.stop)
 		for _, w := range m.watches {
 			w.Stop()
+		}
+		for _, cancel := range m.cancels {
+			cancel()
 		}
 	})
 }

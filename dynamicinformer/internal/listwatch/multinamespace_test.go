@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,15 +259,16 @@ func TestMultiNamespaceResumesFromEachNamespacesLastEvent(t *testing.T) {
 	if got, want := watchRVs(), [3]string{"11", "12", "6"}; got != want {
 		t.Fatalf("resumed again from %v, want %v", got, want)
 	}
-	// An event the reader did not take does not move the versions: the
-	// reflector asks from 11 and resumes; asked from 13 (which it never
-	// took), it relists.
+	// An event the reader did not take does not move the versions: asked
+	// from 13 (which it never took), it relists. (Asked while the event
+	// waits: a new watch makes the old one's later hand-ons count for
+	// nothing, so draining it below changes nothing.)
 	s.watchOf("c").Add(widget("c", "c2", "13"))
-	w.Stop()
-	drain(t, w)
 	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "13"}); !apierrors.IsResourceExpired(err) {
 		t.Fatalf("watch from a version never taken: %v, want expired", err)
 	}
+	w.Stop()
+	drain(t, w)
 	w, err = lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "11"})
 	if err != nil {
 		t.Fatal(err)
@@ -437,6 +439,66 @@ func TestMultiNamespaceErrors(t *testing.T) {
 	if !s.watchOf("a").IsStopped() {
 		t.Fatal("namespace a's watch left open after b's failed")
 	}
+	// The failed open is not resumed again: the next watch relists.
+	s.mu.Lock()
+	s.watchErr = nil
+	s.mu.Unlock()
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch after a failed open: %v, want expired", err)
+	}
+}
+
+// A namespace's watch request that is not answered within WatchOpenBound
+// (a server whose watch cache cannot initialize answers 429, which
+// client-go retries inside the request for minutes) is cancelled: the
+// watch answers "expired" at once, so the reflector relists (a consistent
+// list fails with the server's real error), and the next watch relists
+// too. Found by test/cachetest's TestCorruptObjectInStorage once merged
+// watches resumed.
+func TestMultiNamespaceUnansweredWatchRelists(t *testing.T) {
+	leaks(t)
+	defer func(b time.Duration) { WatchOpenBound = b }(WatchOpenBound)
+	WatchOpenBound = 100 * time.Millisecond
+	s := newNSServer()
+	lw, _ := newMulti(s)
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	plain := lw.Funcs.Watch
+	var cancelled atomic.Bool
+	lw.Funcs.Watch = func(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
+		if ns == "b" {
+			<-ctx.Done() // retried inside the request until cancelled
+			cancelled.Store(true)
+			return nil, ctx.Err()
+		}
+		return plain(ctx, ns, o)
+	}
+	start := time.Now()
+	_, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"})
+	if !apierrors.IsResourceExpired(err) || !strings.Contains(err.Error(), `namespace "b"`) {
+		t.Fatalf("unanswered watch of b: %v, want expired naming b", err)
+	}
+	if !cancelled.Load() || time.Since(start) > 10*time.Second {
+		t.Fatalf("b's request cancelled %v after %v", cancelled.Load(), time.Since(start))
+	}
+	if !s.watchOf("a").IsStopped() {
+		t.Fatal("namespace a's watch left open")
+	}
+	lw.Funcs.Watch = plain
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch after an unanswered one: %v, want expired (relist)", err)
+	}
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "8"})
+	if err != nil {
+		t.Fatalf("watch after the relist: %v", err)
+	}
+	w.Stop()
+	drain(t, w)
 }
 
 // Selectors set label and field selectors, then the tweak runs (and may
