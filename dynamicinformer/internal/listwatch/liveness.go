@@ -242,37 +242,13 @@ func (l *Liveness) open(ctx context.Context, opts metav1.ListOptions) (w watch.I
 		w, err := l.Inner.WatchWithContext(ctx, opts)
 		return w, func() {}, err
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	// Whoever claims first decides: the timer (the request timed out) or
-	// the request's return (it was answered in time). Claiming is atomic,
-	// so a timer that fired but had not yet acted cannot cancel a stream
-	// already handed out, nor can an answered request be judged silent.
-	var claimed atomic.Bool
-	timedOut := make(chan struct{})
-	bound := time.AfterFunc(max(l.idleLeft(time.Now()), 0), func() {
-		if claimed.CompareAndSwap(false, true) {
-			close(timedOut)
-			cancel()
-		}
+	w, release, err = openWithin(ctx, max(l.idleLeft(time.Now()), 0), func(ctx context.Context) (watch.Interface, error) {
+		return l.Inner.WatchWithContext(ctx, opts)
 	})
-	w, err = l.Inner.WatchWithContext(wctx, opts)
-	if !claimed.CompareAndSwap(false, true) {
-		// The timer won: the request was cancelled (or is about to be).
-		<-timedOut
-		if w != nil {
-			w.Stop()
-		}
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
+	if errors.Is(err, errOpenUnanswered) {
 		return nil, nil, errIdleOpen
 	}
-	bound.Stop()
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	return w, cancel, nil
+	return w, release, err
 }
 
 // report tells the Contact hook whether a request reached the server. An
