@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"regexp"
 	"runtime"
 	"strings"
@@ -50,7 +51,8 @@ func TestE2EItemsBCategoryWaitForCRDs(t *testing.T) {
 
 	t.Run("wait-for-crds", func(t *testing.T) {
 		later := perRun("e2e-later")
-		p := startWatcher(t, "--kubeconfig", kc, "--all", "--category", later, "--wait-for-crds", "--progress-interval", "200ms")
+		p := startWatcher(t, "--kubeconfig", kc, "--all", "--category", later, "--wait-for-crds", "--progress-interval", "200ms", "--metrics-addr", "127.0.0.1:0")
+		base := metricsBase(t, p)
 		p.waitStderr(t, regexp.MustCompile(`^waiting \(--wait-for-crds\): --category "`+regexp.QuoteMeta(later)+`": the server knows no such category`), 2*time.Minute)
 		time.Sleep(1500 * time.Millisecond) // progress ticks meanwhile: nothing more to say
 		crd := controlplane.NewCRD(later+".e2e.example.com", "Later", "laters", controlplane.Categories(later))
@@ -70,6 +72,11 @@ func TestE2EItemsBCategoryWaitForCRDs(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.waitEventLine(t, "ADDED", gvrString(gvr), ns+"/first")
+		// The initial list's adds reach the handlers before the informer
+		// is Synced (under a CPU hog the final status once said Syncing,
+		// "listing", with the ADDED line printed): stop once /readyz says
+		// every informer is synced.
+		waitHTTP(t, base+"/readyz", http.StatusOK, 2*time.Minute)
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
