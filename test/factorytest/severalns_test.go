@@ -51,9 +51,11 @@ func (a *arrivals) get(k string) (time.Time, bool) {
 // had already grown it. A merged watch now resumes from each namespace's
 // last event.) Here, for 30 s with a 1 s period and a connection cut
 // every 10 s, every object created in the readable namespace reaches the
-// handler within 5 s; the forbidden namespace is still tried about once
-// a period, and the readable one is listed fewer times than it was cut
-// (a list per cut would be the relist the resume avoids).
+// handler no more than 5 s after it reaches an informer over that
+// namespace alone (the machine's speed is not what is tested); the
+// forbidden namespace is still tried about once a period, and the
+// readable one is listed fewer times than it was cut (a list per cut
+// would be the relist the resume avoids).
 func TestSeveralNamespacesForbiddenStaysCurrent(t *testing.T) {
 	// Side by side with the others: the connections it cuts are its own
 	// proxy's.
@@ -76,9 +78,20 @@ func TestSeveralNamespacesForbiddenStaysCurrent(t *testing.T) {
 	if _, err := h.Informer().AddEventHandler(arr); err != nil {
 		t.Fatal(err)
 	}
+	// The reference: an informer over the readable namespace alone,
+	// through the same proxy (the same cuts), which client-go's
+	// reflector resumes by itself. How late the merged one may be is
+	// measured against it, not against the clock: on a loaded machine
+	// both lag (a CPU hog once made the median 2 s).
+	ref := f.ForResource(configmaps, dynamicinformer.WithNamespaces(allowed))
+	refArr := &arrivals{at: map[string]time.Time{}}
+	if _, err := ref.Informer().AddEventHandler(refArr); err != nil {
+		t.Fatal(err)
+	}
 	f.Start(ctx)
 	eventually(t, ctx, "synced with the allowed namespace's objects", func() bool {
-		return h.Status().State == dynamicinformer.Synced && slices.Equal(storeKeys(h), adminKeys(t, ctx, allowed))
+		return h.Status().State == dynamicinformer.Synced && slices.Equal(storeKeys(h), adminKeys(t, ctx, allowed)) &&
+			ref.Status().State == dynamicinformer.Synced
 	})
 	if _, ok := h.Status().Denied[denied]; !ok {
 		t.Fatalf("Denied %v, want %s", h.Status().Denied, denied)
@@ -102,27 +115,46 @@ func TestSeveralNamespacesForbiddenStaysCurrent(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	eventually(t, ctx, "every object created in the allowed namespace", func() bool {
+	eventually(t, ctx, "every object created in the allowed namespace, in both informers", func() bool {
 		for k := range created {
 			if _, ok := arr.get(k); !ok {
+				return false
+			}
+			if _, ok := refArr.get(k); !ok {
 				return false
 			}
 		}
 		return true
 	})
-	var lags []time.Duration
-	for k, c := range created {
-		a, _ := arr.get(k)
-		lags = append(lags, max(a.Sub(c), 0))
+	lagsOf := func(a *arrivals) (p50, worst time.Duration) {
+		var lags []time.Duration
+		for k, c := range created {
+			at, _ := a.get(k)
+			lags = append(lags, max(at.Sub(c), 0))
+		}
+		slices.Sort(lags)
+		return lags[len(lags)/2], lags[len(lags)-1]
 	}
-	slices.Sort(lags)
-	p50, worst := lags[len(lags)/2], lags[len(lags)-1]
+	p50, worst := lagsOf(arr)
+	refP50, refWorst := lagsOf(refArr)
 	retries := counter.Count("list", "/namespaces/"+denied+"/configmaps")
 	relists := counter.Count("list", "/namespaces/"+allowed+"/configmaps")
-	t.Logf("%d objects created over %v with %d cuts: arrival lag p50 %v, max %v; %d tries of %s, %d lists of %s",
-		len(created), window, cuts, p50.Round(time.Millisecond), worst.Round(time.Millisecond), retries, denied, relists, allowed)
-	if bound := 5 * time.Second; worst > bound {
-		t.Errorf("an object of %s reached the handler %v after its create, want within %v", allowed, worst.Round(time.Millisecond), bound)
+	t.Logf("%d objects created over %v with %d cuts: arrival lag p50 %v, max %v (over %s alone: p50 %v, max %v); %d tries of %s, %d lists of %s",
+		len(created), window, cuts, p50.Round(time.Millisecond), worst.Round(time.Millisecond), allowed,
+		refP50.Round(time.Millisecond), refWorst.Round(time.Millisecond), retries, denied, relists, allowed)
+	// A relist after a cut waited out the reflector's back-off: 12.8–25.6
+	// s once it had grown.
+	var behind time.Duration
+	var behindKey string
+	for k := range created {
+		a, _ := arr.get(k)
+		r, _ := refArr.get(k)
+		if d := a.Sub(r); d > behind {
+			behind, behindKey = d, k
+		}
+	}
+	if bound := 5 * time.Second; behind > bound {
+		t.Errorf("%s reached the handler %v after it reached the informer over %s alone, want within %v", behindKey, behind.Round(time.Millisecond), allowed, bound)
 	}
 	if cuts != 2 || relists >= cuts {
 		t.Errorf("%d lists of %s in %v with %d cuts, want 2 cuts and fewer lists (a cut resumes; re-checks of %s must not relist it)", relists, allowed, window, cuts, denied)
