@@ -72,9 +72,9 @@ type Listed struct {
 // request failed or went unanswered for WatchOpenBound (the merged watch
 // has no liveness bound: this bound, and a relist after any failure, keep
 // a server that answers only its lists honestly from leaving it Synced
-// and stale), answers "expired", so the reflector relists. Relists are consistent and each namespace is
-// listed in pages (see ListWithContext). Watch-list streaming is declined
-// (the reflector falls back to a list).
+// and stale), answers "expired", so the reflector relists. Relists are
+// consistent and each namespace is listed in pages (see ListWithContext).
+// Watch-list streaming is declined (the reflector falls back to a list).
 //
 // The namespaces are Namespaces, or, with Resolve, what it answers at
 // each list. A namespace whose list is forbidden, or that Resolve denies,
@@ -158,8 +158,7 @@ type MultiNamespace struct {
 	// takes (clears) pending and watchRefused. A watch from listRV copies
 	// listed, resolved, refused, period and nsRV for the merged watch it
 	// opens; that watch's goroutines move listRV and nsRV, set relist and
-	// pending
-	// (follow, when the answer changed), add to watchRefused (a 403), and
+	// pending (follow, when the answer changed), add to watchRefused (a 403), and
 	// replace resolved.Denied and last (the denials changed, the
 	// namespaces listed did not).
 	mu sync.Mutex
