@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -153,28 +152,33 @@ type MultiNamespace struct {
 
 	// State. Everything below is guarded by mu, except hookGen (hookMu).
 	// A list (ListWithContext, on the reflector's goroutine or on the
-	// stream that switches) sets listRV, nsRV, relist (false), listed,
-	// resolved, refused, next, period and last from what it read, and
-	// takes (clears) pending and watchRefused. A watch from listRV copies
-	// listed, resolved, refused, period and nsRV for the merged watch it
-	// opens; that watch's goroutines move listRV and nsRV, set relist and
-	// pending (follow, when the answer changed), add to watchRefused (a 403), and
+	// stream that switches) sets listRV, nsRV, listGen, current (nil),
+	// relist (false), listed, resolved, refused, next, period and last
+	// from what it read, and takes (clears) pending and watchRefused. A
+	// watch that resumes copies listed, resolved, refused, period and the
+	// position it resumes from for the merged watch it opens, which
+	// becomes current; that watch's goroutines set relist and pending
+	// (follow, when the answer changed), add to watchRefused (a 403), and
 	// replace resolved.Denied and last (the denials changed, the
 	// namespaces listed did not).
 	mu sync.Mutex
 	// listRV is the last list's resourceVersion (the highest of its
-	// namespaces'); a watch from anything else is not fresh.
+	// namespaces').
 	listRV string
 	// nsRV is each listed namespace's own list resourceVersion: its watch
 	// starts there, not at listRV (the highest), or the events of a
 	// namespace listed earlier that came before a later one's list would
 	// be lost.
 	nsRV map[string]string
-	// A watch from listRV resumes: each namespace from its nsRV. A list
-	// sets both; a merged watch of generation watchGen (the newest) moves
-	// them with every event it hands on (the event's resourceVersion, and
-	// its namespace's), under mu, in the order handed on.
-	watchGen uint64
+	// listGen counts the lists: a watch whose open failed marks relist
+	// only if no list came meanwhile.
+	listGen uint64
+	// current is the merged watch opened last since the last list (nil:
+	// none). It records its own position (the resourceVersion of the last
+	// event it handed on, and each namespace's) as it hands events on; a
+	// watch from that resourceVersion (from listRV, with no current)
+	// resumes each namespace from its own.
+	current *mergedWatch
 	// relist: the last merged watch ended for a change of namespaces
 	// (follow found one, or Switch was called): the next watch answers
 	// "expired" until a list.
@@ -344,7 +348,8 @@ func (lw *MultiNamespace) ListWithContext(ctx context.Context, o metav1.ListOpti
 	lw.hookGen++
 	lw.mu.Lock()
 	lw.listRV, lw.nsRV, lw.relist, lw.refused, lw.next, lw.period = rv, nsRV, false, refused, next, period
-	lw.watchGen++ // a merged watch still open no longer moves them
+	lw.listGen++
+	lw.current = nil // a merged watch still open no longer says where to resume
 	lw.listed = NamespaceSet{All: told.All, Names: listed}
 	lw.resolved, lw.last = set, told
 	lw.mu.Unlock()
@@ -388,10 +393,13 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		return nil, ErrWatchListDeclined
 	}
 	lw.mu.Lock()
-	resumes := o.ResourceVersion == lw.listRV && !lw.relist && lw.pending == nil && len(lw.watchRefused) == 0
-	lw.watchGen++
-	watchGen := lw.watchGen
-	listed, resolved, refused, period, nsRV := lw.listed, lw.resolved, lw.refused, lw.period, maps.Clone(lw.nsRV)
+	fromRV, nsRV := lw.listRV, lw.nsRV
+	if lw.current != nil {
+		fromRV, nsRV = lw.current.position()
+	}
+	resumes := o.ResourceVersion == fromRV && !lw.relist && lw.pending == nil && len(lw.watchRefused) == 0
+	listGen := lw.listGen
+	listed, resolved, refused, period := lw.listed, lw.resolved, lw.refused, lw.period
 	lw.mu.Unlock()
 	lw.hookMu.Lock()
 	gen := lw.hookGen
@@ -424,7 +432,7 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 			// Whatever went wrong, the next watch does not resume: the
 			// reflector's list says what the server says.
 			lw.mu.Lock()
-			if lw.watchGen == watchGen {
+			if lw.listGen == listGen {
 				lw.relist = true
 			}
 			lw.mu.Unlock()
@@ -436,23 +444,22 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		watches, cancels = append(watches, w), append(cancels, cancel)
 	}
 	m := &mergedWatch{period: period, next: lw.Next, names: namespaces, refused: lw.refusedWatch, wake: lw.Wake, switchTo: lw.Switch, cancels: cancels}
-	m.handedOn = func(ns, rv string) {
-		lw.mu.Lock()
-		if lw.watchGen == watchGen {
-			if lw.nsRV == nil {
-				lw.nsRV = map[string]string{}
-			}
-			lw.listRV, lw.nsRV[ns] = rv, rv
-		}
-		lw.mu.Unlock()
+	m.rv, m.rvs = fromRV, make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		m.rvs[i] = nsRV[ns]
 	}
 	m.mustRelist = func() {
 		lw.mu.Lock()
-		if lw.watchGen == watchGen {
+		if lw.current == m {
 			lw.relist = true
 		}
 		lw.mu.Unlock()
 	}
+	lw.mu.Lock()
+	if lw.listGen == listGen {
+		lw.current = m
+	}
+	lw.mu.Unlock()
 	follow := lw.Resolve != nil && (lw.Follow || len(resolved.Denied) > 0)
 	if follow || len(refused) > 0 {
 		m.changed = func(ctx context.Context, quick bool) bool {
@@ -638,9 +645,6 @@ type mergedWatch struct {
 	// switchTo, if set, is called instead of ending the watch when
 	// changed reports true or a watch is refused (see MultiNamespace.Switch).
 	switchTo func()
-	// handedOn, if set, is told the namespace and resourceVersion of each
-	// event the reader took (not error events), in the order taken.
-	handedOn func(ns, rv string)
 	// mustRelist, if set, is called before the watch ends or switches
 	// because changed reported true.
 	mustRelist func()
@@ -648,7 +652,15 @@ type mergedWatch struct {
 	// cancels end the watches' request contexts, after Stop.
 	cancels []context.CancelFunc
 
-	sendMu  sync.Mutex // held from offering an event to telling handedOn
+	// sendMu is held from offering an event to recording its position, so
+	// the position recorded last is that of the reader's last event.
+	sendMu sync.Mutex
+	// rv is the resourceVersion of the last event the reader took (not
+	// error events; at first, the one the watch resumed from), and rvs[i]
+	// that of the last of names[i]'s (at first, where its watch opened).
+	// Guarded by sendMu.
+	rv      string
+	rvs     []string
 	result  chan watch.Event
 	stop    chan struct{}
 	once    sync.Once
@@ -708,9 +720,8 @@ func (m *mergedWatch) start(ctx context.Context, ws []watch.Interface) {
 }
 
 // send offers ev to the reader until it takes it (true) or the watch
-// stops, then tells handedOn what was taken. The lock keeps handedOn's
-// calls in the order the reader took the events: the last one told is
-// the reader's last.
+// stops, then records its resourceVersion as the watch's position. The
+// lock keeps the records in the order the reader took the events.
 func (m *mergedWatch) send(ev watch.Event, i int) bool {
 	m.sendMu.Lock()
 	defer m.sendMu.Unlock()
@@ -719,13 +730,25 @@ func (m *mergedWatch) send(ev watch.Event, i int) bool {
 	case <-m.stop:
 		return false
 	}
-	if m.handedOn == nil || ev.Type == watch.Error || i >= len(m.names) {
+	if ev.Type == watch.Error || i >= len(m.rvs) {
 		return true
 	}
 	if a, err := meta.Accessor(ev.Object); err == nil && a.GetResourceVersion() != "" {
-		m.handedOn(m.names[i], a.GetResourceVersion())
+		m.rv, m.rvs[i] = a.GetResourceVersion(), a.GetResourceVersion()
 	}
 	return true
+}
+
+// position is the resourceVersion of the last event the reader took and
+// each namespace's, a watch from which resumes where this one ended.
+func (m *mergedWatch) position() (string, map[string]string) {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	nsRV := make(map[string]string, len(m.names))
+	for i, ns := range m.names {
+		nsRV[ns] = m.rvs[i]
+	}
+	return m.rv, nsRV
 }
 
 // follow asks changed at multiples of period, and at once when wake
