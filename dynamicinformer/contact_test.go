@@ -205,3 +205,94 @@ func (r blackHoleNamespaced) List(ctx context.Context, opts metav1.ListOptions) 
 	r.stall(ctx)
 	return r.ResourceInterface.List(ctx, opts)
 }
+
+// TestContactHeartbeat: a server that stops answering while the informer's
+// watch sits idle (nothing fails, nothing is slow: a black hole) is found
+// by the heartbeat — one probe after ContactCheckInterval without an
+// answer, lost when it is not answered within ContactCheckTimeout — and
+// the informer turns Stale; a probe answered again makes it Synced. While
+// the server answers, the heartbeat sends one probe per interval of
+// silence, no more.
+func TestContactHeartbeat(t *testing.T) {
+	noLeaks := newGoroutinesCheck()
+	fake := fakeClient(widget("a", "w0", nil))
+	var hole atomic.Bool
+	var probes atomic.Int64
+	fake.PrependReactor("create", "selfsubjectreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
+		probes.Add(1)
+		return true, nil, nil
+	})
+	client := &stallingClient{Interface: fake, stall: func(context.Context) {}}
+	// The fake's reactors run under one lock: the black hole is outside.
+	blackHoled := &probeStallClient{Interface: client, stall: func(ctx context.Context) {
+		if hole.Load() {
+			<-ctx.Done()
+		}
+	}}
+	const every, timeout = 100 * time.Millisecond, 300 * time.Millisecond
+	f := NewSharedInformerFactory(blackHoled, Options{DisableCRDTracking: true, ContactCheckInterval: every, ContactCheckTimeout: timeout})
+	h := f.ForResource(widgets)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	waitFor(t, func() bool { return h.Status().State == Synced })
+	// Heartbeats while the server answers: one per interval at most.
+	quiet := time.Now()
+	n0 := probes.Load()
+	waitFor(t, func() bool { return probes.Load() >= n0+3 })
+	if n, d := probes.Load()-n0, time.Since(quiet); time.Duration(n-1)*every > d {
+		t.Fatalf("%d heartbeats in %v: more than one per %v", n, d, every)
+	}
+	if c := f.Contact(); c.Err != nil || h.Status().State != Synced {
+		t.Fatalf("answered heartbeats: contact %+v, state %s", c, h.Status().State)
+	}
+
+	hole.Store(true)
+	waitFor(t, func() bool { return f.Contact().Err != nil })
+	c := f.Contact()
+	st := h.Status()
+	if !errors.Is(c.Err, ErrNoContact) || !errors.Is(c.Err, context.DeadlineExceeded) || st.State != Stale || !errors.Is(st.ContactErr, ErrNoContact) {
+		t.Fatalf("black hole: contact %+v, state %s, ContactErr %v", c, st.State, st.ContactErr)
+	}
+	if st.Since.Before(c.Since) {
+		t.Fatalf("Stale at %v, before contact was lost at %v", st.Since, c.Since)
+	}
+	hole.Store(false)
+	waitFor(t, func() bool { return f.Contact().Err == nil })
+	waitFor(t, func() bool { return h.Status().State == Synced })
+	if st := h.Status(); st.ContactErr != nil || st.Since.Before(f.Contact().Since) {
+		t.Fatalf("contact back: %+v", st)
+	}
+	f.Shutdown()
+	noLeaks(t)
+}
+
+// probeStallClient is a dynamic client whose SelfSubjectReview creates
+// first call stall.
+type probeStallClient struct {
+	dynamic.Interface
+	stall func(context.Context)
+}
+
+func (c *probeStallClient) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (c *probeStallClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	r := c.Interface.Resource(gvr)
+	if gvr != selfSubjectReviews {
+		return r
+	}
+	return probeStallResource{NamespaceableResourceInterface: r, stall: c.stall}
+}
+
+type probeStallResource struct {
+	dynamic.NamespaceableResourceInterface
+	stall func(context.Context)
+}
+
+func (r probeStallResource) Create(ctx context.Context, obj *unstructured.Unstructured, opts metav1.CreateOptions, sub ...string) (*unstructured.Unstructured, error) {
+	r.stall(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return r.NamespaceableResourceInterface.Create(ctx, obj, opts, sub...)
+}

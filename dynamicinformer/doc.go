@@ -102,6 +102,25 @@
 // the factory's logger (klog's by default) once per kind of failure, not
 // per retry; nothing is logged at V(0) while all is well.
 //
+// # Contact
+//
+// A factory follows its contact with the API server (Factory.Contact)
+// from its informers' requests and a probe (one SelfSubjectReview
+// create, which every server answers to every user): a connection error
+// loses contact, any answer regains it. The probe is sent when a request
+// has not returned within a second, as a heartbeat when nothing has been
+// answered for Options.ContactCheckInterval (5 s: a black-holed or frozen
+// server, whose open watches just go quiet, is found within it and
+// Options.ContactCheckTimeout), and every 1–2 s while contact is lost.
+// Every informer follows the factory at once: ContactErr is set, a Synced
+// informer turns Stale, and back to Synced when contact is regained.
+// While contact is lost the informers' requests wait for it rather than
+// fail, so an outage costs no relist and no growth of client-go's
+// reflector back-off; open watches are kept (a stalled connection
+// delivers what it held when the network is back), and a watch that ended
+// resumes from its last resourceVersion as soon as contact is regained,
+// so what changed meanwhile arrives then.
+//
 // # Liveness
 //
 // client-go's reflector cannot tell a quiet resource from a server that

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -112,6 +113,7 @@ func newFactory(client dynamic.Interface, contact *contactMonitor, opts Options)
 		}
 	}
 	contact.probeThrough(client)
+	contact.configure(opts)
 	contact.setOnChange(f.contactChanged)
 	f.initialLists = gate.NewSlots(cfg.maxInitial)
 	pc := presence.Config{Resolver: cfg.resolver, Rediscovery: cfg.rediscovery, Logger: cfg.logger.WithName("presence")}
@@ -351,8 +353,19 @@ func (f *Factory) newEntry(key spec, gvr schema.GroupVersionResource, cfg resour
 			funcs, lists = listwatch.MetadataOnly(funcs), listwatch.MetadataLists
 		}
 	}
-	funcs = f.contact.funcs(funcs)
+	// Requests the contact layer sends again are counted as the
+	// informer's own (its metrics' request hook, set once the entry is
+	// built and before it starts).
+	var retried func(verb string, err error)
+	funcs = f.contact.funcs(funcs, func(verb string, err error) {
+		if retried != nil {
+			retried(verb, err)
+		}
+	})
 	e, err := newEntry(key, gvr, cfg, p, funcs, lists, watchlist.DoesClientNotSupportWatchListSemantics(client), deps)
+	if e != nil {
+		retried = e.server.Hooks.Request
+	}
 	return e, err
 }
 
@@ -577,6 +590,27 @@ func (f *Factory) contactChanged(err error) {
 	for _, e := range es {
 		e.contact(err)
 	}
+}
+
+// ContactStatus is what a factory knows of its contact with the API
+// server, which every informer's Status follows (ContactErr; Stale while
+// a Synced informer has no contact).
+type ContactStatus struct {
+	// Err is set while the server cannot be reached: errors.Is
+	// ErrNoContact, wrapping the connection error or the unanswered probe.
+	Err error
+	// Since is when contact was last lost or regained (zero: neither yet).
+	Since time.Time
+}
+
+// Contact reports the factory's contact with the API server. Safe for
+// concurrent use.
+func (f *Factory) Contact() ContactStatus {
+	err, since := f.contact.state()
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrNoContact, err)
+	}
+	return ContactStatus{Err: err, Since: since}
 }
 
 // Statuses lists the status of every informer, sorted by GVR, then

@@ -400,6 +400,13 @@ func TestContactLostAndRestored(t *testing.T) {
 		}
 		return false, nil, nil
 	})
+	// The factory's probe meets the same server.
+	c.PrependReactor("create", "selfsubjectreviews", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		if down.Load() {
+			return true, nil, refused
+		}
+		return true, nil, nil
+	})
 	f := NewSharedInformerFactory(c, Options{DisableCRDTracking: true})
 	h := f.ForResource(widgets)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -113,6 +113,20 @@ type Options struct {
 	// stay under 10 a second (600 a minute: 1,000 namespaces are
 	// re-checked every 100 s).
 	AccessRecheckPeriod time.Duration
+	// ContactCheckInterval is the contact heartbeat: when no request of
+	// the factory has been answered for this long, it probes the server
+	// (one SelfSubjectReview create), so that a server that stops
+	// answering while every watch sits idle (a black hole, a frozen
+	// process) is found within it and ContactCheckTimeout, and every
+	// informer says so (Status.ContactErr, Synced turns Stale). Zero: 5 s;
+	// negative: no heartbeat (contact is then checked only when a request
+	// is slow or fails). While contact is lost the server is probed every
+	// 1–2 s and the informers' requests wait for it (see the package
+	// documentation, "Contact").
+	ContactCheckInterval time.Duration
+	// ContactCheckTimeout is how long a probe may go unanswered before
+	// contact is lost. Zero: 10 s.
+	ContactCheckTimeout time.Duration
 	// CacheDir, if set, keeps each informer's cache on disk in this
 	// directory (created with mode 0700; files 0600), so that a process
 	// started again restores it instead of listing: the informer is

@@ -162,7 +162,8 @@ func runFleet(ctx context.Context, cfg *Config, out *printer, stderr io.Writer, 
 		cfg: cfg, out: out, servers: servers, failed: make(chan error, 1),
 		states: map[string]printedState{}, lost: map[string]time.Time{}, broken: map[string]bool{}, counts: map[string]map[string]int{},
 		fl: fleet.New(src, fleet.Options{Logger: logger, Factory: dynamicinformer.Options{
-			Logger: logger, Defaults: []dynamicinformer.ResourceOption{
+			Logger: logger, ContactCheckInterval: contactInterval, ContactCheckTimeout: cfg.RequestTimeout,
+			Defaults: []dynamicinformer.ResourceOption{
 				dynamicinformer.WithProjection(dynamicinformer.Projection{StripManagedFields: true}),
 				dynamicinformer.WithAccessCheck(cfg.AccessCheck),
 			},

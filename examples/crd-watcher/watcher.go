@@ -88,8 +88,13 @@ func newWatcher(cfg *Config, restCfg *rest.Config, ep endpoint, out *printer, lo
 		}
 		defaults = append(defaults, dynamicinformer.WithShard(s))
 	}
+	// The library checks contact as the watcher's own monitor does (every
+	// contactInterval, bounded by --request-timeout), so an informer turns
+	// Stale when the CONTACT line says the server is gone, not at the
+	// library's slower default.
 	f, err := dynamicinformer.NewForConfig(restCfg, dynamicinformer.Options{Defaults: defaults, Logger: logger, Metrics: metrics,
-		CacheDir: cfg.CacheDir, CacheSecrets: cfg.CacheSecrets})
+		CacheDir: cfg.CacheDir, CacheSecrets: cfg.CacheSecrets,
+		ContactCheckInterval: contactInterval, ContactCheckTimeout: cfg.RequestTimeout})
 	if err != nil {
 		return nil, err
 	}
