@@ -155,29 +155,33 @@ type MultiNamespace struct {
 	// stream that switches) sets listRV, nsRV, listGen, current (nil),
 	// relist (false), listed, resolved, refused, next, period and last
 	// from what it read, and takes (clears) pending and watchRefused. A
-	// watch that resumes copies listed, resolved, refused, period and the
-	// position it resumes from for the merged watch it opens, which
-	// becomes current; that watch's goroutines set relist and pending
+	// watch call takes current's position into listRV and nsRV and clears
+	// current; if it resumes, it copies listed, resolved, refused, period
+	// and that position for the merged watch it opens, which becomes
+	// current; that watch's goroutines set relist and pending
 	// (follow, when the answer changed), add to watchRefused (a 403), and
 	// replace resolved.Denied and last (the denials changed, the
 	// namespaces listed did not).
 	mu sync.Mutex
-	// listRV is the last list's resourceVersion (the highest of its
-	// namespaces').
+	// listRV is where a watch resumes: the last list's resourceVersion
+	// (the highest of its namespaces'), or the resourceVersion of the last
+	// event a merged watch handed on, taken from it when the next watch is
+	// asked for.
 	listRV string
-	// nsRV is each listed namespace's own list resourceVersion: its watch
-	// starts there, not at listRV (the highest), or the events of a
-	// namespace listed earlier that came before a later one's list would
-	// be lost.
+	// nsRV is each listed namespace's own resourceVersion, from the list
+	// or its last event handed on: its watch starts there, not at listRV
+	// (the highest), or the events of a namespace listed earlier that came
+	// before a later one's list would be lost.
 	nsRV map[string]string
 	// listGen counts the lists: a watch whose open failed marks relist
 	// only if no list came meanwhile.
 	listGen uint64
-	// current is the merged watch opened last since the last list (nil:
-	// none). It records its own position (the resourceVersion of the last
-	// event it handed on, and each namespace's) as it hands events on; a
-	// watch from that resourceVersion (from listRV, with no current)
-	// resumes each namespace from its own.
+	// current is the merged watch opened last, until the next list or
+	// watch call (nil: none). It records its own position (the
+	// resourceVersion of the last event it handed on, and each
+	// namespace's) as it hands events on, under the lock it holds to hand
+	// them on; the next watch call takes that position into listRV and
+	// nsRV, and a watch from listRV resumes each namespace from its own.
 	current *mergedWatch
 	// relist: the last merged watch ended for a change of namespaces
 	// (follow found one, or Switch was called): the next watch answers
@@ -393,10 +397,13 @@ func (lw *MultiNamespace) WatchWithContext(ctx context.Context, o metav1.ListOpt
 		return nil, ErrWatchListDeclined
 	}
 	lw.mu.Lock()
-	fromRV, nsRV := lw.listRV, lw.nsRV
 	if lw.current != nil {
-		fromRV, nsRV = lw.current.position()
+		// The merged watch before this call is done with: where it ended
+		// is where watches resume, whatever it hands on from now on.
+		lw.listRV, lw.nsRV = lw.current.position()
+		lw.current = nil
 	}
+	fromRV, nsRV := lw.listRV, lw.nsRV
 	resumes := o.ResourceVersion == fromRV && !lw.relist && lw.pending == nil && len(lw.watchRefused) == 0
 	listGen := lw.listGen
 	listed, resolved, refused, period := lw.listed, lw.resolved, lw.refused, lw.period
