@@ -124,14 +124,27 @@ func TestE2EItemsAEmptyCRSync(t *testing.T) {
 		t.Errorf("the watcher synced an empty custom resource in %s at best, client-go in %s: more than the reflector's back-off (%s) apart", best, bestTheirs, backoff)
 	}
 
-	gvr := freshCRD(t, cp, "Void")
-	p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", gvrString(gvr), "--resource", "namespaces", "--duration", "3s")
-	code, _, stderr := p.exited(t, 2*time.Minute)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
+	// The quiet start, as the timing above: a loaded machine can make any
+	// one list slower than the status grace (a Syncing line), the defect
+	// makes every one slower; one quiet start of three fresh resources
+	// shows it is gone.
+	var quiet bool
+	var stderrs []string
+	for i := 0; i < 3 && !quiet; i++ {
+		gvr := freshCRD(t, cp, "Void")
+		p := startWatcher(t, "--kubeconfig", cp.Kubeconfig(t), "--resource", gvrString(gvr), "--resource", "namespaces", "--duration", "3s")
+		code, _, stderr := p.exited(t, 2*time.Minute)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		mustNotContain(t, "stderr", stderr, "Pending")
+		quiet = strings.Contains(stderr, "STATUS  "+gvrString(gvr)+" Synced (0 objects)") &&
+			!strings.Contains(stderr, "SYNC ") && !strings.Contains(stderr, "Syncing")
+		stderrs = append(stderrs, stderr)
 	}
-	mustContain(t, "stderr", stderr, "STATUS  "+gvrString(gvr)+" Synced (0 objects)")
-	mustNotContain(t, "stderr", stderr, "SYNC ", "Syncing", "Pending")
+	if !quiet {
+		t.Errorf("no quiet start (one \"Synced (0 objects)\", no SYNC or Syncing line) in 3 fresh empty custom resources:\n%s", strings.Join(stderrs, "\n----\n"))
+	}
 }
 
 // Issue 33, item 8: the same resource named three ways is watched once,
