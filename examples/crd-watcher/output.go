@@ -71,6 +71,10 @@ type jsonStatus struct {
 	// missing verbs: "may not list, watch", or the server's refusal).
 	Permitted    []string          `json:"permitted,omitempty"`
 	NotPermitted map[string]string `json:"notPermitted,omitempty"`
+	// NextAccessCheck is when the namespaces are checked again (RFC 3339;
+	// --permitted-namespaces, or a namespace denied): a grant or a
+	// revocation made before it shows after it.
+	NextAccessCheck string `json:"nextAccessCheck,omitempty"`
 	// Restored is how many objects the informer restored from
 	// --cache-dir when it started (0: a cold start); CacheError why the
 	// cache directory is not used for it (the informer works from the
@@ -298,6 +302,9 @@ func (p *printer) statusLine(cluster string, st dynamicinformer.Status, prev dyn
 			js.ShardFraction = &f
 		}
 		js.Permitted = st.Permitted
+		if next := nextAccessCheck(st); !next.IsZero() {
+			js.NextAccessCheck = next.UTC().Format(time.RFC3339)
+		}
 		if len(st.NotPermitted) > 0 {
 			js.NotPermitted = make(map[string]string, len(st.NotPermitted))
 			for ns, why := range st.NotPermitted {
@@ -327,10 +334,25 @@ func (p *printer) statusLine(cluster string, st dynamicinformer.Status, prev dyn
 	if s := scopeText(st); s != "" {
 		line += "; " + s
 	}
+	if next := nextAccessCheck(st); !next.IsZero() {
+		// Not part of what makes a line news (transitions.take): the time
+		// moves at every check.
+		line += "; next access check at " + next.Local().Format("15:04:05")
+	}
 	if s := cacheText(st); s != "" {
 		line += "; " + s
 	}
 	p.writeLine(p.errOut, line)
+}
+
+// nextAccessCheck is when the namespaces of st are checked again, for
+// an informer whose access is checked (--permitted-namespaces, or some
+// namespace denied); zero otherwise.
+func nextAccessCheck(st dynamicinformer.Status) time.Time {
+	if st.Permitted == nil && len(st.Denied) == 0 {
+		return time.Time{}
+	}
+	return st.NextAccessCheck
 }
 
 // cacheText says what --cache-dir did for the informer: how many objects

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,5 +74,39 @@ func TestNoNamespacesSaysToNameCandidates(t *testing.T) {
 	got := statusDetail(st)
 	if !strings.Contains(got, "name the candidate namespaces with -n") || !strings.Contains(got, `cannot list resource "namespaces"`) {
 		t.Errorf("detail %q: want the -n hint and the server's message", got)
+	}
+}
+
+// The STATUS line of an informer whose access is checked says when the
+// next check runs (text and JSON); others say nothing of it.
+func TestStatusSaysNextAccessCheck(t *testing.T) {
+	next := time.Date(2026, 12, 8, 10, 0, 30, 0, time.Local)
+	cases := []struct {
+		name string
+		st   dynamicinformer.Status
+		want bool
+	}{
+		{"permitted", dynamicinformer.Status{State: dynamicinformer.Synced, Permitted: []string{"a"}, NextAccessCheck: next}, true},
+		{"denied", dynamicinformer.Status{State: dynamicinformer.Synced, Denied: map[string]string{"b": "forbidden"}, NextAccessCheck: next}, true},
+		{"plain", dynamicinformer.Status{State: dynamicinformer.Synced, NextAccessCheck: next}, false},
+		{"no check due", dynamicinformer.Status{State: dynamicinformer.Synced, Permitted: []string{"a"}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, json := range []bool{false, true} {
+				var out, errOut bytes.Buffer
+				p := newPrinter(&out, &errOut, json, false)
+				p.now = func() time.Time { return next.Add(-10 * time.Second) }
+				p.statusLine("", tc.st, "", false)
+				text := errOut.String()
+				want := "; next access check at 10:00:30"
+				if json {
+					text, want = out.String(), `"nextAccessCheck":"`+next.UTC().Format(time.RFC3339)+`"`
+				}
+				if strings.Contains(text, want) != tc.want {
+					t.Errorf("json %v: %q; want %q in it: %v", json, text, want, tc.want)
+				}
+			}
+		})
 	}
 }
