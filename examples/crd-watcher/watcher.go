@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -320,6 +321,7 @@ func (w *watcher) setup(ctx context.Context) error {
 		return checkSelection(w.cfg.Groups, w.cfg.Categories, len(sub.Resources()), w.cfg.WaitForCRDs, w.servedResources(ctx), w.out.info)
 	}
 	seen := map[string]string{} // selectionKey → the name it was first given as
+	resolved := w.resolveAll(ctx, w.cfg.Resources)
 	for _, r := range w.cfg.Resources {
 		if err := checkSelectors(r.LabelSelector, r.FieldSelector); err != nil {
 			return err
@@ -330,14 +332,21 @@ func (w *watcher) setup(ctx context.Context) error {
 		// is one stream of events: found before an informer exists for the
 		// second name, which would only be released again (a Stopped line).
 		name := r.Name
-		if gvr, ok := w.lookupName(rctx, r.Name); ok {
+		rn, known := resolved[r.Name]
+		if gvr, ok := w.lookupName(rn, known, r.Name); ok {
 			if first, dup := seen[w.selectionKey(gvr, r)]; dup {
 				cancel()
 				w.out.info("note: %q and %q are the same resource (%s); watching it once", first, r.Name, gvrString(gvr))
 				continue
 			}
 		}
-		gi, err := w.factory.ForName(rctx, name, opts...)
+		var gi *dynamicinformer.InformerHandle
+		err := rn.err
+		if !known || err == nil {
+			// Found (ForName finds it in the same snapshot, at once), or
+			// not resolved above.
+			gi, err = w.factory.ForName(rctx, name, opts...)
+		}
 		cancel()
 		if err != nil {
 			gvr, waitable := parseQualifiedGVR(r.Name)
@@ -365,14 +374,56 @@ func (w *watcher) setup(ctx context.Context) error {
 	return nil
 }
 
-// lookupName is the resource a name stands for, as setup will resolve it:
-// through discovery, else (--wait-for-crds) the fully qualified name
-// itself; false if neither tells.
-func (w *watcher) lookupName(ctx context.Context, name string) (schema.GroupVersionResource, bool) {
-	if r := w.factory.Resolver(); r != nil {
-		if res, err := r.Resolve(ctx, name); err == nil {
-			return res.GVR, true
+// resolvedName is what discovery answered for a name.
+type resolvedName struct {
+	res discoveryresolver.Resource
+	err error
+}
+
+// resolveAll resolves every resource name at once, before any informer is
+// made. A name discovery does not know waits for a discovery round that
+// started after it was asked (a CRD created just before must be found),
+// and the resolver starts at most one round a second: asked one after
+// another, each unknown name (each unserved one under --wait-for-crds)
+// cost a second or two, and delayed every resource named after it; asked
+// together they share one round. Nothing without a resolver.
+func (w *watcher) resolveAll(ctx context.Context, specs []ResourceSpec) map[string]resolvedName {
+	r := w.factory.Resolver()
+	out := map[string]resolvedName{}
+	if r == nil {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	var names []string
+	for _, spec := range specs {
+		if !slices.Contains(names, spec.Name) {
+			names = append(names, spec.Name)
 		}
+	}
+	got := make([]resolvedName, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := r.Resolve(ctx, name)
+			got[i] = resolvedName{res: res, err: err}
+		}()
+	}
+	wg.Wait()
+	for i, name := range names {
+		out[name] = got[i]
+	}
+	return out
+}
+
+// lookupName is the resource a name stands for, as setup will watch it:
+// what discovery answered (rn, if known), else (--wait-for-crds) the
+// fully qualified name itself; false if neither tells.
+func (w *watcher) lookupName(rn resolvedName, known bool, name string) (schema.GroupVersionResource, bool) {
+	if known && rn.err == nil {
+		return rn.res.GVR, true
 	}
 	if w.cfg.WaitForCRDs {
 		return parseQualifiedGVR(name)
