@@ -139,6 +139,11 @@ func (m *contactMonitor) observe(err error) {
 	}
 	f := m.onChange
 	m.mu.Unlock()
+	if changed && err != nil {
+		// Lost by a request's error: probe, so that the retries start (and
+		// a loss one request alone saw is corrected by the next answer).
+		m.poke()
+	}
 	if changed && f != nil {
 		f(err)
 	}
