@@ -255,45 +255,43 @@ func (m *contactMonitor) funcs(f listwatch.Funcs, retried func(verb string, err 
 	}
 	return listwatch.Funcs{
 		List: func(ctx context.Context, ns string, opts metav1.ListOptions) (runtime.Object, error) {
-			for {
-				if err := m.waitContact(ctx); err != nil {
-					return nil, err
-				}
-				t := time.AfterFunc(slowRequest, m.poke)
-				obj, err := f.List(ctx, ns, opts)
-				t.Stop()
-				m.observeResult(err)
-				if !m.waits(ctx, err) {
-					return obj, err
-				}
-				again("list", err)
-			}
+			return throughContact(ctx, m, "list", again, func() (runtime.Object, error) { return f.List(ctx, ns, opts) }, nil)
 		},
 		Watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
-			for {
-				if err := m.waitContact(ctx); err != nil {
-					return nil, err
-				}
-				t := time.AfterFunc(slowRequest, m.poke)
-				w, err := f.Watch(ctx, ns, opts)
-				t.Stop()
-				if err != nil {
-					m.observeResult(err)
-					if m.waits(ctx, err) {
-						again("watch", err)
-						continue
-					}
-					return nil, err
-				}
-				if isEmptyWatch(w) && m.probe != nil && ctx.Err() == nil && m.isLost() {
-					// client-go retried a lost server until it gave up and
-					// answered an empty watch, which the reflector would
-					// take for a broken watch and relist after a back-off.
-					continue
-				}
-				return w, nil
-			}
+			// client-go retried a lost server until it gave up and answered
+			// an empty watch, which the reflector would take for a broken
+			// watch and relist after a back-off.
+			return throughContact(ctx, m, "watch", again, func() (watch.Interface, error) { return f.Watch(ctx, ns, opts) }, isEmptyWatch)
 		},
+	}
+}
+
+// throughContact sends one request (send) as contactMonitor.funcs says:
+// it waits for contact first, asks for a probe if the request is slow,
+// observes the result, and sends it again (telling again) when it failed
+// for want of contact. gaveUp, if set, marks a request that opened a
+// stream: its success says nothing of the server (only its failure is
+// observed), and a result gaveUp reports is sent again while contact is
+// lost.
+func throughContact[T any](ctx context.Context, m *contactMonitor, verb string, again func(string, error), send func() (T, error), gaveUp func(T) bool) (T, error) {
+	for {
+		if err := m.waitContact(ctx); err != nil {
+			var zero T
+			return zero, err
+		}
+		t := time.AfterFunc(slowRequest, m.poke)
+		v, err := send()
+		t.Stop()
+		if err != nil || gaveUp == nil {
+			m.observeResult(err)
+		}
+		switch {
+		case err != nil && m.waits(ctx, err):
+			again(verb, err)
+		case err == nil && gaveUp != nil && gaveUp(v) && m.probe != nil && ctx.Err() == nil && m.isLost():
+		default:
+			return v, err
+		}
 	}
 }
 

@@ -99,15 +99,20 @@ func TestClientFactoryReportsLostContact(t *testing.T) {
 }
 
 // stallingClient is a dynamic client whose watch requests first call
-// stall. It is not a watch-list client (as the fake it wraps).
+// stall, and whose SelfSubjectReview creates (the contact probe) first
+// call stallProbe, if set. It is not a watch-list client (as the fake it
+// wraps).
 type stallingClient struct {
 	dynamic.Interface
-	stall func(context.Context)
+	stall, stallProbe func(context.Context)
 }
 
 func (c *stallingClient) IsWatchListSemanticsUnSupported() bool { return true }
 
 func (c *stallingClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	if gvr == selfSubjectReviews && c.stallProbe != nil {
+		return probeStallResource{NamespaceableResourceInterface: c.Interface.Resource(gvr), stall: c.stallProbe}
+	}
 	return stallingResource{NamespaceableResourceInterface: c.Interface.Resource(gvr), stall: c.stall}
 }
 
@@ -222,9 +227,8 @@ func TestContactHeartbeat(t *testing.T) {
 		probes.Add(1)
 		return true, nil, nil
 	})
-	client := &stallingClient{Interface: fake, stall: func(context.Context) {}}
 	// The fake's reactors run under one lock: the black hole is outside.
-	blackHoled := &probeStallClient{Interface: client, stall: func(ctx context.Context) {
+	blackHoled := &stallingClient{Interface: fake, stall: func(context.Context) {}, stallProbe: func(ctx context.Context) {
 		if hole.Load() {
 			<-ctx.Done()
 		}
@@ -265,23 +269,6 @@ func TestContactHeartbeat(t *testing.T) {
 	}
 	f.Shutdown()
 	noLeaks(t)
-}
-
-// probeStallClient is a dynamic client whose SelfSubjectReview creates
-// first call stall.
-type probeStallClient struct {
-	dynamic.Interface
-	stall func(context.Context)
-}
-
-func (c *probeStallClient) IsWatchListSemanticsUnSupported() bool { return true }
-
-func (c *probeStallClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	r := c.Interface.Resource(gvr)
-	if gvr != selfSubjectReviews {
-		return r
-	}
-	return probeStallResource{NamespaceableResourceInterface: r, stall: c.stall}
 }
 
 type probeStallResource struct {
