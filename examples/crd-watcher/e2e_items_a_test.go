@@ -97,31 +97,39 @@ func clientGoSync(t *testing.T, cp *controlplane.ControlPlane, gvr schema.GroupV
 // initializing: the watch-list stream is refused 429 and client-go's
 // reflector retries it after its back-off, about 1 s, while a plain list
 // is served at once. Measured: the watcher first (the first request),
-// client-go's informer on the same resource next; client-go's informer on
-// another fresh resource is logged for comparison. And a fresh empty
-// custom resource breaks no quiet start: no SYNC, Syncing or Pending line.
+// client-go's informer on the same resource next (its cache now built),
+// and client-go's informer on another fresh resource (a first request,
+// as the watcher's). The watcher, which falls back to the list at once,
+// must be no slower than client-go on a fresh resource; against client-go
+// on the warm resource the gap is logged (it was the check, until a CPU
+// hog made a first request cost a second without any back-off). And a
+// fresh empty custom resource breaks no quiet start: no SYNC, Syncing or
+// Pending line.
 func TestE2EItemsAEmptyCRSync(t *testing.T) {
 	controlplane.Parallel(t)
 	cp := controlPlane(t)
 	// A loaded machine only adds time, to either side: the best of three
 	// tries is compared. The defect this guards against (the first
 	// watch-list refused 429 and retried after the reflector's back-off)
-	// adds that back-off, about a second, to every try.
+	// puts the watcher where client-go is on a fresh resource, back-off
+	// included; without it the watcher was faster in each of six tries
+	// under a CPU hog (by 0.1–0.7 s).
 	var ratios []float64
-	best, bestTheirs := time.Duration(1<<62), time.Duration(1<<62)
+	best, bestWarm, bestCold := time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62)
 	for i := 0; i < 3; i++ {
 		gvr := freshCRD(t, cp, "Hollow")
 		ours := watcherSync(t, cp, gvr)
-		theirs := clientGoSync(t, cp, gvr)
+		warm := clientGoSync(t, cp, gvr)
 		cold := clientGoSync(t, cp, freshCRD(t, cp, "Vacant"))
 		t.Logf("empty CR %s: watcher %s (first request), client-go %s (same resource), client-go %s on a fresh one",
-			gvrString(gvr), ours.Round(time.Millisecond), theirs.Round(time.Millisecond), cold.Round(time.Millisecond))
-		ratios = append(ratios, float64(ours)/float64(theirs))
-		best, bestTheirs = min(best, ours), min(bestTheirs, theirs)
+			gvrString(gvr), ours.Round(time.Millisecond), warm.Round(time.Millisecond), cold.Round(time.Millisecond))
+		ratios = append(ratios, float64(ours)/float64(cold))
+		best, bestWarm, bestCold = min(best, ours), min(bestWarm, warm), min(bestCold, cold)
 	}
-	t.Logf("watcher / client-go: %.2f; best %s against %s", ratios, best.Round(time.Millisecond), bestTheirs.Round(time.Millisecond))
-	if backoff := 800 * time.Millisecond; best > bestTheirs+backoff {
-		t.Errorf("the watcher synced an empty custom resource in %s at best, client-go in %s: more than the reflector's back-off (%s) apart", best, bestTheirs, backoff)
+	t.Logf("watcher / client-go on a fresh resource: %.2f; best %s against %s fresh, %s on the watcher's resource once built",
+		ratios, best.Round(time.Millisecond), bestCold.Round(time.Millisecond), bestWarm.Round(time.Millisecond))
+	if best > bestCold {
+		t.Errorf("the watcher synced a fresh empty custom resource in %s at best, client-go a fresh one in %s: the watcher should not pay the reflector's back-off client-go pays", best, bestCold)
 	}
 
 	// The quiet start, as the timing above: a loaded machine can make any
