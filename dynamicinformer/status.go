@@ -33,10 +33,13 @@ const (
 	// reached (ContactErr says why), so the cache is no longer kept
 	// current and may be out of date. Reads are served from it, HasSynced
 	// stays true; Reason names the lost contact ("no contact with the API
-	// server: connection refused"). It replaces Synced within about a
-	// second of losing the server and gives way to Synced when a request
-	// is answered again (the watch resumes where it stopped). Any other
-	// event acts on it as on Synced.
+	// server: connection refused"). It replaces Synced the moment the
+	// factory finds contact lost (Factory.Contact: within about a second
+	// for refused or cut connections, within Options.ContactCheckInterval
+	// and ContactCheckTimeout for a black hole) and gives way to Synced the
+	// moment contact is regained; the informer's requests wait for it
+	// meanwhile, so its watch resumes where it stopped and what changed
+	// arrives then. Any other event acts on it as on Synced.
 	Stale State = "Stale"
 	// Removed: the resource stopped being served (CRD deleted, version no
 	// longer served, API group gone). Handlers received a delete for every
@@ -158,9 +161,9 @@ type Status struct {
 	LastContact time.Time
 	// ContactErr is set while the API server cannot be reached (an
 	// *InformerError, errors.Is ErrNoContact, wrapping the connection
-	// error): from the first request that fails to connect — within
-	// about a second of losing the server, since the reflector retries
-	// its watch at once — until a request is answered again. Meanwhile a
+	// error or the unanswered probe): from the first request or probe
+	// that fails to reach it (see Options.ContactCheckInterval) until a
+	// request or probe is answered again (Factory.Contact). Meanwhile a
 	// Synced informer is Stale, a Syncing one says so in its Reason, and
 	// the other states stay; OnStatusChange reports both transitions.
 	ContactErr error
