@@ -171,6 +171,11 @@ func TestSeveralNamespacesDenialSaidOnce(t *testing.T) {
 		t.Fatalf("Denied = %q, want team-a and team-c denied by the access check", st.Denied)
 	}
 	denied := "denied in namespace team-a: " + reason("team-a") + "; team-c: " + reason("team-c")
+	if st.NextAccessCheck.IsZero() {
+		t.Fatal("no NextAccessCheck with namespaces denied")
+	}
+	// The line ends with when the denied namespaces are checked again.
+	next := "; next access check at " + st.NextAccessCheck.Local().Format("15:04:05")
 
 	syncing := st
 	syncing.State, syncing.Reason = dynamicinformer.Syncing, "listing"
@@ -180,9 +185,9 @@ func TestSeveralNamespacesDenialSaidOnce(t *testing.T) {
 		st   dynamicinformer.Status
 		text string
 	}{
-		{st, "crontabs.v1.stable.example.com Syncing → Synced (0 objects): " + denied},
-		{syncing, "crontabs.v1.stable.example.com Syncing (0 objects): listing: " + denied},
-		{stale, "crontabs.v1.stable.example.com Syncing → Stale (0 objects): no contact with the API server: " + denied},
+		{st, "crontabs.v1.stable.example.com Syncing → Synced (0 objects): " + denied + next},
+		{syncing, "crontabs.v1.stable.example.com Syncing (0 objects): listing: " + denied + next},
+		{stale, "crontabs.v1.stable.example.com Syncing → Stale (0 objects): no contact with the API server: " + denied + next},
 	} {
 		var text, js, table bytes.Buffer
 		newPrinter(&text, &text, false, false).status(c.st, dynamicinformer.Syncing)

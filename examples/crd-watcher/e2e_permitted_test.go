@@ -80,7 +80,7 @@ func TestE2EPermittedNamespacesNamed(t *testing.T) {
 	p := startWatcher(t, "--kubeconfig", kc, "--resource", "configmaps", "-n", ok+","+denied, "--permitted-namespaces", "--metrics-addr", "127.0.0.1:0")
 	base := metricsBase(t, p)
 	p.waitEventLine(t, "ADDED", ok+"/web")
-	p.waitStderr(t, regexp.MustCompile(`STATUS  configmaps\.v1 .*Synced \(1 objects\).*; permitted in 1 namespace \(`+regexp.QuoteMeta(ok)+`\); not permitted in 1: may not list, watch in `+regexp.QuoteMeta(denied)+`$`), time.Minute)
+	p.waitStderr(t, regexp.MustCompile(`STATUS  configmaps\.v1 .*Synced \(1 objects\).*; permitted in 1 namespace \(`+regexp.QuoteMeta(ok)+`\); not permitted in 1: may not list, watch in `+regexp.QuoteMeta(denied)+`; next access check at \d\d:\d\d:\d\d$`), time.Minute)
 	code, body := httpGet(base + "/readyz")
 	if code != http.StatusOK || !strings.Contains(body, "ok\nconfigmaps.v1 not permitted in 1 namespace: may not list, watch in "+denied+"\n") {
 		t.Fatalf("/readyz = %d %q, want 200 naming %s as not permitted (may not list, watch)", code, body, denied)
