@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -117,10 +116,12 @@ func checkOutage(t *testing.T, ctx context.Context, o outage, ns string) outageM
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	writer := func() kubernetes.Interface { return cp.Kube() }
+	// One client through the control plane's proxy: it keeps its address
+	// across an API server restart.
+	kube := cp.Kube()
 	for i := 0; i < 3; i++ {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("before-%d", i)}, Data: map[string]string{"v": "0"}}
-		if _, err := writer().CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,9 +155,8 @@ func checkOutage(t *testing.T, ctx context.Context, o outage, ns string) outageM
 		t.Errorf("Stale %v after the factory reported contact lost; want within %v", m.lostToStale, outageBound)
 	}
 
-	cms := func() kubernetes.Interface { return writer() }
 	changes := func() {
-		c := cms().CoreV1().ConfigMaps(ns)
+		c := kube.CoreV1().ConfigMaps(ns)
 		if _, err := c.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before-0"}, Data: map[string]string{"v": "1"}}, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
